@@ -1,0 +1,3 @@
+from sowctl.cli import main
+
+raise SystemExit(main())

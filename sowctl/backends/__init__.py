@@ -1,0 +1,21 @@
+"""Backends: the same operations, run in process (local) or over HTTP (remote)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Backend(Protocol):
+    mode: str  # "local" or "remote"
+
+    def call(
+        self,
+        name: str,
+        params: dict[str, str] | None = None,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        *,
+        all_pages: bool = True,
+    ) -> Any:
+        """Run the named operation (see ``sowctl.operations``) and return its JSON body."""
+        ...

@@ -1,0 +1,70 @@
+"""Time and id generation, in one place so they can be made deterministic.
+
+Every timestamp and generated id in the core comes from here. ``serve --seed``
+and ``/_admin/clock`` swap these sources for reproducible ones.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import uuid
+from datetime import UTC, date, datetime
+
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+_fixed_now: datetime | None = None
+_rng: random.Random | None = None
+
+
+def now() -> datetime:
+    """Current UTC time as a naive datetime (the storage convention), to the second."""
+    if _fixed_now is not None:
+        return _fixed_now
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+
+
+def today() -> date:
+    return now().date()
+
+
+def set_fixed_now(moment: datetime | None) -> None:
+    """Freeze the clock at ``moment`` (naive UTC), or unfreeze it with None."""
+    global _fixed_now
+    _fixed_now = moment.replace(microsecond=0) if moment is not None else None
+
+
+def seed(value: int | None) -> None:
+    """Make generated ids and secrets reproducible (None restores real randomness)."""
+    global _rng
+    _rng = random.Random(value) if value is not None else None
+
+
+def new_id() -> str:
+    """A new opaque resource id (a UUID string)."""
+    if _rng is not None:
+        return str(uuid.UUID(int=_rng.getrandbits(128), version=4))
+    return str(uuid.uuid4())
+
+
+def new_secret(prefix: str) -> str:
+    """A new bearer token or API key: ``prefix`` plus 256 random bits, URL-safe."""
+    if _rng is not None:
+        return prefix + _rng.getrandbits(256).to_bytes(32, "big").hex()
+    return prefix + secrets.token_urlsafe(32)
+
+
+def format_timestamp(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.strftime(TIMESTAMP_FORMAT)
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse an ISO 8601 timestamp to naive UTC; raises ValueError when malformed."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.replace(microsecond=0)

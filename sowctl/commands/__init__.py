@@ -1,0 +1,1 @@
+"""One module per command group: registration and thin functions only."""

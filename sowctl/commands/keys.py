@@ -1,0 +1,59 @@
+"""sowctl keys: Group B API keys (admin, local mode only)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from sowctl.commands._options import Json, Quiet
+from sowctl.context import app_context
+from sowctl.render import Column, emit_message, emit_rows
+
+app = typer.Typer(
+    help="API keys for the external API (stored hashed; local mode only).", no_args_is_help=True
+)
+
+COLUMNS = [
+    Column("ID", "id"),
+    Column("KEY", "key"),
+    Column("ORG", "organizationId"),
+    Column("CREATED", "createdAt"),
+    Column("REVOKED", "revokedAt"),
+]
+
+
+@app.command("create")
+def create_key(
+    ctx: typer.Context,
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+) -> None:
+    """Print a new API key, and only the key."""
+    from sowctl.services import credentials
+
+    app_context(ctx).open_local_database("keys create")
+    sys.stdout.write(credentials.create_key(org).secret + "\n")
+
+
+@app.command("list")
+def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
+    """List API keys (secrets masked)."""
+    from sowctl.services import credentials
+
+    app_context(ctx).open_local_database("keys list")
+    emit_rows(credentials.list_keys(), COLUMNS, json_mode=json_, quiet=quiet)
+
+
+@app.command("revoke")
+def revoke_key(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="The key's id, or the key itself.")],
+    json_: Json = False,
+) -> None:
+    """Revoke an API key: it is refused from the next request on."""
+    from sowctl.services import credentials
+
+    app_context(ctx).open_local_database("keys revoke")
+    key_id = credentials.revoke_key(key)
+    emit_message(f"API key {key_id} revoked", json_mode=json_, body={"id": key_id, "revoked": True})

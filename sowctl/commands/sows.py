@@ -1,0 +1,53 @@
+"""sowctl sows: create and list SOWs, so a user can start from an empty database."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sowctl.commands._options import Json, Quiet
+from sowctl.context import app_context
+from sowctl.render import Column, emit_object, emit_rows
+
+app = typer.Typer(help="Statements of Work.", no_args_is_help=True)
+
+COLUMNS = [
+    Column("ID", "id"),
+    Column("PROJECT", "projectId"),
+    Column("ITEMS", "itemCount", justify="right"),
+    Column("CREATED", "createdAt"),
+    Column("TITLE", "title"),
+]
+
+
+@app.command("create")
+def create_sow(
+    ctx: typer.Context,
+    title: Annotated[str, typer.Argument(help="Title of the SOW.")],
+    project: Annotated[
+        str | None,
+        typer.Option("--project", help="Project id (default: the organization's default project)."),
+    ] = None,
+    sow_id: Annotated[str | None, typer.Option("--id", help="Choose the SOW's id.")] = None,
+    json_: Json = False,
+) -> None:
+    """Create a SOW (and a default organization and project when none exist)."""
+    body = {"title": title}
+    if project:
+        body["projectId"] = project
+    if sow_id:
+        body["id"] = sow_id
+    emit_object(app_context(ctx).call("sows.create", body=body), json_mode=json_)
+
+
+@app.command("list")
+def list_sows(
+    ctx: typer.Context,
+    project: Annotated[str | None, typer.Option("--project", help="Only this project's SOWs.")] = None,
+    json_: Json = False,
+    quiet: Quiet = False,
+) -> None:
+    """List SOWs with their item counts."""
+    sows = app_context(ctx).call("sows.list", query={"projectId": project})
+    emit_rows(sows, COLUMNS, json_mode=json_, quiet=quiet)

@@ -1,0 +1,62 @@
+"""sowctl tokens: bearer tokens for Groups A and C (admin, local mode only)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from sowctl.commands._options import Json, Quiet
+from sowctl.context import app_context
+from sowctl.render import Column, emit_message, emit_rows
+
+app = typer.Typer(help="Bearer tokens (stored hashed; local mode only).", no_args_is_help=True)
+
+COLUMNS = [
+    Column("ID", "id"),
+    Column("TOKEN", "token"),
+    Column("USER", "userId"),
+    Column("ORG", "organizationId"),
+    Column("ROLE", "role"),
+    Column("CREATED", "createdAt"),
+    Column("REVOKED", "revokedAt"),
+]
+
+
+@app.command("create")
+def create_token(
+    ctx: typer.Context,
+    user: Annotated[str, typer.Option("--user", help="User id (created in the org if new).")],
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+    role: Annotated[str, typer.Option("--role", help="viewer, member or admin.")] = "member",
+) -> None:
+    """Print a new bearer token, and only the token."""
+    from sowctl.services import credentials
+
+    app_context(ctx).open_local_database("tokens create")
+    issued = credentials.create_token(user, org, role)
+    sys.stdout.write(issued.secret + "\n")
+
+
+@app.command("list")
+def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
+    """List tokens (secrets masked)."""
+    from sowctl.services import credentials
+
+    app_context(ctx).open_local_database("tokens list")
+    emit_rows(credentials.list_tokens(), COLUMNS, json_mode=json_, quiet=quiet)
+
+
+@app.command("revoke")
+def revoke_token(
+    ctx: typer.Context,
+    token: Annotated[str, typer.Argument(help="The token's id, or the token itself.")],
+    json_: Json = False,
+) -> None:
+    """Revoke a token: it is refused from the next request on."""
+    from sowctl.services import credentials
+
+    app_context(ctx).open_local_database("tokens revoke")
+    token_id = credentials.revoke_token(token)
+    emit_message(f"token {token_id} revoked", json_mode=json_, body={"id": token_id, "revoked": True})

@@ -1,0 +1,71 @@
+"""The TOML config file: named profiles of connection settings.
+
+Read with tomllib, written atomically with tomli-w (temp file, fsync, rename)
+and created with mode 0600, since profiles may hold tokens and API keys.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from sowctl.errors import InvalidInput
+
+PROFILE_KEYS = ("server", "token", "api_key", "org", "company", "db", "timeout")
+SECRET_KEYS = ("token", "api_key")
+
+
+def app_dir() -> Path:
+    from typer import get_app_dir
+
+    return Path(get_app_dir("sowctl"))
+
+
+def config_path() -> Path:
+    """``config.toml`` in the app dir; ``SOWCTL_CONFIG`` points elsewhere (tests, CI)."""
+    override = os.environ.get("SOWCTL_CONFIG")
+    return Path(override) if override else app_dir() / "config.toml"
+
+
+def load(path: Path | None = None) -> dict[str, Any]:
+    path = path or config_path()
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
+    if not isinstance(data.get("profiles", {}), dict):
+        raise InvalidInput(f"config file {path}: 'profiles' must be a table")
+    return data
+
+
+def save(data: dict[str, Any], path: Path | None = None) -> Path:
+    import tomli_w
+
+    path = path or config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            tomli_w.dump(data, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def active_profile_name(data: dict[str, Any], requested: str | None) -> str:
+    return requested or data.get("current") or "default"
+
+
+def profile(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return dict(data.get("profiles", {}).get(name, {}))

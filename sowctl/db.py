@@ -1,0 +1,165 @@
+"""Opening the database, schema migrations, and serialised write transactions."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import peewee as pw
+
+from sowctl import models
+from sowctl.errors import ServiceUnavailable, SowctlError
+
+SQLITE_PRAGMAS = {
+    "journal_mode": "wal",
+    "foreign_keys": 1,
+    # Waiting writers queue instead of failing with "database is locked".
+    "busy_timeout": 30_000,
+    # WAL + NORMAL survives a process crash (SIGKILL); only power loss can drop the tail.
+    "synchronous": "normal",
+    "cache_size": -32_000,
+}
+
+# Advisory-lock namespace for migrations on PostgreSQL (any constant works).
+_MIGRATION_LOCK = 0x50C7
+
+
+def default_sqlite_path() -> Path:
+    """``sowctl.db`` in the per-user app dir, as ``typer.get_app_dir("sowctl")`` names it."""
+    from typer import get_app_dir
+
+    return Path(get_app_dir("sowctl")) / "sowctl.db"
+
+
+def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
+    """Build (not yet open) a Peewee database for a SQLite path or a database URL."""
+    target = os.fspath(url_or_path) if url_or_path is not None else None
+    if not target:
+        target = str(default_sqlite_path())
+    if "://" not in target:
+        return _sqlite(target)
+    scheme = target.split("://", 1)[0].lower()
+    if scheme == "sqlite":
+        return _sqlite(target.split("://", 1)[1][1:] or ":memory:")
+    if scheme not in ("postgres", "postgresql", "cockroachdb", "crdb"):
+        raise SowctlError(f"unsupported database URL scheme {scheme!r}")
+    from playhouse.db_url import connect as connect_url
+
+    try:
+        return connect_url(target)
+    except ImportError as exc:  # psycopg2 not installed
+        raise SowctlError(f"cannot use {scheme}: {exc} (pip install 'sowctl[postgres]')") from exc
+
+
+def _sqlite(path: str) -> pw.SqliteDatabase:
+    if path != ":memory:":
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        path = str(Path(path).expanduser())
+    return pw.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS, check_same_thread=False)
+
+
+def open_database(url_or_path: str | os.PathLike | None, *, migrate: bool = True) -> pw.Database:
+    """Open the database, bind the models to it, and bring its schema up to date."""
+    database = connect(url_or_path)
+    models.database_proxy.initialize(database)
+    try:
+        database.connect(reuse_if_open=True)
+    except pw.OperationalError as exc:
+        raise ServiceUnavailable(f"cannot open database: {_first_line(exc)}") from exc
+    if migrate:
+        apply_migrations(database)
+    return database
+
+
+def is_sqlite(database: pw.Database | None = None) -> bool:
+    database = database or models.database_proxy.obj
+    return isinstance(database, pw.SqliteDatabase)
+
+
+# --- migrations ---------------------------------------------------------------
+
+
+def _v1_initial(database: pw.Database) -> None:
+    database.create_tables(models.ALL_MODELS, safe=True)
+
+
+# Append new steps here; never edit a released one. Each runs in the migration transaction.
+MIGRATIONS: list[Callable[[pw.Database], None]] = [_v1_initial]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version() -> int:
+    row = models.Meta.get_or_none(models.Meta.key == "schema_version")
+    return int(row.value) if row else 0
+
+
+def apply_migrations(database: pw.Database) -> int:
+    """Apply every pending migration in one transaction; safe when workers race."""
+    with _serialised(database, "migrations"):
+        database.create_tables([models.Meta], safe=True)
+        current = schema_version()
+        if current > SCHEMA_VERSION:
+            raise SowctlError(
+                f"the database has schema version {current}, newer than this sowctl "
+                f"({SCHEMA_VERSION}); upgrade sowctl"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS[version - 1](database)
+        if current != SCHEMA_VERSION:
+            models.Meta.replace(key="schema_version", value=str(SCHEMA_VERSION)).execute()
+    return SCHEMA_VERSION
+
+
+# --- write serialisation ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
+    if isinstance(database, pw.SqliteDatabase):
+        # IMMEDIATE takes the write lock up front: the check-then-write sequences
+        # inside (cycle checks, numbering) see no concurrent writer.
+        with database.atomic("IMMEDIATE"):
+            yield
+        return
+    with database.atomic():
+        if database.transaction_depth() == 1 and isinstance(database, pw.PostgresqlDatabase):
+            key = zlib.crc32(lock_key.encode()) ^ _MIGRATION_LOCK
+            database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (key,))
+        yield
+
+
+@contextlib.contextmanager
+def write_transaction(lock_key: str = "global") -> Iterator[None]:
+    """A transaction that serialises writers sharing ``lock_key`` (e.g. an organization).
+
+    SQLite has one writer at a time anyway; PostgreSQL takes an advisory lock held
+    until commit, so two requests that would together close a cycle run one after
+    the other and the second sees the first's row.
+    """
+    with _serialised(models.database_proxy.obj, lock_key):
+        yield
+
+
+def with_retries(operation: Callable[[], object], attempts: int = 5) -> object:
+    """Run ``operation``, retrying transient lock/serialisation failures with backoff."""
+    for attempt in range(attempts):
+        try:
+            return operation()
+        except (pw.OperationalError, pw.InternalError) as exc:
+            transient = (
+                "locked" in str(exc)
+                or "could not serialize" in str(exc)
+                or ("restart transaction" in str(exc))
+            )
+            if not transient or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -1,0 +1,146 @@
+"""Typed errors raised by the domain core.
+
+Each error carries what every edge needs to translate it: the HTTP status
+(server), the Group C code, and the CLI exit code (contract §3). Surfaces map
+them in exactly one place each (``sowctl.server.errors`` and ``sowctl.cli``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """CLI exit codes fixed by the contract (§3)."""
+
+    OK = 0
+    CHECK_FAILED = 1
+    INVALID_INPUT = 2
+    NOT_FOUND = 3
+    AUTH = 4
+    FAILURE = 5
+
+
+def exit_code_for_status(status: int) -> ExitCode:
+    """Map an HTTP status to the contract's exit code."""
+    if status < 400:
+        return ExitCode.OK
+    if status == 404:
+        return ExitCode.NOT_FOUND
+    if status in (401, 403):
+        return ExitCode.AUTH
+    if status in (400, 405, 409, 413, 415, 422):
+        return ExitCode.INVALID_INPUT
+    return ExitCode.FAILURE
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One offending input: where it is and what is wrong with it."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"path": list(self.path), "message": self.message}
+
+    def describe(self) -> str:
+        where = ".".join(str(part) for part in self.path)
+        return f"{where}: {self.message}" if where else self.message
+
+
+class SowctlError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    status: int = 500
+    code: str = "INTERNAL_SERVER_ERROR"
+
+    def __init__(self, message: str, issues: Sequence[Issue] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.issues = list(issues)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return exit_code_for_status(self.status)
+
+
+class InvalidInput(SowctlError):
+    """A request that can never succeed as sent (HTTP 400, exit 2)."""
+
+    status = 400
+    code = "BAD_REQUEST"
+
+    @classmethod
+    def for_field(cls, field: str, message: str) -> InvalidInput:
+        return cls(f"{field}: {message}", [Issue((field,), message)])
+
+
+class CycleDetected(InvalidInput):
+    """A dependency change would close a cycle; ``path`` is the cycle's item ids."""
+
+    def __init__(self, path: Sequence[str]) -> None:
+        self.path = list(path)
+        super().__init__("circular dependency: " + " -> ".join(self.path))
+
+
+class HierarchyViolation(InvalidInput):
+    """An item placement the hierarchy rules forbid."""
+
+
+class NotFound(SowctlError):
+    status = 404
+    code = "NOT_FOUND"
+
+
+class Unauthorized(SowctlError):
+    status = 401
+    code = "UNAUTHORIZED"
+
+
+class Forbidden(SowctlError):
+    status = 403
+    code = "FORBIDDEN"
+
+
+class MethodNotAllowed(SowctlError):
+    status = 405
+    code = "METHOD_NOT_ALLOWED"
+
+
+class PayloadTooLarge(SowctlError):
+    status = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class RateLimited(SowctlError):
+    status = 429
+    code = "TOO_MANY_REQUESTS"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ServiceUnavailable(SowctlError):
+    """The server or database could not be reached or gave up (exit 5)."""
+
+    status = 503
+    code = "SERVICE_UNAVAILABLE"
+
+
+class UsageError(SowctlError):
+    """The command line itself is wrong (exit 2), e.g. --db with --server."""
+
+    status = 400
+    code = "BAD_REQUEST"
+
+
+class RemoteError(SowctlError):
+    """An HTTP error answered by a remote server; keeps the server's status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

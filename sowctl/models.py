@@ -1,0 +1,331 @@
+"""Peewee models: the whole data model of the dataset format (contract §9).
+
+Models bind to ``database_proxy``; ``sowctl.db.open_database`` initialises it.
+Column names are snake_case; the API's camelCase names live in the schemas.
+Money is stored as canonical decimal text so that no backend rounds it.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import peewee as pw
+
+database_proxy = pw.DatabaseProxy()
+
+
+class MoneyField(pw.TextField):
+    """Exact decimal stored as text: SQLite's NUMERIC affinity would turn it into a float."""
+
+    def db_value(self, value: Decimal | str | None) -> str | None:
+        if value is None:
+            return None
+        return str(Decimal(value))
+
+    def python_value(self, value: str | None) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
+class BaseModel(pw.Model):
+    class Meta:
+        database = database_proxy
+        legacy_table_names = False
+
+
+class Meta(BaseModel):
+    """Key/value facts about the database itself (schema version, fixed clock)."""
+
+    key = pw.CharField(primary_key=True, max_length=64)
+    value = pw.TextField()
+
+
+# --- organisations and people ------------------------------------------------
+
+
+class Organization(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    name = pw.TextField()
+
+
+class User(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    organization = pw.ForeignKeyField(Organization, backref="users", on_delete="CASCADE")
+    name = pw.TextField(default="")
+    email = pw.TextField(null=True)
+
+
+# --- Group C: clients and projects -------------------------------------------
+
+
+class Client(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    organization = pw.ForeignKeyField(Organization, backref="clients", on_delete="CASCADE")
+    name = pw.TextField()
+    description = pw.TextField(null=True)
+    website = pw.TextField(null=True)
+    industry = pw.TextField(null=True)
+    is_pinned = pw.BooleanField(default=False)
+    pinned_at = pw.DateTimeField(null=True)
+    created_at = pw.DateTimeField()
+    updated_at = pw.DateTimeField()
+
+
+class Contact(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    client = pw.ForeignKeyField(Client, backref="contacts", on_delete="CASCADE")
+    name = pw.TextField()
+    email = pw.TextField(null=True)
+    phone = pw.TextField(null=True)
+    role = pw.TextField(null=True)
+    is_primary = pw.BooleanField(default=False)
+    created_at = pw.DateTimeField()
+    updated_at = pw.DateTimeField()
+
+
+class Project(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    organization = pw.ForeignKeyField(Organization, backref="projects", on_delete="CASCADE")
+    name = pw.TextField()
+    description = pw.TextField(null=True)
+    status = pw.CharField(max_length=16, default="active", index=True)
+    client = pw.ForeignKeyField(Client, null=True, backref="projects", on_delete="SET NULL")
+    contact = pw.ForeignKeyField(Contact, null=True, backref="projects", on_delete="SET NULL")
+    start_date = pw.DateTimeField(null=True)
+    end_date = pw.DateTimeField(null=True)
+    owner_user_id = pw.CharField(max_length=64, null=True)
+    is_pinned = pw.BooleanField(default=False)
+    pinned_at = pw.DateTimeField(null=True)
+    created_at = pw.DateTimeField()
+    updated_at = pw.DateTimeField()
+
+
+# --- Group A: SOWs, items, dependencies ---------------------------------------
+
+
+class Sow(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    project = pw.ForeignKeyField(Project, backref="sows", on_delete="CASCADE")
+    title = pw.TextField(default="")
+    created_at = pw.DateTimeField()
+
+
+class Item(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    sow = pw.ForeignKeyField(Sow, backref="items", on_delete="CASCADE")
+    parent = pw.ForeignKeyField("self", null=True, backref="children", on_delete="CASCADE")
+    type = pw.CharField(max_length=16)
+    title = pw.TextField()
+    description = pw.TextField(null=True)
+    order_index = pw.IntegerField(default=0)
+    status = pw.CharField(max_length=16, default="pending")
+    created_by_user_id = pw.CharField(max_length=64, null=True)
+    created_at = pw.DateTimeField()
+    updated_at = pw.DateTimeField()
+
+    class Meta:
+        indexes = ((("sow", "order_index"), False), (("parent", "order_index"), False))
+
+
+class Dependency(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    # Denormalised from the source item: the sowId filter and the chain read by it.
+    sow = pw.ForeignKeyField(Sow, backref="dependencies", on_delete="CASCADE")
+    source_item = pw.ForeignKeyField(Item, backref="outgoing", on_delete="CASCADE")
+    target_item = pw.ForeignKeyField(Item, null=True, backref="incoming", on_delete="CASCADE")
+    dependency_type = pw.CharField(max_length=16)
+    risk_level = pw.CharField(max_length=16)
+    status = pw.CharField(max_length=16, default="active", index=True)
+    is_external = pw.BooleanField(default=False)
+    external_target = pw.TextField(null=True)
+    external_owner = pw.TextField(null=True)
+    contact_email = pw.TextField(null=True)
+    vendor = pw.TextField(null=True)
+    sla_date = pw.DateField(null=True)
+    escalation_date = pw.DateField(null=True)
+    notes = pw.TextField(null=True)
+    created_by_user_id = pw.CharField(max_length=64, null=True)
+    created_at = pw.DateTimeField()
+    updated_at = pw.DateTimeField(null=True)
+
+
+# --- Group B: companies and financial records ---------------------------------
+
+
+class Company(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    organization = pw.ForeignKeyField(Organization, backref="companies", on_delete="CASCADE")
+    name = pw.TextField()
+
+
+class FinancialProject(BaseModel):
+    id = pw.BigIntegerField(primary_key=True)
+    company = pw.ForeignKeyField(Company, backref="financial_projects", on_delete="CASCADE")
+    name = pw.TextField(default="")
+    project = pw.ForeignKeyField(Project, null=True, on_delete="SET NULL")
+
+
+class Vendor(BaseModel):
+    id = pw.BigIntegerField(primary_key=True)
+    company = pw.ForeignKeyField(Company, backref="vendors", on_delete="CASCADE")
+    name = pw.TextField()
+
+
+class CostCode(BaseModel):
+    id = pw.BigIntegerField(primary_key=True)
+    company = pw.ForeignKeyField(Company, backref="cost_codes", on_delete="CASCADE")
+    full_code = pw.TextField()
+    name = pw.TextField(default="")
+
+
+class Commitment(BaseModel):
+    id = pw.CharField(primary_key=True, max_length=64)
+    financial_project = pw.ForeignKeyField(FinancialProject, backref="commitments", on_delete="CASCADE")
+    title = pw.TextField(default="")
+    vendor = pw.ForeignKeyField(Vendor, null=True, on_delete="SET NULL")
+
+
+class BudgetView(BaseModel):
+    id = pw.BigIntegerField(primary_key=True)
+    financial_project = pw.ForeignKeyField(FinancialProject, backref="budget_views", on_delete="CASCADE")
+    name = pw.TextField()
+    description = pw.TextField(null=True)
+    created_at = pw.DateTimeField()
+    updated_at = pw.DateTimeField()
+
+
+class BudgetViewSnapshot(BaseModel):
+    id = pw.BigIntegerField(primary_key=True)
+    budget_view = pw.ForeignKeyField(BudgetView, backref="snapshots", on_delete="CASCADE")
+    financial_project = pw.ForeignKeyField(FinancialProject, on_delete="CASCADE")
+    name = pw.TextField()
+    description = pw.TextField(null=True)
+    created_at = pw.DateTimeField()
+    created_by = pw.JSONField(null=True)  # {"id", "name", "email"}, as the API shows it
+
+
+class SnapshotLineItem(BaseModel):
+    # Line ids repeat across snapshots in the source data, so they are not the key.
+    row_id = pw.AutoField()
+    snapshot = pw.ForeignKeyField(BudgetViewSnapshot, backref="line_items", on_delete="CASCADE")
+    id = pw.BigIntegerField()
+    position = pw.IntegerField(default=0)
+    code = pw.TextField(default="")
+    description = pw.TextField(null=True)
+    original_budget = MoneyField()
+    current_budget = MoneyField()
+    committed = MoneyField()
+    spent = MoneyField()
+    projected_total = MoneyField()
+    variance = MoneyField(null=True)  # null: computed as current_budget - projected_total
+
+
+class PrimeContract(BaseModel):
+    id = pw.BigIntegerField(primary_key=True)
+    financial_project = pw.ForeignKeyField(FinancialProject, backref="prime_contracts", on_delete="CASCADE")
+    title = pw.TextField(default="")
+    description = pw.TextField(null=True)
+    contract_number = pw.TextField(null=True)
+    status = pw.TextField(default="Active")
+    contract_date = pw.DateTimeField(null=True)
+    start_date = pw.DateTimeField(null=True)
+    estimated_completion_date = pw.DateTimeField(null=True)
+    original_contract_value = MoneyField(default="0")
+    current_contract_value = MoneyField(default="0")
+    executed_change_orders_value = MoneyField(default="0")
+    pending_change_orders_value = MoneyField(default="0")
+    customer = pw.JSONField(null=True)
+    payment_terms = pw.JSONField(null=True)
+
+
+class PurchaseOrder(BaseModel):
+    id = pw.BigAutoField()
+    financial_project = pw.ForeignKeyField(FinancialProject, backref="purchase_orders", on_delete="CASCADE")
+    commitment = pw.ForeignKeyField(Commitment, null=True, on_delete="SET NULL")
+    number = pw.CharField(max_length=64)
+    status = pw.CharField(max_length=32)
+    title = pw.TextField()
+    vendor = pw.ForeignKeyField(Vendor, on_delete="RESTRICT")
+    original_amount = MoneyField()
+    revised_amount = MoneyField()
+    total_amount = MoneyField()
+    created_at = pw.DateTimeField()
+
+    class Meta:
+        indexes = ((("financial_project", "number"), True),)
+
+
+class PurchaseOrderLine(BaseModel):
+    id = pw.BigAutoField()
+    purchase_order = pw.ForeignKeyField(PurchaseOrder, backref="lines", on_delete="CASCADE")
+    position = pw.IntegerField(default=0)
+    description = pw.TextField()
+    amount = MoneyField()
+    cost_code = pw.ForeignKeyField(CostCode, on_delete="RESTRICT")
+    quantity = MoneyField(null=True)
+    unit_cost = MoneyField(null=True)
+
+
+# --- credentials and rate limiting --------------------------------------------
+
+
+class ApiToken(BaseModel):
+    """A bearer token for Groups A and C; only its SHA-256 hash is stored."""
+
+    id = pw.CharField(primary_key=True, max_length=64)
+    token_hash = pw.CharField(max_length=64, unique=True)
+    hint = pw.CharField(max_length=16)  # first characters, for listings
+    user = pw.ForeignKeyField(User, on_delete="CASCADE")
+    organization = pw.ForeignKeyField(Organization, on_delete="CASCADE")
+    role = pw.CharField(max_length=16, default="member")
+    created_at = pw.DateTimeField()
+    revoked_at = pw.DateTimeField(null=True)
+
+
+class ApiKey(BaseModel):
+    """A Group B API key; only its SHA-256 hash is stored."""
+
+    id = pw.CharField(primary_key=True, max_length=64)
+    key_hash = pw.CharField(max_length=64, unique=True)
+    hint = pw.CharField(max_length=16)
+    organization = pw.ForeignKeyField(Organization, on_delete="CASCADE")
+    created_at = pw.DateTimeField()
+    revoked_at = pw.DateTimeField(null=True)
+
+
+class RateCounter(BaseModel):
+    """Requests counted per API key and window, shared by every server worker."""
+
+    api_key = pw.ForeignKeyField(ApiKey, on_delete="CASCADE")
+    window = pw.CharField(max_length=8)  # "minute" or "day"
+    window_start = pw.BigIntegerField()  # epoch seconds of the window's start
+    count = pw.IntegerField(default=0)
+
+    class Meta:
+        primary_key = pw.CompositeKey("api_key", "window", "window_start")
+
+
+ALL_MODELS: list[type[BaseModel]] = [
+    Meta,
+    Organization,
+    User,
+    Client,
+    Contact,
+    Project,
+    Sow,
+    Item,
+    Dependency,
+    Company,
+    FinancialProject,
+    Vendor,
+    CostCode,
+    Commitment,
+    BudgetView,
+    BudgetViewSnapshot,
+    SnapshotLineItem,
+    PrimeContract,
+    PurchaseOrder,
+    PurchaseOrderLine,
+    ApiToken,
+    ApiKey,
+    RateCounter,
+]

@@ -1,0 +1,150 @@
+"""The API, declared once: every operation with its route, models and handler.
+
+The Bottle server builds its routes and the OpenAPI document from this
+registry, the local backend calls the handlers directly, and the remote backend
+turns the same declarations into HTTP requests. So an operation validates its
+input and shapes its output identically whichever way it is reached.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from sowctl.errors import NotFound
+from sowctl.schemas.common import parse
+from sowctl.services.access import Caller
+
+Group = Literal["A", "B", "C"]
+
+# Operation name prefix -> module that registers it, so a CLI command imports only its own.
+MODULES = {
+    "items": "sowctl.operations.items",
+    "sows": "sowctl.operations.sows",
+    "deps": "sowctl.operations.dependencies",
+    "chain": "sowctl.operations.dependencies",
+    "finance": "sowctl.operations.finance",
+    "listing": "sowctl.operations.listing",
+}
+
+
+@dataclass
+class Request:
+    """What a handler gets: who calls, path parameters, validated query and body."""
+
+    caller: Caller
+    params: dict[str, str] = field(default_factory=dict)
+    query: Any = None  # an instance of Operation.query, or None
+    raw_query: dict[str, str] = field(default_factory=dict)
+    body: Any = None  # an instance of Operation.body, or None
+    offset: int = 0
+    limit: int | None = None  # None: every record (local mode, or unpaged routes)
+    # True in local mode: lists return every record unless the query itself limits them
+    # (Group C's limit/offset are query parameters, so its handlers look at this).
+    unpaged: bool = False
+    # Group B: the company named in the request headers (None in local mode: any).
+    company_id: str | None = None
+
+
+@dataclass
+class Result:
+    """A handler's answer: the JSON body and, for paginated lists, the total count."""
+
+    body: Any
+    total: int | None = None
+
+
+@dataclass
+class Operation:
+    name: str
+    method: str
+    path: str  # OpenAPI style: /api/sow/{sowId}/items
+    group: Group
+    handler: Callable[[Request], Result]
+    summary: str
+    query: type[BaseModel] | None = None
+    body: type[BaseModel] | None = None
+    response: Any = None  # a type Pydantic can build a JSON schema for
+    status: int = 200
+    paginated: bool = False  # Group A/B page+limit lists with X-Total-Count
+    list_key: str | None = None  # Group C: the body key holding the page's records
+    write: bool = False
+    # Extension routes are ours, not the service's; documented as such in OpenAPI.
+    extension: bool = False
+
+    @property
+    def path_params(self) -> list[str]:
+        return [part[1:-1] for part in self.path.split("/") if part.startswith("{")]
+
+
+REGISTRY: dict[str, Operation] = {}
+
+
+def operation(**spec: Any) -> Callable[[Callable[[Request], Result]], Callable]:
+    """Register the decorated handler as the operation described by ``spec``."""
+
+    def register(handler: Callable[[Request], Result]) -> Callable[[Request], Result]:
+        op = Operation(handler=handler, **spec)
+        REGISTRY[op.name] = op
+        return handler
+
+    return register
+
+
+def get(name: str) -> Operation:
+    if name not in REGISTRY:
+        importlib.import_module(MODULES[name.split(".", 1)[0]])
+    return REGISTRY[name]
+
+
+def load_all() -> dict[str, Operation]:
+    for module in dict.fromkeys(MODULES.values()):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # a real import error inside an existing module
+                raise
+    return REGISTRY
+
+
+def build_request(
+    op: Operation,
+    caller: Caller,
+    params: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    body: Any = None,
+    **extra: Any,
+) -> Request:
+    """Validate query and body exactly as the server does, into a handler Request."""
+    raw_query = {key: value for key, value in (query or {}).items() if value is not None}
+    parsed_query = parse(op.query, raw_query) if op.query is not None else None
+    parsed_body = parse(op.body, body) if op.body is not None else None
+    return Request(
+        caller=caller,
+        params=params or {},
+        query=parsed_query,
+        raw_query=raw_query,
+        body=parsed_body,
+        **extra,
+    )
+
+
+def call_local(
+    name: str,
+    caller: Caller,
+    params: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    body: Any = None,
+    **extra: Any,
+) -> Any:
+    """Run an operation in process, unpaged, and return its JSON body."""
+    op = get(name)
+    missing = [p for p in op.path_params if not (params or {}).get(p)]
+    if missing:
+        raise NotFound(f"missing path parameter {missing[0]}")
+    request = build_request(op, caller, params, query, body, unpaged=True, **extra)
+    return op.handler(request).body

@@ -1,0 +1,113 @@
+"""Item routes of Group A (spec §4.2)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from sowctl.operations import Request, Result, operation
+from sowctl.schemas.common import CamelModel, StrictStr, dump
+from sowctl.schemas.items import (
+    ItemCreate,
+    ItemOut,
+    ItemUpdate,
+    Message,
+    ReorderRequest,
+    ReorderResult,
+)
+from sowctl.services import items as service
+
+
+class ItemListQuery(CamelModel):
+    type: Literal["requirement", "task_item"] | None = None
+    parent_id: StrictStr | None = None
+
+
+@operation(
+    name="items.list",
+    method="GET",
+    path="/api/sow/{sowId}/items",
+    group="A",
+    summary="List the items of a SOW in orderIndex order",
+    query=ItemListQuery,
+    response=list[ItemOut],
+    paginated=True,
+)
+def list_items(request: Request) -> Result:
+    items, total = service.list_items(
+        request.caller,
+        request.params["sowId"],
+        item_type=request.query.type,
+        parent_id=request.query.parent_id,
+        offset=request.offset,
+        limit=request.limit,
+    )
+    return Result(dump(items), total)
+
+
+@operation(
+    name="items.get",
+    method="GET",
+    path="/api/items/{itemId}",
+    group="A",
+    summary="Retrieve one item",
+    response=ItemOut,
+)
+def get_item(request: Request) -> Result:
+    return Result(dump(service.get_item(request.caller, request.params["itemId"])))
+
+
+@operation(
+    name="items.create",
+    method="POST",
+    path="/api/sow/{sowId}/items",
+    group="A",
+    summary="Create an item in a SOW",
+    body=ItemCreate,
+    response=ItemOut,
+    status=201,
+    write=True,
+)
+def create_item(request: Request) -> Result:
+    return Result(dump(service.create_item(request.caller, request.params["sowId"], request.body)))
+
+
+@operation(
+    name="items.update",
+    method="PUT",
+    path="/api/items/{itemId}",
+    group="A",
+    summary="Update an item's title, description, status or orderIndex",
+    body=ItemUpdate,
+    response=ItemOut,
+    write=True,
+)
+def update_item(request: Request) -> Result:
+    return Result(dump(service.update_item(request.caller, request.params["itemId"], request.body)))
+
+
+@operation(
+    name="items.delete",
+    method="DELETE",
+    path="/api/items/{itemId}",
+    group="A",
+    summary="Delete an item, its descendants and their dependencies",
+    response=Message,
+    write=True,
+)
+def delete_item(request: Request) -> Result:
+    return Result(dump(service.delete_item(request.caller, request.params["itemId"])))
+
+
+@operation(
+    name="items.reorder",
+    method="PUT",
+    path="/api/sow/{sowId}/items/reorder",
+    group="A",
+    summary="Set the orderIndex of several items at once (all or nothing)",
+    body=ReorderRequest,
+    response=ReorderResult,
+    write=True,
+)
+def reorder_items(request: Request) -> Result:
+    result = service.reorder_items(request.caller, request.params["sowId"], request.body)
+    return Result(dump(result))

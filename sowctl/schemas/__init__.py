@@ -1,0 +1,1 @@
+"""Pydantic models: the single source of truth for validation, shapes and OpenAPI."""

@@ -1,0 +1,150 @@
+"""Shared Pydantic building blocks: strict field types, parsing and dumping.
+
+Request models use strict scalar types so that a wrong JSON type is a 400 that
+names the field, and the same model validates CLI input and HTTP bodies alike.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Annotated, Any, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic.alias_generators import to_camel
+
+from sowctl.clock import format_timestamp
+from sowctl.errors import InvalidInput, Issue
+
+__all__ = [
+    "ApiModel",
+    "CamelModel",
+    "DateStr",
+    "Field",
+    "NonEmptyStr",
+    "StrictBool",
+    "StrictInt",
+    "StrictStr",
+    "Timestamp",
+    "dump",
+    "parse",
+]
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+MAX_TEXT = 10_000  # titles and other short text; long notes get their own limit
+
+
+def _parse_date(value: Any) -> date:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not _DATE_RE.match(value):
+        raise ValueError("must be a date in the form YYYY-MM-DD")
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError("must be a valid calendar date (YYYY-MM-DD)") from None
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+DateStr = Annotated[
+    date,
+    BeforeValidator(_parse_date),
+    PlainSerializer(lambda d: d.isoformat(), return_type=str),
+    WithJsonSchema({"type": "string", "format": "date", "example": "2026-12-01"}),
+]
+
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(format_timestamp, return_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$",
+        }
+    ),
+]
+
+NonEmptyStr = Annotated[StrictStr, AfterValidator(_not_blank), Field(max_length=MAX_TEXT)]
+
+
+class ApiModel(BaseModel):
+    """Base for models whose field names are the API's names as written (snake or camel)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class CamelModel(BaseModel):
+    """Base for Group A/C models: Python snake_case attributes, camelCase on the wire."""
+
+    model_config = ConfigDict(
+        extra="ignore", alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True
+    )
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], data: Any) -> M:
+    """Validate ``data`` against ``model``; raise InvalidInput naming each bad field."""
+    if data is None:
+        raise InvalidInput("request body is required", [Issue((), "request body is required")])
+    if not isinstance(data, dict):
+        raise InvalidInput("request body must be a JSON object", [Issue((), "must be a JSON object")])
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+
+
+def validation_error(exc: ValidationError) -> InvalidInput:
+    issues = [Issue(tuple(err["loc"]), _message(err)) for err in exc.errors()]
+    return InvalidInput("; ".join(issue.describe() for issue in issues), issues)
+
+
+def _message(err: dict) -> str:
+    kind = err["type"]
+    if kind == "missing":
+        return "is required"
+    if kind in ("string_type", "int_type", "bool_type", "float_type", "dict_type", "list_type"):
+        expected = {
+            "string_type": "a string",
+            "int_type": "an integer",
+            "bool_type": "a boolean",
+            "float_type": "a number",
+            "dict_type": "an object",
+            "list_type": "an array",
+        }[kind]
+        return f"must be {expected}"
+    if kind == "literal_error":
+        allowed = str(err.get("ctx", {}).get("expected", "")).replace("'", "")
+        return "must be one of: " + allowed.replace(" or ", ", ")
+    if kind == "value_error":
+        return str(err.get("ctx", {}).get("error", err["msg"]))
+    return err["msg"][0].lower() + err["msg"][1:] if err["msg"] else kind
+
+
+def dump(value: Any) -> Any:
+    """JSON-ready data (dicts, lists, str) of a model or a list of models."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, list):
+        return [dump(entry) for entry in value]
+    return value

@@ -1,0 +1,1 @@
+"""The domain core: every business rule lives in these modules, over Peewee."""

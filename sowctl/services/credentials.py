@@ -1,0 +1,152 @@
+"""Bearer tokens and API keys: random secrets stored only as SHA-256 hashes.
+
+The secrets carry 256 random bits, so a fast hash is enough (no brute force is
+feasible); lookups go by hash and the final comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+from sowctl import clock
+from sowctl import models as m
+from sowctl.errors import InvalidInput, NotFound, Unauthorized
+from sowctl.services.access import Caller
+
+TOKEN_PREFIX = "sowt_"
+KEY_PREFIX = "sowk_"
+ROLES = ("viewer", "member", "admin")
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def mask(secret: str | None) -> str:
+    """What listings and logs may show of a secret."""
+    if not secret:
+        return ""
+    return secret[:9] + "…" if len(secret) > 12 else "…"
+
+
+@dataclass(frozen=True)
+class Issued:
+    id: str
+    secret: str
+
+
+# --- tokens -------------------------------------------------------------------
+
+
+def create_token(user_id: str, organization_id: str, role: str = "member") -> Issued:
+    if role not in ROLES:
+        raise InvalidInput.for_field("role", "must be one of: viewer, member, admin")
+    if m.Organization.get_or_none(m.Organization.id == organization_id) is None:
+        raise NotFound(f"organization {organization_id} not found")
+    with m.database_proxy.atomic():
+        user = m.User.get_or_none(m.User.id == user_id)
+        if user is None:
+            user = m.User.create(id=user_id, organization=organization_id, name=user_id)
+        elif user.organization_id != organization_id:
+            raise InvalidInput.for_field(
+                "user", f"user {user_id} belongs to organization {user.organization_id}"
+            )
+        secret = clock.new_secret(TOKEN_PREFIX)
+        token = m.ApiToken.create(
+            id=clock.new_id(),
+            token_hash=hash_secret(secret),
+            hint=mask(secret),
+            user=user.id,
+            organization=organization_id,
+            role=role,
+            created_at=clock.now(),
+        )
+    return Issued(token.id, secret)
+
+
+def list_tokens() -> list[dict]:
+    return [
+        {
+            "id": t.id,
+            "token": t.hint,
+            "userId": t.user_id,
+            "organizationId": t.organization_id,
+            "role": t.role,
+            "createdAt": clock.format_timestamp(t.created_at),
+            "revokedAt": clock.format_timestamp(t.revoked_at),
+        }
+        for t in m.ApiToken.select().order_by(m.ApiToken.created_at, m.ApiToken.id)
+    ]
+
+
+def revoke_token(id_or_secret: str) -> str:
+    return _revoke(m.ApiToken, m.ApiToken.token_hash, id_or_secret, "token")
+
+
+def authenticate_token(secret: str | None) -> Caller:
+    if not secret:
+        raise Unauthorized("missing bearer token")
+    token = m.ApiToken.get_or_none(m.ApiToken.token_hash == hash_secret(secret))
+    if token is None or not hmac.compare_digest(token.token_hash, hash_secret(secret)):
+        raise Unauthorized("invalid bearer token")
+    if token.revoked_at is not None:
+        raise Unauthorized("bearer token has been revoked")
+    return Caller(user_id=token.user_id, organization_id=token.organization_id, role=token.role)
+
+
+# --- API keys -----------------------------------------------------------------
+
+
+def create_key(organization_id: str) -> Issued:
+    if m.Organization.get_or_none(m.Organization.id == organization_id) is None:
+        raise NotFound(f"organization {organization_id} not found")
+    secret = clock.new_secret(KEY_PREFIX)
+    key = m.ApiKey.create(
+        id=clock.new_id(),
+        key_hash=hash_secret(secret),
+        hint=mask(secret),
+        organization=organization_id,
+        created_at=clock.now(),
+    )
+    return Issued(key.id, secret)
+
+
+def list_keys() -> list[dict]:
+    return [
+        {
+            "id": k.id,
+            "key": k.hint,
+            "organizationId": k.organization_id,
+            "createdAt": clock.format_timestamp(k.created_at),
+            "revokedAt": clock.format_timestamp(k.revoked_at),
+        }
+        for k in m.ApiKey.select().order_by(m.ApiKey.created_at, m.ApiKey.id)
+    ]
+
+
+def revoke_key(id_or_secret: str) -> str:
+    return _revoke(m.ApiKey, m.ApiKey.key_hash, id_or_secret, "API key")
+
+
+def authenticate_key(secret: str | None) -> m.ApiKey:
+    if not secret:
+        raise Unauthorized("missing API key (x-api-key header)")
+    key = m.ApiKey.get_or_none(m.ApiKey.key_hash == hash_secret(secret))
+    if key is None or not hmac.compare_digest(key.key_hash, hash_secret(secret)):
+        raise Unauthorized("invalid API key")
+    if key.revoked_at is not None:
+        raise Unauthorized("API key has been revoked")
+    return key
+
+
+def _revoke(model, hash_field, id_or_secret: str, what: str) -> str:
+    row = model.get_or_none(model.id == id_or_secret) or model.get_or_none(
+        hash_field == hash_secret(id_or_secret)
+    )
+    if row is None:
+        raise NotFound(f"{what} {id_or_secret if len(id_or_secret) < 40 else mask(id_or_secret)} not found")
+    if row.revoked_at is None:
+        model.update(revoked_at=clock.now()).where(model.id == row.id).execute()
+    return row.id

@@ -1,0 +1,289 @@
+"""Items of a SOW: hierarchy rules, ordering, status aggregation (spec §4.2, contract §7.2)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+import peewee as pw
+
+from sowctl import clock
+from sowctl import models as m
+from sowctl.db import write_transaction
+from sowctl.errors import HierarchyViolation, InvalidInput, Issue, NotFound
+from sowctl.schemas.items import (
+    ItemCreate,
+    ItemOut,
+    ItemUpdate,
+    Message,
+    ReorderedItem,
+    ReorderRequest,
+    ReorderResult,
+)
+from sowctl.services.access import Caller, item_for, sow_for
+
+ITEM_TYPES = ("requirement", "task_item")
+_CHUNK = 500  # keeps IN (...) lists under every backend's parameter limit
+
+
+# --- status aggregation -------------------------------------------------------
+
+
+def aggregate_status(own_status: str, descendant_task_statuses: Counter) -> str:
+    """A requirement's status from its descendant task items (contract §7.2)."""
+    total = sum(descendant_task_statuses.values())
+    if total == 0:
+        return own_status
+    cancelled = descendant_task_statuses["cancelled"]
+    if cancelled == total:
+        return "cancelled"
+    active = total - cancelled
+    if descendant_task_statuses["completed"] == active:
+        return "completed"
+    if descendant_task_statuses["pending"] == active:
+        return "pending"
+    return "in_progress"
+
+
+def calculated_statuses(rows: Iterable[tuple[str, str | None, str, str]]) -> dict[str, str]:
+    """Shown status of every item, from (id, parent_id, type, status) rows of one SOW.
+
+    One pass up the tree per item would be quadratic on deep trees; instead each
+    node's descendant counts are summed children-first, which is linear.
+    """
+    rows = list(rows)
+    children: dict[str | None, list[str]] = defaultdict(list)
+    info: dict[str, tuple[str, str]] = {}
+    for item_id, parent_id, item_type, status in rows:
+        children[parent_id].append(item_id)
+        info[item_id] = (item_type, status)
+
+    counts: dict[str, Counter] = {}
+    order: list[str] = []
+    stack = [item_id for item_id, parent_id, _, _ in rows if parent_id not in info]
+    seen: set[str] = set()
+    while stack:  # pre-order; reversed, it visits children before parents
+        node = stack.pop()
+        if node in seen:  # a corrupt parent loop must not hang us
+            continue
+        seen.add(node)
+        order.append(node)
+        stack.extend(children.get(node, ()))
+    for node in reversed(order):
+        total: Counter = Counter()
+        for child in children.get(node, ()):
+            child_type, child_status = info[child]
+            total += counts.get(child, Counter())
+            if child_type == "task_item":
+                total[child_status] += 1
+        counts[node] = total
+
+    shown: dict[str, str] = {}
+    for item_id, (item_type, status) in info.items():
+        if item_type == "requirement":
+            shown[item_id] = aggregate_status(status, counts.get(item_id, Counter()))
+        else:
+            shown[item_id] = status
+    return shown
+
+
+def _sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
+    return list(
+        m.Item.select(m.Item.id, m.Item.parent, m.Item.type, m.Item.status)
+        .where(m.Item.sow == sow_id)
+        .tuples()
+    )
+
+
+def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
+    """Statuses to show for ``items``; reads the SOW's tree only if a requirement is shown."""
+    if not any(item.type == "requirement" for item in items):
+        return {item.id: item.status for item in items}
+    return calculated_statuses(_sow_rows(sow_id))
+
+
+def to_out(item: m.Item, status: str) -> ItemOut:
+    return ItemOut(
+        id=item.id,
+        title=item.title,
+        description=item.description,
+        type=item.type,
+        sow_id=item.sow_id,
+        parent_item_id=item.parent_id,
+        order_index=item.order_index,
+        status=status,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        created_by_user_id=item.created_by_user_id,
+    )
+
+
+def _render(items: Sequence[m.Item]) -> list[ItemOut]:
+    if not items:
+        return []
+    shown = _shown_statuses(items[0].sow_id, items)
+    return [to_out(item, shown.get(item.id, item.status)) for item in items]
+
+
+# --- queries ------------------------------------------------------------------
+
+
+def list_items(
+    caller: Caller,
+    sow_id: str,
+    *,
+    item_type: str | None = None,
+    parent_id: str | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> tuple[list[ItemOut], int]:
+    """Items of a SOW in ``orderIndex`` order, with the total count before paging."""
+    sow_for(caller, sow_id)
+    if item_type is not None and item_type not in ITEM_TYPES:
+        raise InvalidInput.for_field("type", "must be one of: requirement, task_item")
+    query = m.Item.select().where(m.Item.sow == sow_id)
+    if item_type is not None:
+        query = query.where(m.Item.type == item_type)
+    if parent_id is not None:
+        query = query.where(m.Item.parent == parent_id)
+    total = query.count() if (offset or limit is not None) else None
+    query = query.order_by(m.Item.order_index, m.Item.created_at, m.Item.id)
+    if limit is not None:
+        query = query.limit(limit)
+    if offset:
+        query = query.offset(offset)
+    items = list(query)
+    return _render(items), total if total is not None else len(items)
+
+
+def get_item(caller: Caller, item_id: str) -> ItemOut:
+    return _render([item_for(caller, item_id)])[0]
+
+
+# --- changes ------------------------------------------------------------------
+
+
+def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
+    caller.require_write()
+    sow = sow_for(caller, sow_id)
+    with write_transaction(f"org:{sow.project.organization_id}"):
+        parent = None
+        if data.parent_item_id is not None:
+            parent = m.Item.get_or_none(m.Item.id == data.parent_item_id)
+            if parent is None or parent.sow_id != sow_id:
+                raise NotFound(f"parent item {data.parent_item_id} not found in SOW {sow_id}")
+            if parent.type == "task_item" and data.type == "requirement":
+                raise HierarchyViolation(
+                    f"a task item cannot contain a requirement (parentItemId {parent.id} is a task_item)",
+                    [Issue(("parentItemId",), "a task item cannot contain a requirement")],
+                )
+        order_index = data.order_index
+        if order_index is None:
+            siblings = m.Item.select(pw.fn.MAX(m.Item.order_index)).where(
+                (m.Item.sow == sow_id)
+                & (m.Item.parent.is_null() if parent is None else (m.Item.parent == parent.id))
+            )
+            highest = siblings.scalar()
+            order_index = 0 if highest is None else highest + 1
+        moment = clock.now()
+        item = m.Item.create(
+            id=clock.new_id(),
+            sow=sow_id,
+            parent=parent.id if parent else None,
+            type=data.type,
+            title=data.title,
+            description=data.description,
+            order_index=order_index,
+            status="pending",
+            created_by_user_id=caller.user_id,
+            created_at=moment,
+            updated_at=moment,
+        )
+    return to_out(item, "pending")
+
+
+def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
+    caller.require_write()
+    item = item_for(caller, item_id)
+    sent = data.model_fields_set
+    if "title" in sent and data.title is None:
+        raise InvalidInput.for_field("title", "must be a string")
+    if "status" in sent and data.status is None:
+        raise InvalidInput.for_field("status", "must be one of: pending, in_progress, completed, cancelled")
+    if "order_index" in sent and data.order_index is None:
+        raise InvalidInput.for_field("orderIndex", "must be an integer")
+    changes = {
+        m.Item.title: data.title,
+        m.Item.description: data.description,
+        m.Item.status: data.status,
+        m.Item.order_index: data.order_index,
+    }
+    names = {"title", "description", "status", "order_index"}
+    updates = {field: value for field, value in changes.items() if field.name in (sent & names)}
+    updates[m.Item.updated_at] = clock.now()
+    with write_transaction(f"org:{item.sow.project.organization_id}"):
+        m.Item.update(updates).where(m.Item.id == item_id).execute()
+    return get_item(caller, item_id)
+
+
+def delete_item(caller: Caller, item_id: str) -> Message:
+    """Delete an item, its descendants, and every dependency touching any of them."""
+    caller.require_write()
+    item = item_for(caller, item_id)
+    with write_transaction(f"org:{item.sow.project.organization_id}"):
+        doomed = _subtree(item.sow_id, item_id)
+        for chunk in _chunks(doomed):
+            m.Dependency.delete().where(
+                m.Dependency.source_item.in_(chunk) | m.Dependency.target_item.in_(chunk)
+            ).execute()
+        for chunk in _chunks(list(reversed(doomed))):  # children before parents
+            m.Item.delete().where(m.Item.id.in_(chunk)).execute()
+    return Message(message=f"Item {item_id} deleted successfully")
+
+
+def reorder_items(caller: Caller, sow_id: str, data: ReorderRequest) -> ReorderResult:
+    """Set ``orderIndex`` of several items at once: all of them or none."""
+    caller.require_write()
+    sow = sow_for(caller, sow_id)
+    ids = [entry.id for entry in data.items]
+    repeated = [item_id for item_id, times in Counter(ids).items() if times > 1]
+    if repeated:
+        raise InvalidInput.for_field("items", f"item {repeated[0]} is listed more than once")
+    with write_transaction(f"org:{sow.project.organization_id}"):
+        known: set[str] = set()
+        for chunk in _chunks(ids):
+            rows = m.Item.select(m.Item.id).where(m.Item.id.in_(chunk) & (m.Item.sow == sow_id))
+            known.update(item_id for (item_id,) in rows.tuples())
+        missing = [item_id for item_id in ids if item_id not in known]
+        if missing:
+            raise NotFound(f"item {missing[0]} not found in SOW {sow_id}")
+        moment = clock.now()
+        for entry in data.items:
+            m.Item.update(order_index=entry.order_index, updated_at=moment).where(
+                m.Item.id == entry.id
+            ).execute()
+    return ReorderResult(
+        message="Items reordered successfully",
+        items=[ReorderedItem(id=e.id, order_index=e.order_index) for e in data.items],
+    )
+
+
+def _subtree(sow_id: str, root_id: str) -> list[str]:
+    """Ids of ``root_id`` and all its descendants, parents before children."""
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for item_id, parent_id in m.Item.select(m.Item.id, m.Item.parent).where(m.Item.sow == sow_id).tuples():
+        children[parent_id].append(item_id)
+    result, stack, seen = [], [root_id], set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        result.append(node)
+        stack.extend(children.get(node, ()))
+    return result
+
+
+def _chunks(values: Sequence[str], size: int = _CHUNK) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
