@@ -1,0 +1,102 @@
+"""sowctl budgets: budget views and their snapshots (spec §2.5, §2.6, §4.3)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sowctl import money, render
+from sowctl.commands._options import Json, Quiet
+from sowctl.context import app_context
+from sowctl.render import Column, emit_json, emit_rows
+
+app = typer.Typer(help="Budget views and budget view snapshots of a financial project.", no_args_is_help=True)
+
+Project = Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")]
+MONEY_COLUMNS = [
+    ("ORIGINAL", "original_budget"),
+    ("CURRENT", "current_budget"),
+    ("COMMITTED", "committed"),
+    ("SPENT", "spent"),
+    ("PROJECTED", "projected_total"),
+    ("VARIANCE", "variance"),
+]
+
+
+def money_cell(key: str):
+    """Money for a table cell: thousands separators for people, plain digits when piped."""
+    return lambda row: money.display(row.get(key), grouping=render.is_tty())
+
+
+def negative_red(key: str):
+    """Rich style of a row whose ``key`` is negative (an overrun)."""
+
+    def style(row: dict) -> str | None:
+        value = row.get(key)
+        return "red" if isinstance(value, int | float) and value < 0 else None
+
+    return style
+
+
+VIEW_COLUMNS = [
+    Column("ID", "id", justify="right"),
+    Column("NAME", "name"),
+    Column("DESCRIPTION", "description"),
+    Column("CREATED", "created_at"),
+    Column("UPDATED", "updated_at"),
+]
+SNAPSHOT_COLUMNS = [
+    Column("ID", "id", justify="right"),
+    Column("NAME", "name"),
+    Column("VIEW", "budget_view_id", justify="right"),
+    Column("CREATED", "created_at"),
+    Column("CREATED BY", lambda row: (row.get("created_by") or {}).get("name")),
+    Column("DESCRIPTION", "description"),
+]
+LINE_COLUMNS = [
+    Column("ID", "id", justify="right"),
+    Column("CODE", "code"),
+    Column("DESCRIPTION", "description"),
+    *(
+        Column(
+            header, money_cell(key), justify="right", style=negative_red(key) if key == "variance" else None
+        )
+        for header, key in MONEY_COLUMNS
+    ),
+]
+
+
+@app.command("views")
+def views(ctx: typer.Context, project: Project, json_: Json = False, quiet: Quiet = False) -> None:
+    """List the budget views of a project."""
+    result = app_context(ctx).call("finance.budget_views", query={"project_id": project})
+    emit_rows(result["data"], VIEW_COLUMNS, json_mode=json_, quiet=quiet, body=result)
+
+
+@app.command("snapshots")
+def snapshots(ctx: typer.Context, project: Project, json_: Json = False, quiet: Quiet = False) -> None:
+    """List the budget view snapshots of a project (summary form)."""
+    result = app_context(ctx).call("finance.snapshots", query={"project_id": project})
+    emit_rows(result["data"], SNAPSHOT_COLUMNS, json_mode=json_, quiet=quiet, body=result)
+
+
+@app.command("snapshot")
+def snapshot(
+    ctx: typer.Context,
+    snapshot_id: Annotated[str, typer.Argument(help="The snapshot's id.")],
+    project: Project,
+    json_: Json = False,
+) -> None:
+    """Show one snapshot: its line items and their exact column totals (negative variance in red)."""
+    result = app_context(ctx).call(
+        "finance.snapshot", query={"project_id": project, "snapshot_id": snapshot_id}
+    )
+    if json_:
+        emit_json(result)
+        return
+    detail = result["data"]
+    totals = detail.get("totals") or {}
+    footer = {"DESCRIPTION": "Total", **{h: money.display(totals.get(k)) for h, k in MONEY_COLUMNS}}
+    title = f"Snapshot {detail.get('id')}: {detail.get('name')} (budget view {detail.get('budget_view_id')})"
+    emit_rows(detail.get("line_items") or [], LINE_COLUMNS, title=title, footer=footer)

@@ -1,0 +1,334 @@
+"""Group B: purchase orders, budget views, snapshots and prime contracts (spec §4.3, contract §7.3).
+
+Every lookup is scoped: the caller's organization (None in local mode: any) and
+the company named in the request (None in local mode: the project's own). A
+record outside that scope is "not found", exactly as if it did not exist.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+
+from sowctl import clock, money
+from sowctl import models as m
+from sowctl.db import write_transaction
+from sowctl.errors import NotFound
+from sowctl.schemas.finance import (
+    BudgetViewList,
+    BudgetViewOut,
+    CostCodeRef,
+    Customer,
+    PaymentTerms,
+    PrimeContractOut,
+    PrimeContractResponse,
+    PurchaseOrderIn,
+    PurchaseOrderLineOut,
+    PurchaseOrderList,
+    PurchaseOrderOut,
+    SnapshotDetail,
+    SnapshotLine,
+    SnapshotList,
+    SnapshotResponse,
+    SnapshotSummary,
+    SnapshotTotals,
+    UserRef,
+)
+from sowctl.services.access import Caller
+
+MONEY_COLUMNS = ("original_budget", "current_budget", "committed", "spent", "projected_total")
+_CHUNK = 500
+
+
+# --- scope --------------------------------------------------------------------
+
+
+def company_for(caller: Caller, company_id: str) -> m.Company:
+    company = m.Company.get_or_none(m.Company.id == company_id)
+    if company is None or not caller.sees(company.organization_id):
+        raise NotFound(f"company {company_id} not found")
+    return company
+
+
+def project_for(caller: Caller, company_id: str | None, project_id: int) -> m.FinancialProject:
+    """The financial project if it is in the caller's organization and the named company."""
+    if company_id is not None:
+        company_for(caller, company_id)
+    project = (
+        m.FinancialProject.select(m.FinancialProject, m.Company)
+        .join(m.Company)
+        .where(m.FinancialProject.id == project_id)
+        .first()
+    )
+    if (
+        project is None
+        or not caller.sees(project.company.organization_id)
+        or (company_id is not None and project.company_id != company_id)
+    ):
+        raise NotFound(f"project {project_id} not found")
+    return project
+
+
+# --- budget views and snapshots -------------------------------------------------
+
+
+def list_budget_views(caller: Caller, company_id: str | None, project_id: int) -> BudgetViewList:
+    project = project_for(caller, company_id, project_id)
+    views = (
+        m.BudgetView.select().where(m.BudgetView.financial_project == project.id).order_by(m.BudgetView.id)
+    )
+    return BudgetViewList(
+        data=[
+            BudgetViewOut(
+                id=view.id,
+                name=view.name,
+                description=view.description,
+                created_at=view.created_at,
+                updated_at=view.updated_at,
+                project_id=view.financial_project_id,
+            )
+            for view in views
+        ]
+    )
+
+
+def _summary_fields(snapshot: m.BudgetViewSnapshot) -> dict:
+    created_by = snapshot.created_by
+    return {
+        "id": snapshot.id,
+        "name": snapshot.name,
+        "description": snapshot.description,
+        "created_at": snapshot.created_at,
+        "budget_view_id": snapshot.budget_view_id,
+        "project_id": snapshot.financial_project_id,
+        "created_by": UserRef.model_validate(created_by) if isinstance(created_by, dict) else None,
+    }
+
+
+def list_snapshots(caller: Caller, company_id: str | None, project_id: int) -> SnapshotList:
+    project = project_for(caller, company_id, project_id)
+    snapshots = (
+        m.BudgetViewSnapshot.select()
+        .where(m.BudgetViewSnapshot.financial_project == project.id)
+        .order_by(m.BudgetViewSnapshot.id)
+    )
+    return SnapshotList(data=[SnapshotSummary(**_summary_fields(s)) for s in snapshots])
+
+
+def snapshot_line(row: m.SnapshotLineItem) -> SnapshotLine:
+    variance = row.variance
+    if variance is None:  # contract §7.3: computed when not stored
+        variance = money.subtract(row.current_budget, row.projected_total)
+    return SnapshotLine(
+        id=row.id,
+        code=row.code,
+        description=row.description,
+        original_budget=row.original_budget,
+        current_budget=row.current_budget,
+        committed=row.committed,
+        spent=row.spent,
+        projected_total=row.projected_total,
+        variance=variance,
+    )
+
+
+def snapshot_totals(lines: Sequence[SnapshotLine]) -> SnapshotTotals:
+    """Exact column sums of the line items (Decimal, never float)."""
+    columns = (*MONEY_COLUMNS, "variance")
+    return SnapshotTotals(**{name: money.total(getattr(line, name) for line in lines) for name in columns})
+
+
+def get_snapshot(
+    caller: Caller, company_id: str | None, project_id: int, snapshot_id: int
+) -> SnapshotResponse:
+    project = project_for(caller, company_id, project_id)
+    snapshot = m.BudgetViewSnapshot.get_or_none(
+        (m.BudgetViewSnapshot.id == snapshot_id) & (m.BudgetViewSnapshot.financial_project == project.id)
+    )
+    if snapshot is None:
+        raise NotFound(f"snapshot {snapshot_id} not found in project {project_id}")
+    rows = (
+        m.SnapshotLineItem.select()
+        .where(m.SnapshotLineItem.snapshot == snapshot.id)
+        .order_by(m.SnapshotLineItem.position, m.SnapshotLineItem.row_id)
+    )
+    lines = [snapshot_line(row) for row in rows]
+    return SnapshotResponse(
+        data=SnapshotDetail(**_summary_fields(snapshot), line_items=lines, totals=snapshot_totals(lines))
+    )
+
+
+# --- prime contracts -------------------------------------------------------------
+
+
+def get_prime_contract(
+    caller: Caller, company_id: str | None, project_id: int, prime_contract_id: int
+) -> PrimeContractResponse:
+    project = project_for(caller, company_id, project_id)
+    contract = m.PrimeContract.get_or_none(
+        (m.PrimeContract.id == prime_contract_id) & (m.PrimeContract.financial_project == project.id)
+    )
+    if contract is None:
+        raise NotFound(f"prime contract {prime_contract_id} not found in project {project_id}")
+    customer, terms = contract.customer, contract.payment_terms
+    return PrimeContractResponse(
+        data=[
+            PrimeContractOut(
+                id=contract.id,
+                title=contract.title,
+                description=contract.description,
+                contract_number=contract.contract_number,
+                status=contract.status,
+                contract_date=contract.contract_date,
+                start_date=contract.start_date,
+                estimated_completion_date=contract.estimated_completion_date,
+                original_contract_value=contract.original_contract_value,
+                current_contract_value=contract.current_contract_value,
+                executed_change_orders_value=contract.executed_change_orders_value,
+                pending_change_orders_value=contract.pending_change_orders_value,
+                project_id=contract.financial_project_id,
+                customer=Customer.model_validate(customer) if isinstance(customer, dict) else None,
+                payment_terms=PaymentTerms.model_validate(terms) if isinstance(terms, dict) else None,
+            )
+        ]
+    )
+
+
+# --- purchase orders ------------------------------------------------------------
+
+
+def po_number(project_id: int, sequence: int) -> str:
+    return f"PO-{project_id}-{sequence:04d}"
+
+
+def _next_sequence(project_id: int) -> int:
+    """One more than the highest PO-<project>-<n> of the project (run under its lock)."""
+    prefix = f"PO-{project_id}-"
+    highest = 0
+    numbers = m.PurchaseOrder.select(m.PurchaseOrder.number).where(
+        m.PurchaseOrder.financial_project == project_id
+    )
+    for (number,) in numbers.tuples():
+        suffix = number[len(prefix) :] if number.startswith(prefix) else ""
+        if suffix.isascii() and suffix.isdigit():
+            highest = max(highest, int(suffix))
+    return highest + 1
+
+
+def create_purchase_order(caller: Caller, company_id: str | None, data: PurchaseOrderIn) -> PurchaseOrderOut:
+    """Create a purchase order and its lines: all of it, or nothing at all.
+
+    Every reference is checked before the first write, and the order and its
+    lines are written in one transaction that also allocates the number, so
+    concurrent creations in one project never share a number.
+    """
+    caller.require_write()
+    project = project_for(caller, company_id, data.project_id)
+    with write_transaction(f"po:{project.id}"):
+        commitment = m.Commitment.get_or_none(
+            (m.Commitment.id == data.commitment_id) & (m.Commitment.financial_project == project.id)
+        )
+        if commitment is None:
+            raise NotFound(f"commitment {data.commitment_id} not found in project {project.id}")
+        vendor = m.Vendor.get_or_none(
+            (m.Vendor.id == data.vendor_id) & (m.Vendor.company == project.company_id)
+        )
+        if vendor is None:
+            raise NotFound(f"vendor {data.vendor_id} not found")
+        wanted = {line.cost_code_id for line in data.line_items}
+        cost_codes = {
+            code.id: code
+            for code in m.CostCode.select().where(
+                m.CostCode.id.in_(sorted(wanted)) & (m.CostCode.company == project.company_id)
+            )
+        }
+        for index, line in enumerate(data.line_items):
+            if line.cost_code_id not in cost_codes:
+                raise NotFound(f"cost code {line.cost_code_id} not found (line_items[{index}].cost_code_id)")
+        amount = money.total(line.amount for line in data.line_items)
+        order = m.PurchaseOrder.create(
+            financial_project=project.id,
+            commitment=commitment.id,
+            number=po_number(project.id, _next_sequence(project.id)),
+            status=data.status,
+            title=data.title,
+            vendor=vendor.id,
+            original_amount=amount,
+            revised_amount=amount,
+            total_amount=amount,
+            created_at=clock.now(),
+        )
+        lines = [
+            m.PurchaseOrderLine.create(
+                purchase_order=order.id,
+                position=index,
+                description=line.description,
+                amount=line.amount,
+                cost_code=line.cost_code_id,
+                quantity=line.quantity,
+                unit_cost=line.unit_cost,
+            )
+            for index, line in enumerate(data.line_items)
+        ]
+    return _order_out(order, vendor, [(line, cost_codes[line.cost_code_id]) for line in lines])
+
+
+def list_purchase_orders(caller: Caller, company_id: str | None, project_id: int) -> PurchaseOrderList:
+    """The project's purchase orders, oldest first (a sowctl extension)."""
+    project = project_for(caller, company_id, project_id)
+    orders = list(
+        m.PurchaseOrder.select(m.PurchaseOrder, m.Vendor)
+        .join(m.Vendor)
+        .where(m.PurchaseOrder.financial_project == project.id)
+        .order_by(m.PurchaseOrder.id)
+    )
+    lines = _lines_of([order.id for order in orders])
+    return PurchaseOrderList(data=[_order_out(order, order.vendor, lines[order.id]) for order in orders])
+
+
+def _lines_of(order_ids: Sequence[int]) -> dict[int, list[tuple[m.PurchaseOrderLine, m.CostCode]]]:
+    found: dict[int, list[tuple[m.PurchaseOrderLine, m.CostCode]]] = defaultdict(list)
+    for chunk in _chunks(order_ids):
+        rows = (
+            m.PurchaseOrderLine.select(m.PurchaseOrderLine, m.CostCode)
+            .join(m.CostCode)
+            .where(m.PurchaseOrderLine.purchase_order.in_(chunk))
+            .order_by(
+                m.PurchaseOrderLine.purchase_order, m.PurchaseOrderLine.position, m.PurchaseOrderLine.id
+            )
+        )
+        for row in rows:
+            found[row.purchase_order_id].append((row, row.cost_code))
+    return found
+
+
+def _order_out(
+    order: m.PurchaseOrder,
+    vendor: m.Vendor,
+    lines: Iterable[tuple[m.PurchaseOrderLine, m.CostCode]],
+) -> PurchaseOrderOut:
+    return PurchaseOrderOut(
+        id=order.id,
+        number=order.number,
+        status=order.status,
+        title=order.title,
+        vendor={"id": vendor.id, "name": vendor.name},
+        original_amount=Decimal(order.original_amount),
+        revised_amount=Decimal(order.revised_amount),
+        total_amount=Decimal(order.total_amount),
+        line_items=[
+            PurchaseOrderLineOut(
+                id=line.id,
+                description=line.description,
+                amount=Decimal(line.amount),
+                cost_code=CostCodeRef(id=code.id, full_code=code.full_code, name=code.name),
+            )
+            for line, code in lines
+        ],
+    )
+
+
+def _chunks(values: Sequence, size: int = _CHUNK) -> Iterable[Sequence]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]

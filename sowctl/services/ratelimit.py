@@ -1,0 +1,158 @@
+"""Per-API-key rate limits (spec §8, contract §7.3), counted in the database.
+
+Semantics, decided here and documented in the README:
+
+* **Fixed windows**: a minute window aligned to the wall-clock minute (UTC) and a
+  day window aligned to the UTC day. Both count every accepted request of a key.
+* **Shared and durable**: counters are rows of ``RateCounter``, so every worker
+  process of a server (and every server on one database) shares them, and they
+  survive a restart within their window.
+* **Atomic**: the check and the increment run in one ``write_transaction`` keyed
+  by the API key (``BEGIN IMMEDIATE`` on SQLite, an advisory lock on PostgreSQL),
+  so N concurrent requests on a fresh key with a limit of L give exactly L
+  acceptances.
+* **A refused request does not consume quota**: it is not counted, so a client
+  that keeps retrying during a 429 is not pushed further into the future.
+* **Headers**: ``X-RateLimit-Limit``/``-Remaining``/``-Reset`` describe the
+  *binding* window, the one with fewer requests left (the minute window on a
+  tie, and in practice almost always); ``Reset`` is the epoch second at which that
+  window starts afresh. On a 429, they describe the exhausted window (the one that
+  resets last, if both are), ``Remaining`` is 0 and ``Retry-After`` is the number
+  of seconds until it resets.
+* **Pruning**: when a key opens a new window, its older windows of that kind are
+  deleted; on a key's first request of a day, finished windows of every key are
+  deleted too (best effort).
+"""
+
+from __future__ import annotations
+
+import calendar
+from dataclasses import dataclass
+
+import peewee as pw
+
+from sowctl import clock
+from sowctl import models as m
+from sowctl.db import write_transaction
+from sowctl.errors import UsageError
+
+MINUTE = 60
+DAY = 86_400
+# A finished window is kept this much longer, for workers whose clocks lag a little.
+_GRACE = 60
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    per_minute: int = 100
+    per_day: int = 5000
+
+    def __post_init__(self) -> None:
+        for name in ("per_minute", "per_day"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"rate limit {name.replace('_', ' ')} must be a positive integer")
+
+
+@dataclass(frozen=True)
+class RateState:
+    limit: int
+    remaining: int
+    reset: int  # epoch seconds when the binding window resets
+    retry_after: int | None  # seconds until the exhausted window resets; None when allowed
+
+    @property
+    def allowed(self) -> bool:
+        return self.retry_after is None
+
+    def headers(self) -> dict[str, str]:
+        """The response headers of contract §7.3 (``Retry-After`` only on a refusal)."""
+        headers = {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset),
+        }
+        if self.retry_after is not None:
+            headers["Retry-After"] = str(self.retry_after)
+        return headers
+
+
+@dataclass(frozen=True)
+class _Window:
+    name: str
+    limit: int
+    start: int
+    length: int
+
+    @property
+    def reset(self) -> int:
+        return self.start + self.length
+
+
+def epoch_now() -> int:
+    """``clock.now()`` (naive UTC) as epoch seconds, so a fixed clock fixes the windows."""
+    return calendar.timegm(clock.now().timetuple())
+
+
+def hit(api_key_id: str, limits: RateLimits) -> RateState:
+    """Count one request of ``api_key_id`` if both windows have room; report the state."""
+    now = epoch_now()
+    windows = (
+        _Window("minute", limits.per_minute, now - now % MINUTE, MINUTE),
+        _Window("day", limits.per_day, now - now % DAY, DAY),
+    )
+    counter = m.RateCounter
+    with write_transaction(f"ratelimit:{api_key_id}"):
+        current = (counter.window == windows[0].name) & (counter.window_start == windows[0].start)
+        for window in windows[1:]:
+            current |= (counter.window == window.name) & (counter.window_start == window.start)
+        rows = counter.select(counter.window, counter.count).where((counter.api_key == api_key_id) & current)
+        counts = dict(rows.tuples())
+
+        exhausted = [w for w in windows if counts.get(w.name, 0) >= w.limit]
+        if exhausted:
+            window = max(exhausted, key=lambda w: w.reset)
+            return RateState(window.limit, 0, window.reset, max(1, window.reset - now))
+
+        for window in windows:
+            counter.insert(
+                api_key=api_key_id, window=window.name, window_start=window.start, count=1
+            ).on_conflict(
+                conflict_target=[counter.api_key, counter.window, counter.window_start],
+                update={counter.count: counter.count + 1},
+            ).execute()
+            if window.name not in counts:
+                _prune(api_key_id, window)
+
+    if "day" not in counts:  # the key's first request of the day
+        _prune_stale(now)
+    used = {w.name: counts.get(w.name, 0) + 1 for w in windows}
+    binding = min(windows, key=lambda w: (w.limit - used[w.name], w.reset))
+    return RateState(binding.limit, binding.limit - used[binding.name], binding.reset, None)
+
+
+def _prune(api_key_id: str, window: _Window) -> None:
+    """A key opened a new window: its older ones of that kind are history."""
+    counter = m.RateCounter
+    counter.delete().where(
+        (counter.api_key == api_key_id)
+        & (counter.window == window.name)
+        & (counter.window_start < window.start)
+    ).execute()
+
+
+def _prune_stale(now: int) -> None:
+    """Delete every key's finished windows; best effort, outside the key's lock.
+
+    Housekeeping only: if it loses a race with another worker doing the same
+    (a PostgreSQL deadlock report, a busy SQLite), the next new day retries it.
+    """
+    counter = m.RateCounter
+    try:
+        with m.database_proxy.atomic():
+            counter.delete().where(
+                ((counter.window == "minute") & (counter.window_start <= now - MINUTE - _GRACE))
+                | ((counter.window == "day") & (counter.window_start <= now - DAY - _GRACE))
+            ).execute()
+    except pw.DatabaseError:
+        pass
