@@ -46,7 +46,7 @@ def sow_for(caller: Caller, sow_id: str) -> m.Sow:
 
 def item_for(caller: Caller, item_id: str) -> m.Item:
     row = (
-        m.Item.select(m.Item, m.Project.organization)
+        m.Item.select(m.Item, m.Sow.id, m.Project.id, m.Project.organization)
         .join(m.Sow)
         .join(m.Project)
         .where(m.Item.id == item_id)
