@@ -89,6 +89,7 @@ def root(
         ),
     ] = None,
 ) -> None:
+    db, server = _one_mode(ctx, db, server)
     ctx.obj = AppContext(
         Settings(
             db=db,
@@ -101,6 +102,27 @@ def root(
             **({"timeout": timeout} if timeout is not None else {}),
         )
     )
+
+
+def _one_mode(ctx: typer.Context, db: str | None, server: str | None) -> tuple[str | None, str | None]:
+    """Option beats environment for the mode too: ``--server`` with SOWCTL_DB set means remote.
+
+    Both given at the same level (two options, or two environment variables) stay
+    both set, and ``Settings.check`` refuses them as a usage error.
+    """
+    if not (db and server):
+        return db, server
+    db_source, server_source = (_source(ctx, name) for name in ("db", "server"))
+    if db_source == "COMMANDLINE" and server_source != "COMMANDLINE":
+        return db, None
+    if server_source == "COMMANDLINE" and db_source != "COMMANDLINE":
+        return None, server
+    return db, server
+
+
+def _source(ctx: typer.Context, name: str) -> str | None:
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", None)
 
 
 def _register() -> None:
@@ -120,13 +142,69 @@ def _register() -> None:
 
 _register()
 
+# Global options that take a value: the command's name is the first other argument.
+_VALUE_OPTIONS = frozenset(
+    {"--db", "--server", "--token", "--api-key", "--org", "--company", "--profile", "--timeout"}
+)
+
+
+def _invoked(argv: list[str]) -> str | None:
+    """The name of the command or group the arguments invoke (None: the root's help)."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--":
+            return next(args, None)
+        if arg in _VALUE_OPTIONS:
+            next(args, None)
+        elif arg in ("-h", "--help"):
+            return None
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _narrowed(argv: list[str] | None) -> typer.Typer:
+    """``app`` with only the invoked command's tree in full; the others keep name and help.
+
+    Typer builds the parameters of every command of every group before it runs
+    one of them; this keeps start-up (and ``sowctl --help``) from paying for the
+    commands that are not run. Help, errors and behaviour are unchanged.
+    """
+    import copy
+    import inspect
+
+    name = _invoked(list(sys.argv[1:] if argv is None else argv))
+    narrowed = copy.copy(app)
+    groups = []
+    for info in app.registered_groups:
+        if info.name != name:
+            stub = copy.copy(info.typer_instance)
+            stub.registered_commands, stub.registered_groups = [], []
+            info = copy.copy(info)
+            info.typer_instance = stub
+        groups.append(info)
+    commands = []
+    for info in app.registered_commands:
+        if info.name != name:
+            original = info.callback
+            info = copy.copy(info)
+            info.help = info.help if info.help is not None else inspect.getdoc(original)
+            info.callback = _placeholder
+        commands.append(info)
+    narrowed.registered_groups, narrowed.registered_commands = groups, commands
+    return narrowed
+
+
+def _placeholder() -> None:  # stands in for a command that is not run
+    raise AssertionError("a placeholder command was run")
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every failure becomes one line on stderr and an exit code."""
     from sowctl.errors import ExitCode, SowctlError
 
     try:
-        result = app(args=argv, prog_name="sowctl", standalone_mode=False)
+        result = _narrowed(argv)(args=argv, prog_name="sowctl", standalone_mode=False)
         return int(result) if isinstance(result, int) else 0
     except SowctlError as exc:
         _fail(exc.message)
@@ -137,29 +215,67 @@ def main(argv: list[str] | None = None) -> int:
         _fail("aborted")
         return 130
     except typer.TyperException as exc:  # click's usage errors and bad parameters
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        else:
-            _fail(str(exc))
-        return int(getattr(exc, "exit_code", ExitCode.INVALID_INPUT) or ExitCode.INVALID_INPUT)
+        return _usage_error(exc)
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130
     except BrokenPipeError:
         # `sowctl ... | head`: the reader left; that is not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return _reader_left()
+    except SystemExit as exc:
+        # Typer turns a broken pipe into sys.exit(1), and 1 means "check failed" here.
+        if isinstance(exc.__context__, BrokenPipeError):
+            return _reader_left()
+        raise
     except Exception as exc:
         if os.environ.get("SOWCTL_DEBUG"):
             raise
-        _fail(f"unexpected error: {type(exc).__name__}: {exc} (set SOWCTL_DEBUG=1 for details)")
+        if _is_database_error(exc):
+            # The database went away, is locked past the busy timeout, or refused a write.
+            _fail(f"database error: {_first_line(exc)}")
+            return int(ExitCode.FAILURE)
+        _fail(f"unexpected error: {type(exc).__name__}: {_first_line(exc)} (set SOWCTL_DEBUG=1 for details)")
         return int(ExitCode.FAILURE)
 
 
+def _reader_left() -> int:
+    try:  # later writes and the final flush go nowhere instead of failing again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (captured)
+        pass
+    return 0
+
+
+def _usage_error(exc: typer.TyperException) -> int:
+    """Click's usage errors as one line (exit 2); a group called bare still shows its help."""
+    from sowctl.errors import ExitCode
+
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        exc.show()  # type: ignore[attr-defined]
+        return int(ExitCode.INVALID_INPUT)
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if format_message else str(exc)
+    if ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    _fail(message)
+    # Click gives 1 to some parameter errors (e.g. an unreadable file); 1 means "check failed" here.
+    code = int(getattr(exc, "exit_code", ExitCode.INVALID_INPUT) or ExitCode.INVALID_INPUT)
+    return code if code != int(ExitCode.CHECK_FAILED) else int(ExitCode.INVALID_INPUT)
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    peewee = sys.modules.get("peewee")  # not imported: it cannot be a database error
+    return peewee is not None and isinstance(exc, peewee.PeeweeException)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def _fail(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.write("error: " + " ".join(message.split("\n")) + "\n")
     sys.stderr.flush()
 
 

@@ -7,12 +7,8 @@ and created with mode 0600, since profiles may hold tokens and API keys.
 from __future__ import annotations
 
 import os
-import tempfile
-import tomllib
 from pathlib import Path
 from typing import Any
-
-from sowctl.errors import InvalidInput
 
 PROFILE_KEYS = ("server", "token", "api_key", "org", "company", "db", "timeout")
 SECRET_KEYS = ("token", "api_key")
@@ -31,6 +27,10 @@ def config_path() -> Path:
 
 
 def load(path: Path | None = None) -> dict[str, Any]:
+    import tomllib  # imported when used: every command imports this module at start-up
+
+    from sowctl.errors import InvalidInput
+
     path = path or config_path()
     try:
         with open(path, "rb") as handle:
@@ -39,12 +39,16 @@ def load(path: Path | None = None) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:  # a directory, no permission...
+        raise InvalidInput(f"cannot read config file {path}: {exc.strerror or exc}") from None
     if not isinstance(data.get("profiles", {}), dict):
         raise InvalidInput(f"config file {path}: 'profiles' must be a table")
     return data
 
 
 def save(data: dict[str, Any], path: Path | None = None) -> Path:
+    import tempfile
+
     import tomli_w
 
     path = path or config_path()
@@ -68,4 +72,9 @@ def active_profile_name(data: dict[str, Any], requested: str | None) -> str:
 
 
 def profile(data: dict[str, Any], name: str) -> dict[str, Any]:
-    return dict(data.get("profiles", {}).get(name, {}))
+    values = data.get("profiles", {}).get(name, {})
+    if not isinstance(values, dict):
+        from sowctl.errors import InvalidInput
+
+        raise InvalidInput(f"config file {config_path()}: profile {name!r} must be a table")
+    return dict(values)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from sowctl.errors import UsageError
 from sowctl.settings import Settings
 
 if TYPE_CHECKING:
@@ -17,6 +16,11 @@ if TYPE_CHECKING:
 class AppContext:
     def __init__(self, options: Settings) -> None:
         self._options = options
+
+    @property
+    def options(self) -> Settings:
+        """The global options as given (option or environment), before any profile is read."""
+        return self._options
 
     @cached_property
     def settings(self) -> Settings:
@@ -47,6 +51,8 @@ class AppContext:
     def open_local_database(self, command: str) -> None:
         """Admin commands work on the database itself, so they refuse remote mode."""
         if self.settings.remote:
+            from sowctl.errors import UsageError
+
             raise UsageError(
                 f"'sowctl {command}' needs direct database access (local mode); "
                 "it cannot run against --server. Use --db, or run it where the database is."

@@ -12,7 +12,7 @@ from pathlib import Path
 import peewee as pw
 
 from sowctl import models
-from sowctl.errors import ServiceUnavailable, SowctlError
+from sowctl.errors import ServiceUnavailable, SowctlError, UsageError
 
 SQLITE_PRAGMAS = {
     "journal_mode": "wal",
@@ -46,7 +46,10 @@ def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
     if scheme == "sqlite":
         return _sqlite(target.split("://", 1)[1][1:] or ":memory:")
     if scheme not in ("postgres", "postgresql", "cockroachdb", "crdb"):
-        raise SowctlError(f"unsupported database URL scheme {scheme!r}")
+        raise UsageError(
+            f"unsupported database URL scheme {scheme!r}: use a SQLite file path, "
+            "sqlite:///path or postgresql://user@host:port/db"
+        )
     from playhouse.db_url import connect as connect_url
 
     try:
@@ -57,8 +60,13 @@ def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
 
 def _sqlite(path: str) -> pw.SqliteDatabase:
     if path != ":memory:":
-        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ServiceUnavailable(f"cannot open database {path}: {exc.strerror or exc}") from exc
         path = str(Path(path).expanduser())
+    # Every thread gets its own connection (peewee keeps them thread-local), and the
+    # pragmas above are set on each new connection as it opens, whichever thread opens it.
     return pw.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS, check_same_thread=False)
 
 
@@ -68,11 +76,27 @@ def open_database(url_or_path: str | os.PathLike | None, *, migrate: bool = True
     models.database_proxy.initialize(database)
     try:
         database.connect(reuse_if_open=True)
-    except pw.OperationalError as exc:
-        raise ServiceUnavailable(f"cannot open database: {_first_line(exc)}") from exc
+    except pw.PeeweeException as exc:  # unreachable server, not a database file, no driver...
+        raise ServiceUnavailable(f"cannot open database {describe(database)}: {_first_line(exc)}") from exc
     if migrate:
-        apply_migrations(database)
+        try:
+            apply_migrations(database)
+        except pw.PeeweeException as exc:  # e.g. read-only file, locked past the busy timeout
+            raise ServiceUnavailable(
+                f"cannot migrate database {describe(database)}: {_first_line(exc)}"
+            ) from exc
     return database
+
+
+def describe(database: pw.Database) -> str:
+    """Where a database is, for messages: its file, or its URL without the password."""
+    if isinstance(database, pw.SqliteDatabase):
+        return str(database.database)
+    params = getattr(database, "connect_params", {}) or {}
+    host = params.get("host") or "localhost"
+    port = f":{params['port']}" if params.get("port") else ""
+    user = f"{params['user']}@" if params.get("user") else ""
+    return f"{user}{host}{port}/{database.database}"
 
 
 def is_sqlite(database: pw.Database | None = None) -> bool:
@@ -110,7 +134,9 @@ def apply_migrations(database: pw.Database) -> int:
         for version in range(current + 1, SCHEMA_VERSION + 1):
             MIGRATIONS[version - 1](database)
         if current != SCHEMA_VERSION:
-            models.Meta.replace(key="schema_version", value=str(SCHEMA_VERSION)).execute()
+            models.Meta.insert(key="schema_version", value=str(SCHEMA_VERSION)).on_conflict(
+                conflict_target=[models.Meta.key], update={models.Meta.value: str(SCHEMA_VERSION)}
+            ).execute()
     return SCHEMA_VERSION
 
 

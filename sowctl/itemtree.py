@@ -59,8 +59,10 @@ def render_tree(sow_id: str, roots: list[dict], *, rich: bool) -> None:
 
 
 def _plain(nodes: list[dict], depth: int) -> None:
+    """One line per item, indented two spaces per level; a title's tabs and newlines become spaces."""
+    from sowctl.render import text
+
     for node in nodes:
-        sys.stdout.write(
-            "\t".join(["  " * depth + node["title"], node["type"], node["status"], node["id"]]) + "\n"
-        )
+        cells = ["  " * depth + text(node["title"]), node["type"], node["status"], node["id"]]
+        sys.stdout.write("\t".join(cells) + "\n")
         _plain(node["children"], depth + 1)

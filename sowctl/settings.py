@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from sowctl import config
-from sowctl.errors import UsageError
+DEFAULT_TIMEOUT = 10.0  # seconds
 
 
 @dataclass(frozen=True)
@@ -21,7 +20,8 @@ class Settings:
     org: str | None = None
     company: str | None = None
     profile: str | None = None
-    timeout: float = 10.0
+    # None until resolved: an explicit --timeout equal to the default still beats the profile.
+    timeout: float | None = None
 
     @property
     def remote(self) -> bool:
@@ -29,30 +29,50 @@ class Settings:
 
     def with_profile(self) -> Settings:
         """Fill unset values from the profile (never overriding options or env)."""
+        from sowctl import config
+        from sowctl.errors import UsageError
+
         data = config.load()
         name = config.active_profile_name(data, self.profile)
         values = config.profile(data, name)
         if self.profile and self.profile not in data.get("profiles", {}):
             raise UsageError(f"profile {self.profile!r} is not in {config.config_path()}")
+        if not self.profile and name != "default" and name not in data.get("profiles", {}):
+            # `current` names a profile that is gone: guessing a mode would be worse than stopping.
+            raise UsageError(f"current profile {name!r} is not in {config.config_path()}")
         updates = {}
         explicit_db, explicit_server = self.db is not None, self.server is not None
         for field in fields(self):
-            if field.name in ("profile",) or getattr(self, field.name) not in (None, field.default):
+            if field.name == "profile" or getattr(self, field.name) is not None:
                 continue
             if field.name in values:
-                updates[field.name] = values[field.name]
+                value = values[field.name]
+                if field.name != "timeout" and not isinstance(value, str):
+                    raise UsageError(f"profile {name}: {field.name} must be a string")
+                updates[field.name] = value
         if explicit_db and "server" in updates:
             updates.pop("server")  # an explicit --db means local mode, whatever the profile says
         if explicit_server and "db" in updates:
             updates.pop("db")
+        if updates.get("db") and updates.get("server"):
+            raise UsageError(
+                f"profile {name} sets both db and server; remove one "
+                f"('sowctl config unset db --profile {name}')"
+            )
         if "timeout" in updates:
             try:
                 updates["timeout"] = float(updates["timeout"])
             except (TypeError, ValueError):
                 raise UsageError(f"profile {name}: timeout must be a number") from None
+        if updates.get("timeout", self.timeout) is None:
+            updates["timeout"] = DEFAULT_TIMEOUT
         return replace(self, profile=name, **updates)
 
     def check(self) -> Settings:
+        from sowctl.errors import UsageError
+
         if self.db and self.server:
             raise UsageError("--db and --server cannot be used together (local or remote mode?)")
+        if self.timeout is not None and not self.timeout > 0:
+            raise UsageError(f"--timeout must be a positive number of seconds, not {self.timeout:g}")
         return self

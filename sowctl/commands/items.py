@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
+from sowctl import render
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows, is_tty
+from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
 
 app = typer.Typer(help="Requirements and task items of a SOW, in their hierarchy.", no_args_is_help=True)
 
@@ -87,6 +88,10 @@ def update_item(
 ) -> None:
     """Change an item's title, description, status or position."""
     body = _without_none(title=title, description=description, status=status, orderIndex=order_index)
+    if not body:
+        from sowctl.errors import UsageError
+
+        raise UsageError("nothing to update: give --title, --description, --status or --order-index")
     item = app_context(ctx).call("items.update", {"itemId": item_id}, body=body)
     _show_changed(item, json_)
 
@@ -145,7 +150,7 @@ def tree(
     if json_:
         emit_json(roots)
     else:
-        render_tree(sow_id, roots, rich=is_tty())
+        render_tree(sow_id, roots, rich=render.is_tty())
 
 
 def _position(text: str) -> dict:

@@ -111,11 +111,19 @@ def parse(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise validation_error(exc) from None
+        raise validation_error(exc, model) from None
 
 
-def validation_error(exc: ValidationError) -> InvalidInput:
+def validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> InvalidInput:
+    """InvalidInput listing every issue; a model may word the message itself.
+
+    A model with a ``describe_errors(issues) -> str`` classmethod chooses the message
+    (Group B's "Missing required parameter X in query parameters" wording).
+    """
     issues = [Issue(tuple(err["loc"]), _message(err)) for err in exc.errors()]
+    describe = getattr(model, "describe_errors", None)
+    if describe is not None:
+        return InvalidInput(describe(issues), issues)
     return InvalidInput("; ".join(issue.describe() for issue in issues), issues)
 
 

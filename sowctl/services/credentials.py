@@ -43,6 +43,8 @@ class Issued:
 def create_token(user_id: str, organization_id: str, role: str = "member") -> Issued:
     if role not in ROLES:
         raise InvalidInput.for_field("role", "must be one of: viewer, member, admin")
+    if not user_id or not user_id.strip():
+        raise InvalidInput.for_field("user", "must not be empty")
     if m.Organization.get_or_none(m.Organization.id == organization_id) is None:
         raise NotFound(f"organization {organization_id} not found")
     with m.database_proxy.atomic():
