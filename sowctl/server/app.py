@@ -1,0 +1,360 @@
+"""The Bottle application, built from the operation registry (``sowctl.operations``).
+
+``create_app`` registers one route per operation, plus ``/healthz`` and
+``/openapi.json``. Every route goes through ``Dispatcher.handle``: authenticate
+by group, read and validate input, run the handler, and shape the response or
+the group's error envelope. Bottle's own errors (unknown route, wrong method)
+get the envelope of the group the path belongs to, never an HTML page.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import traceback
+from typing import Any
+
+import bottle
+import peewee as pw
+
+from sowctl import models, operations
+from sowctl.db import open_database, with_retries
+from sowctl.errors import SowctlError
+from sowctl.operations import Operation
+from sowctl.server import auth
+from sowctl.server.errors import (
+    HttpStatusError,
+    InternalError,
+    database_error,
+    envelope,
+    group_of_path,
+)
+from sowctl.server.http import (
+    JSON_CONTENT_TYPE,
+    check_declared_length,
+    drain_body,
+    json_bytes,
+    link_header,
+    pagination,
+    parse_query,
+    read_json_body,
+)
+from sowctl.server.settings import ServerSettings
+
+REQUEST_ID_KEY = "sowctl.request_id"
+EXPOSED_HEADERS = (
+    "X-Total-Count, Link, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, "
+    "Retry-After, X-Request-Id"
+)
+
+
+def create_app(
+    database: str | os.PathLike | pw.Database | None,
+    settings: ServerSettings | None = None,
+) -> bottle.Bottle:
+    """A WSGI application serving the whole API on ``database``.
+
+    ``database`` is a SQLite path or a database URL (opened and migrated here,
+    once per process), an already opened Peewee database, or None for the
+    default SQLite file. Peewee keeps one connection per thread, so each worker
+    thread opens its own on its first request and reuses it afterwards.
+    """
+    settings = settings or ServerSettings()
+    if isinstance(database, pw.Database):
+        models.database_proxy.initialize(database)
+    else:
+        database = open_database(database)
+        if not _in_memory(database):
+            # Threads connect on their first request; closing this one keeps the app
+            # safe to build before a fork (no connection shared between processes).
+            database.close()
+    app = SowctlBottle(Dispatcher(database, settings))
+    return app
+
+
+class Dispatcher:
+    """Runs one operation per request: the single place where requests are handled."""
+
+    def __init__(self, database: pw.Database, settings: ServerSettings) -> None:
+        self.database = database
+        self.settings = settings
+        self._openapi: bytes | None = None
+
+    # --- database -----------------------------------------------------------
+
+    def ensure_connection(self) -> None:
+        if models.database_proxy.obj is not self.database:  # several apps in one process (tests)
+            models.database_proxy.initialize(self.database)
+        if self.database.is_closed():
+            self.database.connect(reuse_if_open=True)
+
+    def recover_connection(self) -> None:
+        """After a database error, drop this thread's connection unless it is SQLite's."""
+        if isinstance(self.database, pw.SqliteDatabase):
+            return
+        try:
+            self.database.close()
+        except Exception:  # a broken connection may fail to close; it is gone either way
+            pass
+
+    # --- requests -----------------------------------------------------------
+
+    def handle(self, op: Operation, params: dict[str, str]) -> bottle.HTTPResponse:
+        environ = bottle.request.environ
+        headers: dict[str, str] = {}
+        try:
+            check_declared_length(environ, self.settings.max_body_bytes)
+            self.ensure_connection()
+            if op.group == "B":
+                caller, company_id = auth.external_caller(environ, op.path, self.settings, headers)
+            else:
+                caller, company_id = auth.bearer_caller(environ.get("HTTP_AUTHORIZATION")), None
+            if op.write:
+                caller.require_write()
+            query = parse_query(environ.get("QUERY_STRING", ""))
+            page = limit = None
+            if op.paginated:
+                page, limit = pagination(
+                    query,
+                    default_limit=self.settings.default_limit,
+                    max_limit=self.settings.max_limit,
+                    max_page=self.settings.max_page,
+                )
+            body = read_json_body(environ, self.settings.max_body_bytes) if op.body is not None else None
+            request = operations.build_request(
+                op,
+                caller,
+                params,
+                query,
+                body,
+                offset=(page - 1) * limit if page and limit else 0,
+                limit=limit,
+                company_id=company_id,
+            )
+            result = self._run(op, request)
+            if op.paginated and page is not None and limit is not None:
+                total = result.total if result.total is not None else _length(result.body)
+                headers["X-Total-Count"] = str(total)
+                headers["Link"] = link_header(
+                    bottle.request.urlparts.scheme + "://" + bottle.request.urlparts.netloc,
+                    bottle.request.script_name.rstrip("/") + bottle.request.path,
+                    query,
+                    page,
+                    limit,
+                    total,
+                )
+            payload = json_bytes(result.body)
+        except SowctlError as exc:
+            return error_response(op.group, exc, headers)
+        except Exception as exc:
+            mapped = database_error(exc)
+            if isinstance(exc, pw.PeeweeException):
+                self.recover_connection()
+            if mapped is not None:
+                log(environ, f"database unavailable: {type(exc).__name__}: {exc}")
+                return error_response(op.group, mapped, headers)
+            log_exception(environ)
+            return error_response(op.group, InternalError(), headers)
+        finally:
+            drain_body(environ, self.settings.drain_bytes)
+        return json_response(op.status, payload, headers)
+
+    def _run(self, op: Operation, request: operations.Request) -> operations.Result:
+        if op.write:
+            return op.handler(request)
+        # Reads are safe to repeat: ride out a briefly locked database before giving up.
+        return with_retries(lambda: op.handler(request), attempts=self.settings.read_attempts)
+
+    def healthz(self) -> bottle.HTTPResponse:
+        try:
+            self.ensure_connection()
+            self.database.execute_sql("SELECT 1")
+        except Exception as exc:
+            self.recover_connection()
+            log(bottle.request.environ, f"health check failed: {type(exc).__name__}: {exc}")
+            return json_response(503, json_bytes({"status": "unavailable"}), {"Retry-After": "1"})
+        return json_response(200, json_bytes({"status": "ok"}), {})
+
+    def openapi(self) -> bottle.HTTPResponse:
+        try:
+            if self._openapi is None:
+                from sowctl.server.openapi import build_openapi
+
+                self._openapi = json_bytes(build_openapi(operations.REGISTRY.values()))
+        except Exception:
+            log_exception(bottle.request.environ)
+            return error_response("A", InternalError(), {})
+        return json_response(200, self._openapi, {})
+
+
+class SowctlBottle(bottle.Bottle):
+    """Bottle with JSON errors everywhere, and routes taken from the registry."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        super().__init__(catchall=True)
+        self.dispatcher = dispatcher
+        self.settings = dispatcher.settings
+        self.add_hook("before_request", _start_request)
+        self.add_hook("after_request", self._finish_request)
+        self.route("/healthz", "GET", dispatcher.healthz, name="healthz")
+        self.route("/openapi.json", "GET", dispatcher.openapi, name="openapi")
+        for op in sorted(operations.load_all().values(), key=_route_order):
+            self.route(
+                bottle_path(op.path),
+                op.method,
+                _callback(dispatcher, op),
+                name=op.name,
+            )
+        if self.settings.cors_origins:
+            self.route("/<path:path>", "OPTIONS", self._preflight, name="cors-preflight")
+
+    # --- errors Bottle raises itself (routing), and the last resort -----------
+
+    def default_error_handler(self, res: bottle.HTTPError) -> bytes:
+        environ = bottle.request.environ
+        path = bottle.request.path
+        status = res.status_code
+        headers: dict[str, str] = {}
+        if status == 404:
+            error: SowctlError = HttpStatusError(404, f"no route for {bottle.request.method} {path}")
+        elif status == 405:
+            allowed = _allowed_methods(res.headers.get("Allow", ""))
+            headers["Allow"] = ", ".join(allowed)
+            error = HttpStatusError(
+                405,
+                f"method {bottle.request.method} not allowed for {path} (allowed: {', '.join(allowed)})",
+            )
+        elif status >= 500:
+            if res.traceback:  # Bottle caught an exception (already written to wsgi.errors)
+                _request_id_line(environ)
+            error = InternalError()
+        else:
+            error = HttpStatusError(status, str(res.body or bottle.HTTP_CODES.get(status, "error")))
+        drain_body(environ, self.settings.drain_bytes)
+        response = envelope(group_of_path(path), error)
+        bottle.response.status = response.status
+        for name, value in {**response.headers, **headers}.items():
+            bottle.response.set_header(name, value)
+        bottle.response.content_type = JSON_CONTENT_TYPE
+        return json_bytes(response.body)
+
+    def _cast(self, out: Any, peek: Any = None) -> Any:
+        try:
+            return super()._cast(out, peek)
+        except Exception:  # an error while rendering an error: still JSON, never HTML
+            log_exception(bottle.request.environ)
+            bottle.response.status = 500
+            bottle.response.content_type = JSON_CONTENT_TYPE
+            body = json_bytes(envelope(group_of_path(bottle.request.path), InternalError()).body)
+            bottle.response.set_header("Content-Length", str(len(body)))
+            return [body]
+
+    # --- CORS -----------------------------------------------------------------
+
+    def _allowed_origin(self) -> str | None:
+        origins = self.settings.cors_origins
+        origin = bottle.request.get_header("Origin")
+        if not origins or not origin:
+            return None
+        if "*" in origins:
+            return "*"
+        return origin if origin in origins else None
+
+    def _finish_request(self) -> None:
+        request_id = bottle.request.environ.get(REQUEST_ID_KEY)
+        if request_id:
+            bottle.response.set_header("X-Request-Id", request_id)
+        origin = self._allowed_origin()
+        if origin:
+            bottle.response.set_header("Access-Control-Allow-Origin", origin)
+            bottle.response.set_header("Access-Control-Expose-Headers", EXPOSED_HEADERS)
+            if origin != "*":
+                bottle.response.add_header("Vary", "Origin")
+
+    def _preflight(self, path: str) -> bottle.HTTPResponse:
+        headers = {
+            "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
+            "Access-Control-Allow-Headers": "Authorization, Content-Type, x-api-key, "
+            "x-organization-id, x-company-id, organization-id, company-id",
+            "Access-Control-Max-Age": "600",
+        }
+        return bottle.HTTPResponse(status=204, headers=headers)
+
+
+# --- helpers ----------------------------------------------------------------------
+
+
+def bottle_path(path: str) -> str:
+    """``/api/sow/{sowId}/items`` → ``/api/sow/<sowId>/items``."""
+    return "/".join(
+        f"<{part[1:-1]}>" if part.startswith("{") and part.endswith("}") else part for part in path.split("/")
+    )
+
+
+def _route_order(op: Operation) -> tuple:
+    """Literal segments before parameters at each position (``/chain`` before ``/{id}``)."""
+    return tuple(part.startswith("{") for part in op.path.split("/")), op.path, op.method
+
+
+def _callback(dispatcher: Dispatcher, op: Operation):
+    def route(**params: str) -> bottle.HTTPResponse:
+        return dispatcher.handle(op, params)
+
+    route.__name__ = op.handler.__name__
+    route.__doc__ = op.summary
+    return route
+
+
+def _allowed_methods(allow: str) -> list[str]:
+    methods = {method.strip().upper() for method in allow.split(",") if method.strip()}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
+def _in_memory(database: pw.Database) -> bool:
+    return isinstance(database, pw.SqliteDatabase) and database.database in (":memory:", "")
+
+
+def _length(body: Any) -> int:
+    return len(body) if isinstance(body, list) else 0
+
+
+def json_response(status: int, payload: bytes, headers: dict[str, str]) -> bottle.HTTPResponse:
+    response = bottle.HTTPResponse(body=payload, status=status, headers=headers)
+    response.content_type = JSON_CONTENT_TYPE
+    return response
+
+
+def error_response(group: str, error: SowctlError, headers: dict[str, str]) -> bottle.HTTPResponse:
+    response = envelope(group, error)
+    return json_response(response.status, json_bytes(response.body), {**headers, **response.headers})
+
+
+def _start_request() -> None:
+    bottle.request.environ[REQUEST_ID_KEY] = secrets.token_hex(8)
+
+
+def log(environ: dict, message: str) -> None:
+    stream = environ.get("wsgi.errors") or sys.stderr
+    try:
+        stream.write(f"[sowctl] {_describe(environ)}: {message}\n")
+        stream.flush()
+    except Exception:  # a closed log stream must not turn a response into a crash
+        pass
+
+
+def log_exception(environ: dict) -> None:
+    """The traceback of the exception being handled, once, in the server's log."""
+    log(environ, "unexpected error\n" + traceback.format_exc().rstrip())
+
+
+def _request_id_line(environ: dict) -> None:
+    log(environ, "unexpected error (traceback above)")
+
+
+def _describe(environ: dict) -> str:
+    request_id = environ.get(REQUEST_ID_KEY, "-")
+    path = "".join(c if c.isprintable() and c != " " else "?" for c in environ.get("PATH_INFO", "?"))
+    return f"{environ.get('REQUEST_METHOD', '?')} {path} request-id={request_id}"

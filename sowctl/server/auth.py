@@ -1,0 +1,79 @@
+"""Who is calling: bearer tokens (Groups A and C) and API keys with scope headers (Group B)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sowctl.errors import Issue, RateLimited, Unauthorized
+from sowctl.services import credentials
+from sowctl.services.access import Caller
+
+if TYPE_CHECKING:
+    from sowctl.server.settings import ServerSettings
+
+# The purchase-order endpoint names its scope headers without the x- prefix (spec §5.2).
+PLAIN_SCOPE_HEADER_PATHS = frozenset({"/api/external/create-purchase-order"})
+
+
+def bearer_caller(authorization: str | None) -> Caller:
+    """The Caller of an ``Authorization: Bearer <token>`` header; 401 otherwise."""
+    if not authorization or not authorization.strip():
+        raise _unauthorized("missing bearer token (send Authorization: Bearer <token>)")
+    scheme, _, secret = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise _unauthorized("the Authorization header must be 'Bearer <token>'")
+    try:
+        return credentials.authenticate_token(secret.strip())
+    except Unauthorized as exc:
+        raise _unauthorized(exc.message) from None
+
+
+def _unauthorized(message: str) -> Unauthorized:
+    """A 401 whose issue names the header at fault (Group C's ``issues``)."""
+    return Unauthorized(message, [Issue(("Authorization",), message)])
+
+
+def scope_header_names(path: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """(documented, alternative) WSGI names of the organization and company headers."""
+    if path in PLAIN_SCOPE_HEADER_PATHS:
+        return ("HTTP_ORGANIZATION_ID", "HTTP_X_ORGANIZATION_ID"), ("HTTP_COMPANY_ID", "HTTP_X_COMPANY_ID")
+    return ("HTTP_X_ORGANIZATION_ID", "HTTP_ORGANIZATION_ID"), ("HTTP_X_COMPANY_ID", "HTTP_COMPANY_ID")
+
+
+def _header(environ: dict, names: tuple[str, str]) -> str | None:
+    """The first spelling that is present (the documented one is preferred)."""
+    for name in names:
+        value = environ.get(name)
+        if value is not None and value.strip():
+            return value.strip()
+    return None
+
+
+def external_caller(
+    environ: dict, path: str, settings: ServerSettings, headers: dict[str, str]
+) -> tuple[Caller, str]:
+    """Authenticate a Group B request, count it, and resolve its organization and company.
+
+    The rate-limit headers go into ``headers`` as soon as the key is known, so they
+    are on the response even when a later step (scope headers, validation) fails.
+    """
+    from sowctl.services import external_scope, ratelimit
+
+    api_key = credentials.authenticate_key((environ.get("HTTP_X_API_KEY") or "").strip() or None)
+    state = ratelimit.hit(api_key.id, rate_limits(settings))
+    headers.update(state.headers())
+    if state.retry_after is not None:
+        raise RateLimited(
+            f"rate limit exceeded: {state.limit} requests; retry in {state.retry_after} s",
+            state.retry_after,
+        )
+    organization_names, company_names = scope_header_names(path)
+    return external_scope.resolve(
+        api_key, _header(environ, organization_names), _header(environ, company_names)
+    )
+
+
+def rate_limits(settings: ServerSettings):
+    from sowctl.services.ratelimit import RateLimits
+
+    return RateLimits(per_minute=settings.rate_per_minute, per_day=settings.rate_per_day)

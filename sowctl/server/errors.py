@@ -1,0 +1,138 @@
+"""Error envelopes, one per group, built in this one place (contract §7).
+
+Groups A and B answer ``{"error": message}``. Group C answers
+``{"code", "message", "issues"}``: the message is the spec's fixed text for the
+code (§7.3), and the specific detail goes into ``issues`` as
+``{"path": [...], "message": ...}`` elements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import peewee as pw
+
+from sowctl.errors import Issue, ServiceUnavailable, SowctlError
+
+# Fixed message texts of the Group C codes (spec §7.3), plus our own for the others.
+GROUP_C_MESSAGES = {
+    "BAD_REQUEST": "invalid input data",
+    "UNAUTHORIZED": "authorization not provided",
+    "FORBIDDEN": "insufficient access",
+    "NOT_FOUND": "not found",
+    "INTERNAL_SERVER_ERROR": "internal server error",
+    "METHOD_NOT_ALLOWED": "method not allowed",
+    "PAYLOAD_TOO_LARGE": "payload too large",
+    "UNSUPPORTED_MEDIA_TYPE": "unsupported media type",
+    "TOO_MANY_REQUESTS": "too many requests",
+    "SERVICE_UNAVAILABLE": "service unavailable",
+}
+
+# The Group C code of a status, for errors that do not come with one (Bottle's own).
+CODE_FOR_STATUS = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    429: "TOO_MANY_REQUESTS",
+    500: "INTERNAL_SERVER_ERROR",
+    503: "SERVICE_UNAVAILABLE",
+}
+
+INTERNAL_ERROR_MESSAGE = "internal server error"
+
+# Paths of Group C (the listing API); everything else answers in Group A/B style.
+GROUP_C_PREFIXES = ("/projects", "/clients")
+
+
+class UnsupportedMediaType(SowctlError):
+    """A request body that is not JSON (a Content-Type other than application/json)."""
+
+    status = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class InternalError(SowctlError):
+    """An unexpected failure: the body says only "internal server error"."""
+
+    status = 500
+    code = "INTERNAL_SERVER_ERROR"
+
+    def __init__(self) -> None:
+        super().__init__(INTERNAL_ERROR_MESSAGE)
+
+
+@dataclass
+class ErrorResponse:
+    status: int
+    body: dict
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def group_of_path(path: str) -> str:
+    """Which group's envelope a path gets, for errors raised before any route matched."""
+    for prefix in GROUP_C_PREFIXES:
+        if path == prefix or path.startswith(prefix + "/"):
+            return "C"
+    if path == "/api/external" or path.startswith("/api/external/"):
+        return "B"
+    return "A"
+
+
+def envelope(group: str, error: SowctlError) -> ErrorResponse:
+    """The response for ``error`` in ``group``'s envelope, with the headers it implies."""
+    status = error.status
+    if group == "C":
+        code = error.code if error.code in GROUP_C_MESSAGES else CODE_FOR_STATUS.get(status, "BAD_REQUEST")
+        if status >= 500:
+            issues: list[dict] = []  # nothing the caller sent is at fault
+        else:
+            issues = [issue.as_dict() for issue in error.issues] or [Issue((), error.message).as_dict()]
+        body = {"code": code, "message": GROUP_C_MESSAGES[code], "issues": issues}
+    else:
+        body = {"error": error.message}
+    headers: dict[str, str] = {}
+    if status == 401 and group in ("A", "C"):
+        headers["WWW-Authenticate"] = 'Bearer realm="sowctl"'
+    retry_after = getattr(error, "retry_after", None)
+    if retry_after is not None:
+        headers["Retry-After"] = str(max(1, int(retry_after)))
+    elif status == 503:
+        headers["Retry-After"] = "1"
+    return ErrorResponse(status, body, headers)
+
+
+class HttpStatusError(SowctlError):
+    """An error known only by its HTTP status (Bottle's routing errors)."""
+
+    def __init__(self, status: int, message: str, issues: list[Issue] | None = None) -> None:
+        super().__init__(message, issues or [])
+        self.status = status
+        self.code = CODE_FOR_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR")
+
+
+_TRANSIENT_DB_ERRORS = (
+    "locked",
+    "busy",
+    "could not serialize",
+    "deadlock",
+    "restart transaction",
+    "connection",
+    "server closed",
+    "timeout",
+    "terminating",
+)
+
+
+def database_error(exc: Exception) -> SowctlError | None:
+    """A 503 for a database that is busy or unreachable; None for anything else (a 500)."""
+    if isinstance(exc, pw.InterfaceError):
+        return ServiceUnavailable("the database is unavailable; retry later")
+    if isinstance(exc, pw.OperationalError | pw.InternalError):
+        text = str(exc).lower()
+        if any(marker in text for marker in _TRANSIENT_DB_ERRORS):
+            return ServiceUnavailable("the database is busy; retry later")
+    return None

@@ -1,0 +1,246 @@
+"""Reading HTTP requests and shaping responses, in one place for every route.
+
+Decisions (documented in the README's server section):
+
+* A body larger than ``max_body_bytes`` (1 MiB) is refused with 413, whether it
+  announces its length (``Content-Length``, refused before it is read) or
+  streams it (chunked, refused once the limit is passed).
+* A body must be UTF-8 JSON without duplicated object keys, NaN or Infinity;
+  otherwise 400. A body sent with a ``Content-Type`` other than
+  ``application/json`` (or ``*/*+json``) is refused with 415; a body without any
+  ``Content-Type`` is read as JSON.
+* A query parameter given twice is refused with 400 naming it (an ambiguous
+  request is an error, not a guess).
+* Group A/B lists take ``page`` (default 1) and ``limit`` (default 20; larger
+  than 100 is clamped to 100); anything but a positive integer is a 400 naming
+  the parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from sowctl.errors import InvalidInput, Issue, PayloadTooLarge
+from sowctl.server.errors import UnsupportedMediaType
+
+JSON_CONTENT_TYPE = "application/json"
+_CHUNK = 64 * 1024
+
+
+# --- body ---------------------------------------------------------------------
+
+
+def declared_length(environ: dict) -> int | None:
+    """The request's Content-Length, None when absent; 400 when it is not a number."""
+    text = (environ.get("CONTENT_LENGTH") or "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise InvalidInput("invalid Content-Length header", [Issue(("Content-Length",), "must be a number")])
+    return int(text)
+
+
+def check_declared_length(environ: dict, max_bytes: int) -> None:
+    """413 before reading anything when the announced body is too large."""
+    length = declared_length(environ)
+    if length is not None and length > max_bytes:
+        raise too_large(max_bytes)
+
+
+def too_large(max_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"request body too large: the limit is {max_bytes} bytes",
+        [Issue((), f"request body exceeds {max_bytes} bytes")],
+    )
+
+
+def read_body(environ: dict, max_bytes: int) -> bytes:
+    """The raw body, at most ``max_bytes`` of it; a longer one is a 413."""
+    stream = environ.get("wsgi.input")
+    if stream is None:
+        return b""
+    length = declared_length(environ)
+    if length is not None:
+        if length > max_bytes:
+            raise too_large(max_bytes)
+        return _read(stream, length)
+    if "chunked" not in (environ.get("HTTP_TRANSFER_ENCODING") or "").lower():
+        return b""  # no length and not chunked: no body (PEP 3333)
+    data = _read(stream, max_bytes + 1)
+    if len(data) > max_bytes:
+        raise too_large(max_bytes)
+    return data
+
+
+def _read(stream: Any, size: int) -> bytes:
+    parts: list[bytes] = []
+    remaining = size
+    while remaining > 0:
+        chunk = stream.read(min(remaining, _CHUNK))
+        if not chunk:
+            break
+        parts.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(parts)
+
+
+def drain_body(environ: dict, max_bytes: int) -> None:
+    """Read and drop what is left of the body (at most ``max_bytes``) before answering.
+
+    A response sent while the client is still sending, or with unread bytes left
+    on a keep-alive connection, makes the server close that connection: the
+    client then sees a reset instead of our 4xx, or its next request fails.
+    """
+    stream = environ.get("wsgi.input")
+    if stream is None:
+        return
+    has_length = bool((environ.get("CONTENT_LENGTH") or "").strip())
+    if not has_length and "chunked" not in (environ.get("HTTP_TRANSFER_ENCODING") or "").lower():
+        return
+    remaining = max_bytes
+    try:
+        while remaining > 0:
+            chunk = stream.read(min(remaining, _CHUNK))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+    except Exception:  # the client went away or sent garbage: nothing left to save
+        return
+
+
+def require_json_content_type(environ: dict) -> None:
+    content_type = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
+    if content_type and content_type != JSON_CONTENT_TYPE and not content_type.endswith("+json"):
+        raise UnsupportedMediaType(
+            f"request body must be JSON (Content-Type: {JSON_CONTENT_TYPE}), not {content_type}",
+            [Issue(("Content-Type",), f"must be {JSON_CONTENT_TYPE}")],
+        )
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of a body; None for an empty body; 400 for anything malformed."""
+    if not raw.strip():
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _malformed(f"request body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKey as exc:
+        raise InvalidInput(
+            f"malformed JSON: duplicated key {exc.key!r}",
+            [Issue((exc.key,), "is given more than once")],
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise _malformed(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:
+        raise _malformed(f"malformed JSON: {exc}") from None
+    except RecursionError:
+        raise _malformed("malformed JSON: nested too deeply") from None
+
+
+def _malformed(message: str) -> InvalidInput:
+    return InvalidInput(message, [Issue((), message)])
+
+
+def read_json_body(environ: dict, max_bytes: int) -> Any:
+    raw = read_body(environ, max_bytes)
+    if raw.strip():
+        require_json_content_type(environ)
+    return parse_json(raw)
+
+
+# --- query string ---------------------------------------------------------------
+
+
+def parse_query(query_string: str) -> dict[str, str]:
+    """The query string as a dict of str; a parameter given twice is a 400."""
+    try:
+        pairs = parse_qsl(query_string or "", keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise _query_error((), "query string is not valid UTF-8") from None
+    except ValueError as exc:
+        raise _query_error((), f"malformed query string: {exc}") from None
+    query: dict[str, str] = {}
+    for key, value in pairs:
+        if key in query:
+            raise _query_error(
+                (key,), "is given more than once", f"query parameter {key} is given more than once"
+            )
+        query[key] = value
+    return query
+
+
+def _query_error(path: tuple[str, ...], message: str, full: str | None = None) -> InvalidInput:
+    return InvalidInput(full or message, [Issue(path, message)])
+
+
+# --- pagination (Groups A and B) ------------------------------------------------
+
+
+def pagination(
+    query: dict[str, str], *, default_limit: int, max_limit: int, max_page: int
+) -> tuple[int, int]:
+    """``(page, limit)`` taken out of ``query``; ``limit`` above the maximum is clamped."""
+    page = _positive(query.pop("page", None), "page", 1)
+    if page > max_page:
+        raise InvalidInput.for_field("page", f"must be at most {max_page}")
+    limit = _positive(query.pop("limit", None), "limit", default_limit)
+    return page, min(limit, max_limit)
+
+
+def _positive(text: str | None, name: str, default: int) -> int:
+    if text is None:
+        return default
+    stripped = text.strip()
+    if not stripped.isascii() or not stripped.isdigit() or int(stripped) < 1:
+        raise InvalidInput.for_field(name, "must be a positive integer")
+    return int(stripped) if len(stripped) < 20 else 10**20  # no huge-int parsing cost
+
+
+def link_header(base_url: str, path: str, query: dict[str, str], page: int, limit: int, total: int) -> str:
+    """RFC 8288 ``Link`` with next/prev (and first/last) pages, same query otherwise."""
+    last = max(1, math.ceil(total / limit))
+    links: list[tuple[str, int]] = []
+    if page < last:
+        links.append(("next", page + 1))
+    if page > 1:
+        links.append(("prev", min(page - 1, last)))
+    links.append(("first", 1))
+    links.append(("last", last))
+    target = base_url + quote(path, safe="/:@!$&'()*+,;=-._~")
+    parts = []
+    for rel, number in links:
+        params = {**query, "page": str(number), "limit": str(limit)}
+        parts.append(f'<{target}?{urlencode(params)}>; rel="{rel}"')
+    return ", ".join(parts)
+
+
+# --- responses ------------------------------------------------------------------
+
+
+def json_bytes(data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")

@@ -1,0 +1,361 @@
+"""The OpenAPI 3.1 document, generated from the operation registry and its Pydantic models."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from sowctl import __version__
+from sowctl.operations import Operation
+from sowctl.server.auth import PLAIN_SCOPE_HEADER_PATHS
+
+REF = "#/components/schemas/{model}"
+
+ERROR_SCHEMAS: dict[str, dict] = {
+    "ErrorA": {
+        "type": "object",
+        "description": "Error body of Groups A and B.",
+        "properties": {"error": {"type": "string", "description": "What went wrong, naming the field."}},
+        "required": ["error"],
+    },
+    "ErrorC": {
+        "type": "object",
+        "description": "Error body of Group C.",
+        "properties": {
+            "code": {
+                "type": "string",
+                "enum": [
+                    "BAD_REQUEST",
+                    "UNAUTHORIZED",
+                    "FORBIDDEN",
+                    "NOT_FOUND",
+                    "METHOD_NOT_ALLOWED",
+                    "PAYLOAD_TOO_LARGE",
+                    "INTERNAL_SERVER_ERROR",
+                    "SERVICE_UNAVAILABLE",
+                ],
+            },
+            "message": {"type": "string", "description": "The fixed text of the code."},
+            "issues": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "array", "items": {"type": ["string", "integer"]}},
+                        "message": {"type": "string"},
+                    },
+                    "required": ["path", "message"],
+                },
+            },
+        },
+        "required": ["code", "message", "issues"],
+    },
+}
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid input: malformed JSON, a wrong type or value, or a missing field (named in the error)",
+    401: "Missing, invalid or revoked credentials",
+    403: "Insufficient permissions (a viewer token writing)",
+    404: "Not found, or not visible to the caller's organization",
+    413: "Request body larger than 1 MiB",
+    415: "Request body is not JSON",
+    429: "Rate limit exceeded (see Retry-After)",
+    500: "Unexpected server error (no details in the body)",
+    503: "Database busy or unavailable; retry later",
+}
+
+GROUP_DESCRIPTIONS = {
+    "A": "Group A: work tracking (bearer token)",
+    "B": "Group B: external financial API (API key, organization and company headers, rate limited)",
+    "C": "Group C: listing API (bearer token)",
+}
+
+RATE_HEADERS = {
+    "X-RateLimit-Limit": "Requests allowed in the current window",
+    "X-RateLimit-Remaining": "Requests left in the current window",
+    "X-RateLimit-Reset": "When the current window ends (epoch seconds)",
+}
+
+
+def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
+    """An OpenAPI 3.1 document for every operation of ``registry``, plus health and docs."""
+    ops = sorted(registry, key=lambda op: (op.path, op.method))
+    inputs: list[tuple[Any, Any, TypeAdapter]] = []
+    for op in ops:
+        if op.query is not None:
+            inputs.append(((op.name, "query"), "validation", TypeAdapter(op.query)))
+        if op.body is not None:
+            inputs.append(((op.name, "body"), "validation", TypeAdapter(op.body)))
+        if op.response is not None:
+            inputs.append(((op.name, "response"), "serialization", TypeAdapter(op.response)))
+    schemas, definitions = TypeAdapter.json_schemas(inputs, ref_template=REF) if inputs else ({}, {})
+    components: dict[str, Any] = dict(definitions.get("$defs", {}))
+
+    paths: dict[str, dict[str, Any]] = {}
+    query_components: set[str] = set()
+    for op in ops:
+        query_schema = schemas.get(((op.name, "query"), "validation"))
+        if query_schema is not None:
+            query_components.add(_ref_name(query_schema))
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, schemas, components)
+    _drop_unreferenced(components, query_components, paths)
+    components.update(ERROR_SCHEMAS)
+
+    paths["/healthz"] = {
+        "get": {
+            "operationId": "healthz",
+            "summary": "Health check (no authentication)",
+            "tags": ["server"],
+            "security": [],
+            "x-sowctl-extension": True,
+            "responses": {
+                "200": _json_response(
+                    "The server and its database answer",
+                    {
+                        "type": "object",
+                        "properties": {"status": {"const": "ok"}},
+                        "required": ["status"],
+                    },
+                ),
+                "503": _json_response(
+                    "The database does not answer",
+                    {"type": "object", "properties": {"status": {"const": "unavailable"}}},
+                ),
+            },
+        }
+    }
+    paths["/openapi.json"] = {
+        "get": {
+            "operationId": "openapi",
+            "summary": "This OpenAPI document (no authentication)",
+            "tags": ["server"],
+            "security": [],
+            "x-sowctl-extension": True,
+            "responses": {"200": _json_response("The OpenAPI 3.1 document", {"type": "object"})},
+        }
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Project Delivery Service (sowctl)",
+            "version": __version__,
+            "description": "Groups A (work tracking), B (external financial API) and C (listings). "
+            "Operations marked x-sowctl-extension are sowctl's own additions.",
+        },
+        "tags": [
+            {"name": name, "description": description}
+            for name, description in sorted({_tag(op): GROUP_DESCRIPTIONS[op.group] for op in ops}.items())
+        ]
+        + [{"name": "server", "description": "Health and documentation"}],
+        "paths": dict(sorted(paths.items())),
+        "components": {
+            "schemas": dict(sorted(components.items())),
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A token from `sowctl tokens create` (Groups A and C)",
+                },
+                "apiKey": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "x-api-key",
+                    "description": "A key from `sowctl keys create` (Group B)",
+                },
+            },
+        },
+    }
+
+
+def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]:
+    error_schema = {"$ref": REF.format(model="ErrorC" if op.group == "C" else "ErrorA")}
+    parameters = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in op.path_params
+    ]
+    parameters += _query_parameters(schemas.get(((op.name, "query"), "validation")), components)
+    if op.paginated:
+        parameters += [
+            {
+                "name": "page",
+                "in": "query",
+                "required": False,
+                "description": "Page number, from 1",
+                "schema": {"type": "integer", "minimum": 1, "default": 1},
+            },
+            {
+                "name": "limit",
+                "in": "query",
+                "required": False,
+                "description": "Page size; values above 100 are clamped to 100",
+                "schema": {"type": "integer", "minimum": 1, "default": 20, "maximum": 100},
+            },
+        ]
+    if op.group == "B":
+        parameters += _scope_headers(op.path)
+
+    success_schema = schemas.get(((op.name, "response"), "serialization"), {})
+    success: dict[str, Any] = _json_response(_success_description(op), success_schema)
+    headers: dict[str, Any] = {}
+    if op.paginated:
+        headers["X-Total-Count"] = {
+            "description": "Number of records of the whole list",
+            "schema": {"type": "integer"},
+        }
+        headers["Link"] = {
+            "description": 'RFC 8288 links to the rel="next", "prev", "first" and "last" pages',
+            "schema": {"type": "string"},
+        }
+    if op.group == "B":
+        headers.update(
+            {
+                name: {"description": text, "schema": {"type": "integer"}}
+                for name, text in RATE_HEADERS.items()
+            }
+        )
+    if headers:
+        success["headers"] = headers
+
+    responses: dict[str, Any] = {str(op.status): success}
+    for status in _error_statuses(op):
+        response = _json_response(ERROR_DESCRIPTIONS[status], error_schema)
+        error_headers = {}
+        if op.group == "B":
+            error_headers = {
+                name: {"description": text, "schema": {"type": "integer"}}
+                for name, text in RATE_HEADERS.items()
+            }
+        if status in (429, 503):
+            error_headers["Retry-After"] = {
+                "description": "Seconds to wait before retrying",
+                "schema": {"type": "integer"},
+            }
+        if error_headers:
+            response["headers"] = error_headers
+        responses[str(status)] = response
+
+    spec: dict[str, Any] = {
+        "operationId": op.name,
+        "summary": op.summary,
+        "tags": [_tag(op)],
+        "security": [{"apiKey": []}] if op.group == "B" else [{"bearerAuth": []}],
+        "parameters": parameters,
+        "responses": responses,
+    }
+    if not parameters:
+        del spec["parameters"]
+    body_schema = schemas.get(((op.name, "body"), "validation"))
+    if body_schema is not None:
+        spec["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": body_schema}},
+        }
+    if op.extension:
+        spec["x-sowctl-extension"] = True
+    return spec
+
+
+def _error_statuses(op: Operation) -> list[int]:
+    statuses = [400, 401]
+    if op.write and op.group != "B":
+        statuses.append(403)
+    statuses.append(404)
+    if op.body is not None:
+        statuses += [413, 415]
+    if op.group == "B":
+        statuses.append(429)
+    return [*statuses, 500, 503]
+
+
+def _query_parameters(schema: dict | None, components: dict) -> list[dict]:
+    if schema is None:
+        return []
+    model = components.get(_ref_name(schema), schema)
+    required = set(model.get("required", ()))
+    parameters = []
+    for name, prop in model.get("properties", {}).items():
+        prop = _not_null(prop)
+        description = prop.pop("description", None)
+        prop.pop("title", None)
+        parameter = {"name": name, "in": "query", "required": name in required, "schema": prop}
+        if description:
+            parameter["description"] = description
+        parameters.append(parameter)
+    return parameters
+
+
+def _not_null(schema: dict) -> dict:
+    """A query parameter's schema without the ``null`` of an optional field (absent, not null)."""
+    schema = dict(schema)
+    if schema.get("default", ...) is None:
+        del schema["default"]
+    options = schema.get("anyOf")
+    if options:
+        kept = [option for option in options if option != {"type": "null"}]
+        if len(kept) == 1:
+            del schema["anyOf"]
+            schema = {**kept[0], **schema}
+        else:
+            schema["anyOf"] = kept
+    return schema
+
+
+def _scope_headers(path: str) -> list[dict]:
+    plain = path in PLAIN_SCOPE_HEADER_PATHS
+    organization, company = (
+        ("organization-id", "company-id") if plain else ("x-organization-id", "x-company-id")
+    )
+    other_org, other_company = (
+        ("x-organization-id", "x-company-id") if plain else ("organization-id", "company-id")
+    )
+    return [
+        {
+            "name": organization,
+            "in": "header",
+            "required": True,
+            "description": f"Organization of the API key (also accepted as {other_org})",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": company,
+            "in": "header",
+            "required": True,
+            "description": f"A company of that organization (also accepted as {other_company})",
+            "schema": {"type": "string"},
+        },
+    ]
+
+
+def _success_description(op: Operation) -> str:
+    if op.status == 201:
+        return "Created"
+    if op.paginated:
+        return "One page of the list (a plain JSON array); see X-Total-Count and Link"
+    return "Success"
+
+
+def _json_response(description: str, schema: dict) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _tag(op: Operation) -> str:
+    return op.name.split(".", 1)[0]
+
+
+def _ref_name(schema: dict) -> str:
+    ref = schema.get("$ref", "")
+    return ref.rsplit("/", 1)[-1] if ref else ""
+
+
+def _drop_unreferenced(components: dict, candidates: set[str], paths: dict) -> None:
+    """Query models are flattened into parameters; drop their own component if unused."""
+    for name in sorted(candidates):
+        if not name or name not in components:
+            continue
+        others = {key: value for key, value in components.items() if key != name}
+        text = json.dumps([others, paths])
+        if f'"{REF.format(model=name)}"' not in text:
+            del components[name]

@@ -1,0 +1,133 @@
+"""The OpenAPI document: valid 3.1, and a faithful picture of the operation registry."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from sowctl import operations
+from sowctl.server.app import create_app
+from sowctl.server.openapi import build_openapi
+
+
+@pytest.fixture(scope="module")
+def registry() -> dict[str, operations.Operation]:
+    return dict(operations.load_all())
+
+
+@pytest.fixture
+def document(db_url: str) -> dict:
+    app = create_app(db_url)
+    with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://test") as client:
+        response = client.get("/openapi.json")  # no token needed
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    return response.json()
+
+
+def test_document_is_valid_openapi_3_1(document: dict) -> None:
+    validator = pytest.importorskip("openapi_spec_validator")
+    assert document["openapi"].startswith("3.1")
+    validator.validate(document)
+
+
+def test_every_registered_route_is_documented(document: dict, registry) -> None:
+    documented = {(path, method.upper()) for path, item in document["paths"].items() for method in item}
+    expected = {(op.path, op.method) for op in registry.values()}
+    assert expected <= documented
+    assert documented - expected == {("/healthz", "GET"), ("/openapi.json", "GET")}
+    for op in registry.values():
+        assert document["paths"][op.path][op.method.lower()]["operationId"] == op.name
+
+
+def spec_of(document: dict, registry, name: str) -> dict:
+    op = registry[name]
+    return document["paths"][op.path][op.method.lower()]
+
+
+def test_items_list_is_paginated_with_its_filters(document: dict, registry) -> None:
+    spec = spec_of(document, registry, "items.list")
+    params = {(p["in"], p["name"]): p for p in spec["parameters"]}
+    assert params["path", "sowId"]["required"] is True
+    assert params["query", "type"]["schema"]["enum"] == ["requirement", "task_item"]
+    assert params["query", "parentId"]["required"] is False  # by alias, camelCase
+    assert params["query", "limit"]["schema"]["maximum"] == 100
+    assert params["query", "page"]["schema"]["default"] == 1
+    ok = spec["responses"]["200"]
+    assert set(ok["headers"]) == {"X-Total-Count", "Link"}
+    assert ok["content"]["application/json"]["schema"] == {
+        "type": "array",
+        "items": {"$ref": "#/components/schemas/ItemOut"},
+    }
+    assert spec["security"] == [{"bearerAuth": []}]
+
+
+def test_create_documents_body_status_and_errors(document: dict, registry) -> None:
+    spec = spec_of(document, registry, "items.create")
+    body = spec["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/ItemCreate"}
+    item_create = document["components"]["schemas"]["ItemCreate"]
+    assert set(item_create["required"]) == {"title", "type"}
+    assert "parentItemId" in item_create["properties"]
+    assert set(spec["responses"]) == {"201", "400", "401", "403", "404", "413", "415", "500", "503"}
+    assert spec["responses"]["400"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ErrorA"
+    }
+    assert "403" not in spec_of(document, registry, "items.get")["responses"]
+
+
+def test_error_envelopes_and_security_schemes(document: dict) -> None:
+    schemas = document["components"]["schemas"]
+    assert schemas["ErrorA"]["required"] == ["error"]
+    assert set(schemas["ErrorC"]["required"]) == {"code", "message", "issues"}
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
+    assert schemes["apiKey"]["in"] == "header" and schemes["apiKey"]["name"] == "x-api-key"
+    health = document["paths"]["/healthz"]["get"]
+    assert health["security"] == [] and health["x-sowctl-extension"] is True
+
+
+def test_extensions_are_marked(document: dict, registry) -> None:
+    for op in registry.values():
+        spec = spec_of(document, registry, op.name)
+        assert spec.get("x-sowctl-extension", False) is op.extension, op.name
+    assert spec_of(document, registry, "sows.create")["x-sowctl-extension"] is True
+
+
+def test_group_b_routes_document_headers_and_rate_limits(document: dict, registry) -> None:
+    group_b = [op for op in registry.values() if op.group == "B"]
+    if not group_b:
+        pytest.skip("no Group B operation registered yet")
+    for op in group_b:
+        spec = spec_of(document, registry, op.name)
+        headers = {p["name"] for p in spec["parameters"] if p["in"] == "header"}
+        if op.path == "/api/external/create-purchase-order":
+            assert headers == {"organization-id", "company-id"}
+        else:
+            assert headers == {"x-organization-id", "x-company-id"}
+        assert spec["security"] == [{"apiKey": []}]
+        assert "Retry-After" in spec["responses"]["429"]["headers"]
+        assert "X-RateLimit-Remaining" in spec["responses"][str(op.status)]["headers"]
+
+
+def test_group_c_routes_use_the_group_c_envelope(registry) -> None:
+    fake = operations.Operation(
+        name="test.list",
+        method="GET",
+        path="/projects-test",
+        group="C",
+        handler=lambda request: operations.Result({}),
+        summary="test",
+        list_key="projects",
+    )
+    document = build_openapi([*registry.values(), fake])
+    responses = document["paths"]["/projects-test"]["get"]["responses"]
+    assert responses["401"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ErrorC"
+    }
+    assert "X-Total-Count" not in responses["200"].get("headers", {})
+
+
+def test_query_models_are_flattened_into_parameters(document: dict) -> None:
+    assert "ItemListQuery" not in document["components"]["schemas"]
+    assert "SowListQuery" not in document["components"]["schemas"]

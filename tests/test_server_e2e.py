@@ -1,0 +1,357 @@
+"""``sowctl serve`` for real: a subprocess on a free port, real sockets, real signals.
+
+The first tests drive the command in process with the production runner replaced
+by a fake (options, demo credentials, what is printed); the rest start the real
+server with ``python -m sowctl serve --port 0`` and talk to it with httpx.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sowctl import demo_data
+
+STARTUP_TIMEOUT = 20.0
+
+
+# --- the command, with a fake runner ------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_runner(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Replace ``sowctl.server.runner`` so ``serve`` returns at once after on_ready."""
+    seen: dict = {}
+
+    def serve(app_factory, *, host, port, workers=1, threads=4, on_ready=None, access_log=True):
+        seen.update(host=host, port=port, workers=workers, threads=threads, access_log=access_log)
+        seen["app"] = app_factory()
+        if on_ready is not None:
+            on_ready(f"http://{host}:{port or 54321}")
+
+    module = types.ModuleType("sowctl.server.runner")
+    module.serve = serve  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sowctl.server.runner", module)
+    import sowctl.server
+
+    monkeypatch.setattr(sowctl.server, "runner", module, raising=False)
+    return seen
+
+
+def test_serve_passes_its_options_to_the_runner(cli, fake_runner: dict) -> None:
+    result = cli("serve", "--host", "0.0.0.0", "--port", "0", "--workers", "3", "--threads", "2", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Listening on http://0.0.0.0:54321\n"
+    assert {k: fake_runner[k] for k in ("host", "port", "workers", "threads", "access_log")} == {
+        "host": "0.0.0.0",
+        "port": 0,
+        "workers": 3,
+        "threads": 2,
+        "access_log": False,
+    }
+    with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_serve_refuses_remote_mode(cli, fake_runner: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SOWCTL_DB")
+    result = cli("--server", "http://example.test", "serve")
+    assert result.exit_code == 2
+    assert "local mode" in result.stderr and "app" not in fake_runner
+
+
+@pytest.mark.parametrize("args", [["--port", "70000"], ["--workers", "0"], ["--rate-per-minute", "0"]])
+def test_serve_rejects_bad_options(cli, fake_runner: dict, args: list[str]) -> None:
+    result = cli("serve", *args)
+    assert result.exit_code == 2 and "app" not in fake_runner
+
+
+def test_serve_reports_a_port_in_use(cli) -> None:
+    pytest.importorskip("sowctl.server.runner")
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", "--port", str(port))
+    assert result.exit_code == 5
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
+    assert "in use" in result.stderr
+
+
+needs_importer = pytest.mark.skipif(
+    importlib.util.find_spec("sowctl.services.dataset") is None,
+    reason="the dataset importer is not written yet",
+)
+
+
+@needs_importer
+def test_serve_demo_loads_once_and_prints_working_credentials(cli, fake_runner: dict) -> None:
+    first = cli("serve", "--demo", "--port", "8123")
+    assert first.exit_code == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0] == "Listening on http://127.0.0.1:8123"
+    assert sum(line.startswith("Listening on") for line in lines) == 1
+    assert "Demo dataset loaded." in lines
+    token, key = demo_secrets(first.stdout)
+    assert f"org:      {demo_data.DEMO_ORG}" in first.stdout
+    assert f"company:  {demo_data.DEMO_COMPANY}" in first.stdout
+    assert (
+        f"sowctl --server http://127.0.0.1:8123 --token {token} items list {demo_data.DEMO_SOW}"
+        in first.stdout
+    )
+    with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
+        items = client.get(
+            f"/api/sow/{demo_data.DEMO_SOW}/items", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert items.status_code == 200 and items.json()
+        views = client.get(
+            f"/api/external/budget-views?project_id={demo_data.DEMO_PROJECT_ID}",
+            headers={
+                "x-api-key": key,
+                "x-organization-id": demo_data.DEMO_ORG,
+                "x-company-id": demo_data.DEMO_COMPANY,
+            },
+        )
+        assert views.status_code == 200, views.text
+
+    second = cli("serve", "--demo", "--port", "8123")  # same database: not reloaded, fresh secrets
+    assert second.exit_code == 0, second.stderr
+    assert "Demo dataset already present (not reloaded)." in second.stdout
+    assert demo_secrets(second.stdout)[0] != token
+
+
+def test_serve_demo_refuses_a_database_of_other_data(cli, fake_runner: dict, db_url: str) -> None:
+    from sowctl import models as m
+    from sowctl.db import open_database
+
+    open_database(db_url)
+    m.Organization.create(id="org-mine", name="Mine")
+    result = cli("serve", "--demo")
+    assert result.exit_code == 2
+    assert "no demo organization" in result.stderr and "app" not in fake_runner
+
+
+def demo_secrets(stdout: str) -> tuple[str, str]:
+    token = re.search(r"^  token:\s+(\S+)$", stdout, re.M)
+    key = re.search(r"^  API key:\s+(\S+)$", stdout, re.M)
+    assert token and key, stdout
+    return token.group(1), key.group(1)
+
+
+# --- the real server -------------------------------------------------------------------------------
+
+needs_runner = pytest.mark.skipif(
+    importlib.util.find_spec("sowctl.server.runner") is None,
+    reason="the production runner (sowctl/server/runner.py) is not written yet",
+)
+
+
+class Server:
+    """``sowctl --db DB serve ARGS`` in a subprocess, its output collected by threads."""
+
+    def __init__(self, db: Path, *args: str) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+        env["PYTHONUNBUFFERED"] = "1"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.stdout: queue.Queue[str] = queue.Queue()
+        self.stdout_lines: list[str] = []
+        self.stderr_lines: list[str] = []
+        threading.Thread(target=self._pump, args=(self.process.stdout, self.stdout), daemon=True).start()
+        threading.Thread(target=self._collect_stderr, daemon=True).start()
+        self.url = self._wait_for_url()
+
+    def _pump(self, stream, into: queue.Queue) -> None:
+        for line in stream:
+            into.put(line.rstrip("\n"))
+        into.put(None)
+
+    def _collect_stderr(self) -> None:
+        for line in self.process.stderr:
+            self.stderr_lines.append(line.rstrip("\n"))
+
+    def _wait_for_url(self) -> str:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                line = self.stdout.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            self.stdout_lines.append(line)
+            if line.startswith("Listening on "):
+                return line.removeprefix("Listening on ").strip()
+        self.stop()
+        raise AssertionError(f"server did not start: {self.stdout_lines} {self.stderr_lines}")
+
+    def read_stdout_until(self, marker: str, timeout: float = 5.0) -> list[str]:
+        """Every stdout line so far, reading on until one contains ``marker``."""
+        deadline = time.monotonic() + timeout
+        while not any(marker in line for line in self.stdout_lines) and time.monotonic() < deadline:
+            try:
+                line = self.stdout.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            self.stdout_lines.append(line)
+        return self.stdout_lines
+
+    def wait_for_stderr(self, text: str, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in self.stderr_lines):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator:
+    servers: list[Server] = []
+
+    def run(*args: str, db: Path | None = None) -> Server:
+        server = Server(db or tmp_path / "e2e.db", *args)
+        servers.append(server)
+        return server
+
+    yield run
+    for server in servers:
+        if server.process.poll() is None:
+            server.stop(signal.SIGKILL)
+
+
+def make_token(db: Path) -> str:
+    from sowctl.db import open_database
+    from sowctl.services import credentials
+
+    database = open_database(db)
+    try:
+        from sowctl import clock
+        from sowctl import models as m
+
+        now = clock.now()
+        m.Organization.get_or_create(id="org-e2e", defaults={"name": "E2E"})
+        m.Project.get_or_create(
+            id="proj-e2e",
+            defaults={"organization": "org-e2e", "name": "P", "created_at": now, "updated_at": now},
+        )
+        return credentials.create_token("user-e2e", "org-e2e", "member").secret
+    finally:
+        database.close()
+
+
+@needs_runner
+def test_real_server_serves_logs_and_stops_cleanly(start, tmp_path: Path) -> None:
+    db = tmp_path / "e2e.db"
+    server = start(db=db)
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.url)
+    token = make_token(db)  # written while the server runs: workers see it at once
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=server.url, timeout=5) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        created = client.post(
+            "/api/sows", json={"title": "E2E", "projectId": "proj-e2e", "id": "sow-e2e"}, headers=auth
+        )
+        assert created.status_code == 201, created.text
+        for index in range(3):
+            response = client.post(
+                "/api/sow/sow-e2e/items", json={"title": f"t{index}", "type": "task_item"}, headers=auth
+            )
+            assert response.status_code == 201, response.text
+        page = client.get("/api/sow/sow-e2e/items?limit=2", headers=auth)
+        assert page.headers["x-total-count"] == "3" and len(page.json()) == 2
+        assert httpx.URL(page.links["next"]["url"]).host == "127.0.0.1"
+        missing = client.get("/api/items/nope", headers=auth)
+        assert missing.status_code == 404 and missing.json() == {"error": "item nope not found"}
+        refused = client.get("/api/sows")
+        assert refused.status_code == 401 and set(refused.json()) == {"error"}
+        bad = client.post("/api/sows", content=b'{"title": "a", "title": "b"}', headers=auth)
+        assert bad.status_code == 400 and "duplicated key" in bad.json()["error"]
+        big = client.post("/api/sows", content=b"x" * (1024 * 1024 + 1), headers=auth)
+        assert big.status_code == 413 and set(big.json()) == {"error"}
+        assert client.get("/openapi.json").json()["openapi"].startswith("3.1")
+    assert server.wait_for_stderr("/healthz"), server.stderr_lines  # the access log
+    assert server.stop(signal.SIGTERM) == 0
+    assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines
+
+
+@needs_runner
+def test_quiet_server_has_no_access_log_and_stops_on_sigint(start) -> None:
+    server = start("--quiet")
+    with httpx.Client(base_url=server.url, timeout=5) as client:
+        assert client.get("/healthz").status_code == 200
+    assert server.stop(signal.SIGINT) == 0
+    assert not any("/healthz" in line for line in server.stderr_lines), server.stderr_lines
+    assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines
+
+
+@needs_runner
+@needs_importer
+def test_demo_server_prints_a_token_that_works(start) -> None:
+    server = start("--demo", "--quiet")
+    lines = server.read_stdout_until("/api/external/budget-views")
+    token, key = demo_secrets("\n".join(lines))
+    with httpx.Client(base_url=server.url, timeout=5) as client:
+        items = client.get(
+            f"/api/sow/{demo_data.DEMO_SOW}/items", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert items.status_code == 200 and len(items.json()) > 0
+        assert int(items.headers["x-total-count"]) >= len(items.json())
+        views = client.get(
+            "/api/external/budget-views",
+            params={"project_id": demo_data.DEMO_PROJECT_ID},
+            headers={
+                "x-api-key": key,
+                "x-organization-id": demo_data.DEMO_ORG,
+                "x-company-id": demo_data.DEMO_COMPANY,
+            },
+        )
+        assert views.status_code == 200, views.text
+        assert views.headers["x-ratelimit-limit"] == "100"
+    # the printed example command works when pasted
+    example = next(line.strip() for line in lines if " items list " in line)
+    assert example.startswith("sowctl --server ")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "sowctl", *example.split()[1:], "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=20,
+    )
+    assert result.returncode == 0, result.stderr
+    assert any(item["sowId"] == demo_data.DEMO_SOW for item in json.loads(result.stdout))
+    assert server.stop() == 0
