@@ -29,6 +29,8 @@ MODULES = {
     "chain": "sowctl.operations.dependencies",
     "finance": "sowctl.operations.finance",
     "listing": "sowctl.operations.listing",
+    "projects": "sowctl.operations.listing",
+    "clients": "sowctl.operations.listing",
 }
 
 

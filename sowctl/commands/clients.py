@@ -1,0 +1,47 @@
+"""sowctl clients: the clients of the organization, with their contacts (Group C, spec §4.4)."""
+
+from __future__ import annotations
+
+import typer
+
+from sowctl.commands._options import Json, Quiet
+from sowctl.commands.projects import Limit, Offset
+from sowctl.context import app_context
+from sowctl.render import Column, emit_rows
+
+app = typer.Typer(help="Clients and their contacts (Group C listing).", no_args_is_help=True)
+
+
+def contacts_summary(client: dict) -> str:
+    """One cell for all contacts: "Maria Chen <maria@x> (primary); Jonas Berg <jonas@x>"."""
+    parts = []
+    for contact in client.get("contacts") or []:
+        text = contact["name"]
+        if contact.get("email"):
+            text += f" <{contact['email']}>"
+        if contact.get("isPrimary"):
+            text += " (primary)"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+COLUMNS = [
+    Column("ID", "id"),
+    Column("PINNED", "isPinned"),
+    Column("INDUSTRY", "industry"),
+    Column("NAME", "name"),
+    Column("CONTACTS", contacts_summary),
+]
+
+
+@app.command("list")
+def list_clients(
+    ctx: typer.Context,
+    limit: Limit = None,
+    offset: Offset = None,
+    json_: Json = False,
+    quiet: Quiet = False,
+) -> None:
+    """List clients: pinned first, then by name, each with its contacts (primary first)."""
+    body = app_context(ctx).call("clients.list", query={"limit": limit, "offset": offset})
+    emit_rows(body["clients"], COLUMNS, json_mode=json_, quiet=quiet, body=body)

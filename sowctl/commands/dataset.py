@@ -1,0 +1,179 @@
+"""sowctl import / export: whole datasets (admin commands, local mode only; contract §5, §9)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sowctl.context import app_context
+from sowctl.errors import InvalidInput, UsageError
+from sowctl.render import Column, emit_json, emit_rows
+
+# Above this many records an export is written compact: indenting is for people, and
+# json.dumps only uses its C encoder without an indent (several times faster).
+INDENT_UP_TO = 10_000
+# Below this many rows an import is over before a progress bar would be read.
+PROGRESS_FROM = 5_000
+
+SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right")]
+
+
+def import_command(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help='Dataset JSON file (contract §9); "-" reads stdin.')],
+    json_: Annotated[
+        bool, typer.Option("--json", help='Print {"imported": {kind: count}} instead of the summary.')
+    ] = False,
+) -> None:
+    """Load a dataset into the database: every record, or none (local mode only).
+
+    Every record is checked first (fields, ids, references, item hierarchy); a
+    problem names the record and the field and leaves the database unchanged.
+    Records whose id already exists in the database are refused, not updated.
+    """
+    from sowctl.services.dataset import gc_paused, import_dataset
+
+    app_context(ctx).open_local_database("import")
+    with gc_paused():  # parsing builds as many objects as validating: no collections in between
+        data = _read_json(file)
+        records = sum(len(v) for v in data.values() if isinstance(v, list)) if isinstance(data, dict) else 0
+        with _import_progress(records) as progress:
+            counts = import_dataset(data, progress=progress)
+        del data  # freed before the collector runs again
+    if json_:
+        emit_json({"imported": counts})
+        return
+    rows = [{"kind": kind, "records": count} for kind, count in counts.items() if count]
+    if not rows:
+        sys.stdout.write("nothing to import: the dataset has no records\n")
+        return
+    emit_rows(rows, SUMMARY_COLUMNS, id_key="kind", title="Imported")
+
+
+def export_command(
+    ctx: typer.Context,
+    file: Annotated[
+        Path | None,
+        typer.Argument(help='Where to write the dataset; "-" or nothing: stdout.', show_default=False),
+    ] = None,
+    compact: Annotated[
+        bool, typer.Option("--compact", help=f"No indentation (the default above {INDENT_UP_TO:,} records).")
+    ] = False,
+) -> None:
+    """Write the whole database as a dataset (contract §9), ordered by id (local mode only).
+
+    Importing the file into an empty database reproduces the same API responses.
+    Tokens, API keys and rate counters are not exported. A FILE is replaced
+    atomically, so a failed export never leaves half a file behind.
+    """
+    from sowctl.services.dataset import export_dataset
+
+    app_context(ctx).open_local_database("export")
+    with _export_progress() as progress:
+        data = export_dataset(progress=progress)
+    records = sum(len(rows) for rows in data.values())
+    if compact or records > INDENT_UP_TO:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+    if file is None or str(file) == "-":
+        sys.stdout.write(text + "\n")
+        return
+    _write_atomically(file, text + "\n")
+    sys.stderr.write(f"exported {records:,} records to {file}\n")
+
+
+# --- input and output -----------------------------------------------------------
+
+
+def _read_json(file: Path) -> Any:
+    name = "stdin" if str(file) == "-" else str(file)
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Temp file in the same directory, fsync, then os.replace: all of the file or none."""
+    target = path.expanduser()
+    try:
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, 0o666 & ~_umask())  # mkstemp's 0600 -> what a plain open() would give
+        os.replace(temp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# --- progress (stderr, and only when a person watches it) --------------------------
+
+
+@contextlib.contextmanager
+def _import_progress(records: int) -> Iterator[Callable[[int, int], None] | None]:
+    """On a TTY, for PROGRESS_FROM records or more: "Checking", then a bar while rows go in."""
+    if records < PROGRESS_FROM or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sowctl.render import error_console
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=error_console(), transient=True) as progress:
+        task = progress.add_task(f"Checking {records:,} records", total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, description="Importing", completed=done, total=total)
+
+        yield update
+
+
+@contextlib.contextmanager
+def _export_progress() -> Iterator[Callable[[int, int], None] | None]:
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    from sowctl.render import error_console
+
+    with Progress(TextColumn("Exporting"), BarColumn(), console=error_console(), transient=True) as progress:
+        task = progress.add_task("export", total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update

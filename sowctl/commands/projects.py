@@ -1,0 +1,50 @@
+"""sowctl projects: the projects of the organization (Group C, spec §4.4)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sowctl.commands._options import Json, Quiet
+from sowctl.context import app_context
+from sowctl.render import Column, emit_rows
+
+app = typer.Typer(help="Projects (Group C listing).", no_args_is_help=True)
+
+COLUMNS = [
+    Column("ID", "id"),
+    Column("STATUS", "status"),
+    Column("PINNED", "isPinned"),
+    Column("SOWS", "sowCount", justify="right"),
+    Column("CLIENT", "clientName"),
+    Column("NAME", "name"),
+]
+Limit = Annotated[
+    str | None,
+    typer.Option("--limit", help="At most this many (digits; up to 100). Default: all.", show_default=False),
+]
+Offset = Annotated[
+    str | None, typer.Option("--offset", help="Skip this many first (digits).", show_default=False)
+]
+
+
+@app.command("list")
+def list_projects(
+    ctx: typer.Context,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help="active, on_hold, completed or archived.", show_default=False),
+    ] = None,
+    client: Annotated[
+        str | None, typer.Option("--client", help="Only this client's projects (uuid).", show_default=False)
+    ] = None,
+    limit: Limit = None,
+    offset: Offset = None,
+    json_: Json = False,
+    quiet: Quiet = False,
+) -> None:
+    """List projects: pinned first, then by name, with their client and SOW count."""
+    query = {"status": status, "clientId": client, "limit": limit, "offset": offset}
+    body = app_context(ctx).call("projects.list", query=query)
+    emit_rows(body["projects"], COLUMNS, json_mode=json_, quiet=quiet, body=body)

@@ -1,0 +1,375 @@
+"""Records of the dataset format (contract §9), as ``sowctl import`` validates them.
+
+Field names are the API's own: camelCase for the Group A/C records (and for the
+``companyId``/``projectId`` links of the Group B master data, as §9 writes them),
+snake_case for the Group B records. Unknown keys are ignored, so files written by
+other tools (or the demo data, which carries ``clientId`` inside contacts) load.
+
+Types are strict: a string where a number belongs, an unknown enum value or a
+malformed timestamp is an error that names the record and the field. Timestamps
+accept any ISO 8601 form (``Z``, an offset, or none meaning UTC) and are kept as
+naive UTC to the second, the storage convention. A timestamp left out is None
+here; the importer sets it to the import time.
+
+Lists are validated per kind with a ``TypeAdapter`` (see ``ADAPTERS``), which runs
+in pydantic's Rust core; the few Python validators are tiny.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import PlainValidator, TypeAdapter
+
+from sowctl.clock import parse_timestamp
+from sowctl.schemas.common import (
+    ApiModel,
+    CamelModel,
+    DateStr,
+    Field,
+    NonEmptyStr,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
+
+ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
+ItemType = Literal["requirement", "task_item"]
+ItemStatus = Literal["pending", "in_progress", "completed", "cancelled"]
+DependencyType = Literal["depends_on", "blocks", "related_to", "prerequisite", "successor"]
+RiskLevel = Literal["low", "medium", "high", "critical"]
+DependencyStatus = Literal["active", "resolved", "cancelled", "blocked"]
+
+MAX_BIGINT = 2**63 - 1
+MAX_ORDER_INDEX = 2**31 - 1
+_DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?$")
+
+
+def _timestamp(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return parse_timestamp(value.isoformat())
+    if not isinstance(value, str):
+        raise ValueError("must be a timestamp string (YYYY-MM-DDThh:mm:ssZ)")
+    try:
+        if len(value) == 20 and value[19] == "Z" and value[10] == "T":
+            return datetime.fromisoformat(value[:19])  # the contract's shape: already UTC, whole seconds
+        return parse_timestamp(value)
+    except ValueError:
+        raise ValueError("must be a timestamp in the form YYYY-MM-DDThh:mm:ssZ") from None
+
+
+def _decimal_string(value: Any) -> Decimal:
+    if not isinstance(value, str) or not _DECIMAL_RE.match(value):
+        raise ValueError('must be a decimal string such as "1250.00"')
+    return Decimal(value)
+
+
+def _number(value: Any) -> Decimal:
+    """A JSON number (or a decimal string) as an exact Decimal; floats by their repr."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number")
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return Decimal(repr(value))
+    if isinstance(value, str) and _DECIMAL_RE.match(value):
+        return Decimal(value)
+    raise ValueError("must be a number")
+
+
+def _json_number(value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    return value
+
+
+# Plain validators replace pydantic's own parsing: one small Python call per value.
+TimestampIn = Annotated[datetime, PlainValidator(_timestamp)]
+DecimalString = Annotated[Decimal, PlainValidator(_decimal_string)]
+Number = Annotated[Decimal, PlainValidator(_number)]
+JsonNumber = Annotated[int | float, PlainValidator(_json_number)]  # kept as written (inside JSON columns)
+RecordId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+IntId = Annotated[StrictInt, Field(ge=0, le=MAX_BIGINT)]
+ShortText = Annotated[StrictStr, Field(max_length=64)]
+
+
+# --- Group A/C ------------------------------------------------------------------
+
+
+class OrganizationRecord(CamelModel):
+    id: RecordId
+    name: StrictStr
+
+
+class UserRecord(CamelModel):
+    id: RecordId
+    organization_id: RecordId
+    name: StrictStr = ""
+    email: StrictStr | None = None
+
+
+class ContactRecord(CamelModel):
+    id: RecordId
+    # Optional: the enclosing client is the contact's client; when given it must agree.
+    client_id: RecordId | None = None
+    name: StrictStr
+    email: StrictStr | None = None
+    phone: StrictStr | None = None
+    role: StrictStr | None = None
+    is_primary: StrictBool = False
+    created_at: TimestampIn | None = None
+    updated_at: TimestampIn | None = None
+
+
+class ClientRecord(CamelModel):
+    id: RecordId
+    organization_id: RecordId
+    name: StrictStr
+    description: StrictStr | None = None
+    website: StrictStr | None = None
+    industry: StrictStr | None = None
+    is_pinned: StrictBool = False
+    pinned_at: TimestampIn | None = None
+    contacts: list[ContactRecord] = Field(default_factory=list)
+    created_at: TimestampIn | None = None
+    updated_at: TimestampIn | None = None
+
+
+class ProjectRecord(CamelModel):
+    id: RecordId
+    organization_id: RecordId
+    name: StrictStr
+    description: StrictStr | None = None
+    status: ProjectStatus = "active"
+    client_id: RecordId | None = None
+    contact_id: RecordId | None = None
+    start_date: TimestampIn | None = None
+    end_date: TimestampIn | None = None
+    # A free string, as in the API: not checked against the users (like createdByUserId).
+    owner_user_id: ShortText | None = None
+    is_pinned: StrictBool = False
+    pinned_at: TimestampIn | None = None
+    created_at: TimestampIn | None = None
+    updated_at: TimestampIn | None = None
+
+
+class SowRecord(CamelModel):
+    id: RecordId
+    project_id: RecordId
+    title: StrictStr = ""
+    created_at: TimestampIn | None = None
+
+
+class ItemRecord(CamelModel):
+    id: RecordId
+    sow_id: RecordId
+    title: NonEmptyStr
+    description: StrictStr | None = None
+    type: ItemType
+    parent_item_id: RecordId | None = None
+    # Absent: one more than the largest among its siblings (file and database), as the API does.
+    order_index: Annotated[StrictInt, Field(ge=0, le=MAX_ORDER_INDEX)] | None = None
+    status: ItemStatus = "pending"
+    created_by_user_id: ShortText | None = None
+    created_at: TimestampIn | None = None
+    updated_at: TimestampIn | None = None
+
+
+class DependencyRecord(CamelModel):
+    id: RecordId
+    source_item_id: RecordId
+    target_item_id: RecordId | None = None
+    dependency_type: DependencyType
+    risk_level: RiskLevel
+    status: DependencyStatus = "active"
+    is_external: StrictBool = False
+    external_target: StrictStr | None = None
+    external_owner: StrictStr | None = None
+    contact_email: StrictStr | None = None
+    vendor: StrictStr | None = None
+    sla_date: DateStr | None = None
+    escalation_date: DateStr | None = None
+    notes: StrictStr | None = None
+    created_by_user_id: ShortText | None = None
+    created_at: TimestampIn | None = None
+    # None stays None: a dependency that was never updated has no updatedAt (spec §2.1).
+    updated_at: TimestampIn | None = None
+
+
+# --- Group B --------------------------------------------------------------------
+
+
+class CompanyRecord(CamelModel):
+    id: RecordId
+    organization_id: RecordId
+    name: StrictStr
+
+
+class FinancialProjectRecord(ApiModel):
+    id: IntId
+    company_id: RecordId = Field(alias="companyId")
+    name: StrictStr = ""
+    project_id: RecordId | None = Field(default=None, alias="projectId")
+
+
+class VendorRecord(ApiModel):
+    id: IntId
+    company_id: RecordId = Field(alias="companyId")
+    name: StrictStr
+
+
+class CostCodeRecord(ApiModel):
+    id: IntId
+    company_id: RecordId = Field(alias="companyId")
+    full_code: StrictStr
+    name: StrictStr = ""
+
+
+class CommitmentRecord(ApiModel):
+    id: RecordId
+    project_id: IntId
+    title: StrictStr = ""
+    vendor_id: IntId | None = None
+
+
+class BudgetViewRecord(ApiModel):
+    id: IntId
+    project_id: IntId
+    name: StrictStr
+    description: StrictStr | None = None
+    created_at: TimestampIn | None = None
+    updated_at: TimestampIn | None = None
+
+
+class SnapshotAuthor(ApiModel):
+    id: StrictInt
+    name: StrictStr = ""
+    email: StrictStr | None = None
+
+
+class SnapshotLineRecord(ApiModel):
+    # Line ids repeat across snapshots in real data; they are kept as given.
+    id: IntId
+    code: StrictStr = ""
+    description: StrictStr | None = None
+    original_budget: Number
+    current_budget: Number
+    committed: Number
+    spent: Number
+    projected_total: Number
+    # Absent or null: the API computes current_budget - projected_total (contract §7.3).
+    variance: Number | None = None
+
+
+class BudgetViewSnapshotRecord(ApiModel):
+    id: IntId
+    budget_view_id: IntId
+    project_id: IntId
+    name: StrictStr
+    description: StrictStr | None = None
+    created_at: TimestampIn | None = None
+    created_by: SnapshotAuthor | None = None
+    line_items: list[SnapshotLineRecord] = Field(default_factory=list)
+
+
+class Customer(ApiModel):
+    id: StrictInt
+    name: StrictStr
+    contact_name: StrictStr | None = None
+    contact_email: StrictStr | None = None
+    contact_phone: StrictStr | None = None
+
+
+class PaymentTerms(ApiModel):
+    type: StrictStr | None = None
+    payment_schedule: StrictStr | None = None
+    retention_percentage: JsonNumber | None = None
+    days_until_due: StrictInt | None = None
+
+
+class PrimeContractRecord(ApiModel):
+    id: IntId
+    project_id: IntId
+    title: StrictStr = ""
+    description: StrictStr | None = None
+    contract_number: StrictStr | None = None
+    status: StrictStr = "Active"
+    contract_date: TimestampIn | None = None
+    start_date: TimestampIn | None = None
+    estimated_completion_date: TimestampIn | None = None
+    original_contract_value: Number = Decimal("0")
+    current_contract_value: Number = Decimal("0")
+    executed_change_orders_value: Number = Decimal("0")
+    pending_change_orders_value: Number = Decimal("0")
+    customer: Customer | None = None
+    payment_terms: PaymentTerms | None = None
+
+
+class VendorRef(ApiModel):
+    """``vendor`` of a purchase order; its name is the vendor record's (ignored here)."""
+
+    id: IntId
+    name: StrictStr | None = None
+
+
+class CostCodeRef(ApiModel):
+    """``cost_code`` of a line; full_code and name come from the cost code record."""
+
+    id: IntId
+    full_code: StrictStr | None = None
+    name: StrictStr | None = None
+
+
+class PurchaseOrderLineRecord(ApiModel):
+    id: IntId | None = None  # absent: numbered after the largest line id in file and database
+    description: StrictStr
+    amount: DecimalString
+    cost_code: CostCodeRef
+    quantity: Number | None = None
+    unit_cost: DecimalString | None = None
+
+
+class PurchaseOrderRecord(ApiModel):
+    id: IntId
+    project_id: IntId
+    commitment_id: RecordId | None = None
+    number: RecordId
+    status: Annotated[StrictStr, Field(min_length=1, max_length=32)]
+    title: StrictStr
+    vendor: VendorRef
+    # Absent: the sum of the line amounts, as for a new purchase order (contract §7.3).
+    original_amount: DecimalString | None = None
+    revised_amount: DecimalString | None = None
+    total_amount: DecimalString | None = None
+    line_items: list[PurchaseOrderLineRecord] = Field(default_factory=list)
+    created_at: TimestampIn | None = None
+
+
+# Top-level keys of a dataset, in dependency order (a kind refers only to earlier ones).
+RECORD_MODELS: dict[str, type[CamelModel] | type[ApiModel]] = {
+    "organizations": OrganizationRecord,
+    "users": UserRecord,
+    "clients": ClientRecord,
+    "projects": ProjectRecord,
+    "sows": SowRecord,
+    "items": ItemRecord,
+    "dependencies": DependencyRecord,
+    "companies": CompanyRecord,
+    "financialProjects": FinancialProjectRecord,
+    "vendors": VendorRecord,
+    "costCodes": CostCodeRecord,
+    "commitments": CommitmentRecord,
+    "budgetViews": BudgetViewRecord,
+    "budgetViewSnapshots": BudgetViewSnapshotRecord,
+    "primeContracts": PrimeContractRecord,
+    "purchaseOrders": PurchaseOrderRecord,
+}
+KINDS: tuple[str, ...] = tuple(RECORD_MODELS)
+
+ADAPTERS: dict[str, TypeAdapter] = {kind: TypeAdapter(list[model]) for kind, model in RECORD_MODELS.items()}

@@ -1,0 +1,126 @@
+"""Group C listing models: projects, clients and contacts (spec §2.8, §2.9, §4.4; contract §7.4).
+
+Query parameters arrive as strings. ``limit`` and ``offset`` must be strings of
+digits (contract §7.4) and ``clientId`` a uuid; anything else is a BAD_REQUEST whose
+issue names the parameter, e.g. ``{"path": ["limit"], "message": "must be a string
+of digits"}``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, WithJsonSchema
+
+from sowctl.schemas.common import CamelModel, Timestamp
+
+ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100  # larger values are clamped, as for Group A (contract §7.2)
+_HUGE = 10**15  # beyond any table; keeps OFFSET inside a 64-bit integer
+_DIGITS_RE = re.compile(r"^[0-9]+$")
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def _digits(value: Any) -> int:
+    if not isinstance(value, str) or not _DIGITS_RE.match(value):
+        raise ValueError("must be a string of digits")
+    significant = value.lstrip("0") or "0"
+    return int(significant) if len(significant) <= 15 else _HUGE
+
+
+def _uuid(value: Any) -> str:
+    if not isinstance(value, str) or not _UUID_RE.match(value):
+        raise ValueError("must be a uuid")
+    return value
+
+
+Digits = Annotated[
+    int,
+    BeforeValidator(_digits),
+    WithJsonSchema({"type": "string", "pattern": "^[0-9]+$"}),
+]
+Uuid = Annotated[
+    str,
+    BeforeValidator(_uuid),
+    WithJsonSchema({"type": "string", "format": "uuid"}),
+]
+
+
+# --- queries ----------------------------------------------------------------------
+
+
+class Page(CamelModel):
+    """limit: default 20, at most 100 (larger values are clamped); offset: default 0."""
+
+    limit: Digits | None = None
+    offset: Digits | None = None
+
+
+class ProjectListQuery(Page):
+    status: ProjectStatus | None = None
+    client_id: Uuid | None = None
+
+
+class ClientListQuery(Page):
+    pass
+
+
+# --- responses --------------------------------------------------------------------
+
+
+class ContactOut(CamelModel):
+    id: str
+    client_id: str
+    name: str
+    email: str | None
+    phone: str | None
+    role: str | None
+    is_primary: bool
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class ClientOut(CamelModel):
+    id: str
+    name: str
+    description: str | None
+    website: str | None
+    industry: str | None
+    organization_id: str
+    is_pinned: bool
+    pinned_at: Timestamp | None
+    contacts: list[ContactOut]
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class ProjectOut(CamelModel):
+    id: str
+    name: str
+    description: str | None
+    status: str
+    client_id: str | None
+    client_name: str | None
+    contact_id: str | None
+    start_date: Timestamp | None
+    end_date: Timestamp | None
+    owner_user_id: str | None
+    organization_id: str
+    is_pinned: bool
+    pinned_at: Timestamp | None
+    sow_count: int
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class ProjectList(CamelModel):
+    projects: list[ProjectOut]
+    total: int
+
+
+class ClientList(CamelModel):
+    clients: list[ClientOut]
+    total: int
