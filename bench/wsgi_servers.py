@@ -4,11 +4,23 @@
 Usage (needs `wrk` on PATH; `apt-get install -y wrk`):
 
     python bench/wsgi_servers.py                 # full matrix, markdown table on stdout
-    python bench/wsgi_servers.py --only gthread  # variants whose name contains "gthread"
+    python bench/wsgi_servers.py --only "waitress|gthread"  # variants matching a regex
+    python bench/wsgi_servers.py --rounds 1      # quicker, noisier
+
+Loopback numbers on a small VM are noisy (wrk shares the CPUs with the
+server, and so does anything else running), so the matrix is repeated
+--rounds times, interleaved, and the table reports medians plus the req/s
+range.  "server CPU µs/req" (user+system time of the server's process group
+during the wrk run, over the requests served) is the steadier figure.
+
+Also reported per variant: the listen backlog as the kernel sees it (`ss`),
+and how requests spread over processes (X-Pid header counted by a wrk Lua
+script during a separate 2 s run, so the main run is not slowed by Lua).
 
 Every server runs in its own process group and is killed (SIGTERM, then
 SIGKILL) after its run, also when this script is interrupted.  Each variant
-takes ~9 s: ≤5 s start-up, a 2 s pid-spread probe, the 5 s wrk run.
+takes ~9 s: start-up (bounded to 5 s), a 2 s pid-spread run, the 5 s wrk run;
+every wrk call has a hard timeout.
 
 The script re-invokes itself with `--serve ...` to host a server, so the
 benchmark is a single self-contained file.
@@ -23,6 +35,7 @@ import random
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,8 +73,9 @@ def make_app(kind: str, db_path: str | None):
 
     import peewee
 
-    # Built per worker process (after fork): one sqlite connection per thread,
-    # opened/closed per request as peewee recommends for web apps.
+    # Built per worker process (after fork).  Like sowctl's app: peewee keeps
+    # one connection per thread, opened on first use and kept (opening a
+    # SQLite connection per request costs ~0.5 ms CPU, more than the query).
     db = peewee.SqliteDatabase(db_path, pragmas={"journal_mode": "wal"})
 
     class Item(peewee.Model):
@@ -73,8 +87,8 @@ def make_app(kind: str, db_path: str | None):
 
     @app.get("/")
     def item():
-        with db.connection_context():
-            row = Item.get_by_id(random.randint(1, DB_ROWS))
+        db.connect(reuse_if_open=True)
+        row = Item.get_by_id(random.randint(1, DB_ROWS))
         bottle.response.content_type = "application/json"
         return json.dumps({"status": "ok", "id": row.id, "name": row.name, "qty": row.qty})
 
@@ -117,6 +131,19 @@ def run_server(ns: argparse.Namespace) -> None:
 
         server = wsgi.Server((HOST, ns.port), factory(), numthreads=ns.threads, request_queue_size=ns.backlog)
         server.start()
+    elif ns.serve.startswith("sowctl-runner"):
+        # The production runner itself (sowctl/server/runner.py).
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from sowctl.server.runner import serve
+
+        serve(
+            factory,
+            host=HOST,
+            port=ns.port,
+            workers=ns.workers,
+            threads=ns.threads,
+            access_log=ns.serve.endswith("-log"),
+        )
     elif ns.serve.startswith("gunicorn"):
         from gunicorn.app.base import BaseApplication
 
@@ -169,6 +196,7 @@ class Result:
     errors: str = ""
     backlog: str = "?"
     pid_spread: dict[str, int] = field(default_factory=dict)
+    cpu_us_per_req: float = float("nan")
     note: str = ""
 
 
@@ -183,6 +211,8 @@ VARIANTS = [
     Variant(
         "gunicorn gthread w=2 t=4 shared socket", "gunicorn-gthread", workers=2, threads=4, reuse_port=False
     ),
+    Variant("sowctl runner w=2 t=4 (no access log)", "sowctl-runner", workers=2, threads=4),
+    Variant("sowctl runner w=2 t=4 + access log", "sowctl-runner-log", workers=2, threads=4),
 ]
 
 # Counts responses per X-Pid across wrk threads (each has its own Lua state).
@@ -255,6 +285,23 @@ def listen_backlog(port: int) -> str:
     return f"{'/'.join(values)} x{sockets}" if values else "?"
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """user+system CPU time of the live processes in a process group (server master + workers)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After "(comm)": state ppid pgrp ... utime(12th) stime(13th).
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def parse_ms(text: str) -> float:
     m = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
     if not m:
@@ -267,60 +314,56 @@ def run_wrk(port: int, extra: list[str], timeout: float = 10.0) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
 
 
-def bench_variant(v: Variant, app: str, db_path: str, lua_path: str) -> Result:
+def bench_variant(v: Variant, app: str, db_path: str, lua_path: str, raw_dir: str | None) -> Result:
     res = Result(v.name, app)
     port = free_port()
-    cmd = [
-        sys.executable,
-        __file__,
-        "--serve",
-        v.server,
-        "--app",
-        app,
-        "--db",
-        db_path,
-        "--port",
-        str(port),
-        "--workers",
-        str(v.workers),
-        "--threads",
-        str(v.threads),
-        "--backlog",
-        str(v.backlog),
-    ] + (["--reuse-port"] if v.reuse_port else [])
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-    _children.append(proc)
-    try:
-        wait_ready(port, proc)
-        if v.workers > 1:
-            # Give the last worker time to bind before judging the spread.
-            time.sleep(0.5)
-        res.backlog = listen_backlog(port)
-        spread = run_wrk(port, ["-t2", "-c32", "-d2s", "-s", lua_path], timeout=6)
-        res.pid_spread = {m[1]: int(m[2]) for m in re.finditer(r"^PID (\S+) (\d+)$", spread, re.M)}
-        out = run_wrk(port, WRK_ARGS)
-        m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-        res.rps = float(m[1]) if m else 0.0
-        lat = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.M))
-        res.p50_ms, res.p99_ms = parse_ms(lat.get("50", "")), parse_ms(lat.get("99", ""))
-        errs = []
-        if m := re.search(r"Socket errors: (.*)", out):
-            errs.append(m[1])
-        if m := re.search(r"Non-2xx or 3xx responses: (\d+)", out):
-            errs.append(f"non-2xx {m[1]}")
-        res.errors = "; ".join(errs) or "0"
-    except (RuntimeError, subprocess.TimeoutExpired) as exc:
-        res.note = str(exc)
-    finally:
-        kill_group(proc)
-        _children.remove(proc)
+    cmd = [sys.executable, __file__, "--serve", v.server, "--app", app, "--db", db_path]
+    cmd += ["--port", str(port), "--workers", str(v.workers), "--threads", str(v.threads)]
+    cmd += ["--backlog", str(v.backlog)] + (["--reuse-port"] if v.reuse_port else [])
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        _children.append(proc)
+        try:
+            wait_ready(port, proc)
+            measure(port, proc.pid, v, res, lua_path, raw_dir)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            res.note = str(exc)
+        finally:
+            kill_group(proc)
+            _children.remove(proc)
         log.seek(0)
         tail = log.read().decode(errors="replace").strip().splitlines()
         if res.note and tail:
             res.note += " | " + tail[-1]
-        log.close()
     return res
+
+
+def measure(port: int, pgid: int, v: Variant, res: Result, lua_path: str, raw_dir: str | None) -> None:
+    if v.workers > 1:
+        # Give the last worker time to bind before judging the spread.
+        time.sleep(0.5)
+    res.backlog = listen_backlog(port)
+    spread = run_wrk(port, ["-t2", "-c32", "-d2s", "-s", lua_path], timeout=6)
+    res.pid_spread = {m[1]: int(m[2]) for m in re.finditer(r"^PID (\S+) (\d+)$", spread, re.M)}
+    cpu_before = group_cpu_seconds(pgid)
+    out = run_wrk(port, WRK_ARGS)
+    cpu = group_cpu_seconds(pgid) - cpu_before
+    if m := re.search(r"(\d+) requests in", out):
+        res.cpu_us_per_req = cpu / max(int(m[1]), 1) * 1e6
+    if raw_dir:
+        name = re.sub(r"\W+", "_", f"{res.app}_{v.name}")
+        with open(os.path.join(raw_dir, f"{name}_{time.time_ns()}.txt"), "w") as fh:
+            fh.write(spread + "\n" + out)
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    res.rps = float(m[1]) if m else 0.0
+    lat = dict(re.findall(r"^\s+(50|99)%\s+(\S+)\s*$", out, re.M))
+    res.p50_ms, res.p99_ms = parse_ms(lat.get("50", "")), parse_ms(lat.get("99", ""))
+    errs = []
+    if m := re.search(r"Socket errors: (.*)", out):
+        errs.append(m[1])
+    if m := re.search(r"Non-2xx or 3xx responses: (\d+)", out):
+        errs.append(f"non-2xx {m[1]}")
+    res.errors = "; ".join(errs) or "0"
 
 
 def fmt_spread(spread: dict[str, int]) -> str:
@@ -341,7 +384,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--backlog", type=int, default=2048)
     parser.add_argument("--reuse-port", action="store_true")
-    parser.add_argument("--only", default="", help="substring filter on variant names")
+    parser.add_argument("--only", default="", help="regex filter on variant names")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--raw-dir", help="keep raw wrk output here")
     ns = parser.parse_args()
 
     if ns.serve:
@@ -355,6 +400,7 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    load_before = os.getloadavg()[0]  # others' activity skews loopback numbers
 
     with tempfile.TemporaryDirectory() as tmp:
         db_path = os.path.join(tmp, "bench.sqlite")
@@ -363,30 +409,42 @@ def main() -> None:
         with open(lua_path, "w") as fh:
             fh.write(PID_LUA)
 
-        results = []
-        for app in ("hello", "db"):
-            for v in VARIANTS:
-                if ns.only not in v.name:
-                    continue
-                r = bench_variant(v, app, db_path, lua_path)
-                print(
-                    f"# {app:5} {v.name:40} {r.rps:9.0f} req/s  p50 {r.p50_ms:.2f}ms "
-                    f"p99 {r.p99_ms:.2f}ms  {r.note}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                results.append(r)
+        runs: dict[tuple[str, str], list[Result]] = {}
+        for rnd in range(ns.rounds):
+            for app in ("hello", "db"):
+                for v in VARIANTS:
+                    if not re.search(ns.only, v.name):
+                        continue
+                    r = bench_variant(v, app, db_path, lua_path, ns.raw_dir)
+                    print(
+                        f"# round {rnd + 1} {app:5} {v.name:40} {r.rps:7.0f} req/s  "
+                        f"p50 {r.p50_ms:.2f}ms p99 {r.p99_ms:.2f}ms "
+                        f"cpu {r.cpu_us_per_req:.0f}us/req  {r.note}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    runs.setdefault((app, v.name), []).append(r)
 
-    print(f"wrk {' '.join(WRK_ARGS)}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs\n")
     print(
-        "| app | server | req/s | p50 ms | p99 ms | wrk errors | listen backlog (x sockets) "
-        "| pids: share of requests |"
+        f"wrk {' '.join(WRK_ARGS)}; python {sys.version.split()[0]}; {os.cpu_count()} CPUs; "
+        f"median of {ns.rounds} interleaved rounds; 1-min load average before/after the run "
+        f"{load_before:.1f}/{os.getloadavg()[0]:.1f}\n"
     )
-    print("|---|---|---:|---:|---:|---|---|---|")
-    for r in results:
+    print(
+        "| app | server | req/s (median) | req/s range | server CPU µs/req | p50 ms | p99 ms | wrk errors "
+        "| listen backlog x sockets | pids: share of requests |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
+    for (app, name), rs in runs.items():
+        ok = [r for r in rs if not r.note] or rs
+        rps = sorted(r.rps for r in ok)
+        errors = ", ".join(sorted({r.errors or r.note for r in rs} - {"0"})) or "0"
         print(
-            f"| {r.app} | {r.variant} | {r.rps:.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
-            f"{r.errors or r.note} | {r.backlog} | {fmt_spread(r.pid_spread)} |"
+            f"| {app} | {name} | {statistics.median(rps):.0f} | {rps[0]:.0f}..{rps[-1]:.0f} | "
+            f"{statistics.median(r.cpu_us_per_req for r in ok):.0f} | "
+            f"{statistics.median(r.p50_ms for r in ok):.2f} | "
+            f"{statistics.median(r.p99_ms for r in ok):.2f} | {errors} | {ok[-1].backlog} | "
+            f"{fmt_spread(ok[-1].pid_spread)} |"
         )
 
 

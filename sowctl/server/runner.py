@@ -1,0 +1,298 @@
+"""Production WSGI runner for ``sowctl serve``: gunicorn, gthread workers.
+
+Chosen by measurement, see ``bench/WSGI_SERVERS.md``.  Only stdlib is imported
+here; gunicorn is imported when :func:`serve` runs.
+
+Sockets.  The master binds and listens on the port itself before any worker
+exists, so the real port is known for ``port=0``, ``on_ready`` can run in the
+master, and early clients wait in the backlog instead of being refused.  Each
+worker additionally gets its own ``SO_REUSEPORT`` socket from gunicorn
+(``reuse_port``), so the kernel spreads connections, including long keep-alive
+ones, over all workers; the master's socket is handed to every worker too, so
+whatever lands on it is served by whichever worker is free.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+BACKLOG = 2048
+# Signals gunicorn's arbiter takes over; restored when serve() returns so that
+# the caller is not left with handlers that only feed a dead arbiter's queue.
+_ARBITER_SIGNALS = (signal.SIGHUP, signal.SIGQUIT, signal.SIGINT, signal.SIGTERM, signal.SIGTTIN)
+_ARBITER_SIGNALS += (signal.SIGTTOU, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH, signal.SIGCHLD)
+
+
+def serve(
+    app_factory: Callable[[], WSGIApplication],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    threads: int = 4,
+    on_ready: Callable[[str], None] | None = None,
+    access_log: bool = True,
+) -> None:
+    """Serve the app built by ``app_factory`` until SIGINT or SIGTERM, then return.
+
+    ``app_factory`` runs once in every worker process, after the fork, so each
+    worker opens its own database connections.  ``on_ready(url)`` runs once in
+    this (master) process as soon as the port accepts connections; stdout is
+    flushed afterwards.  ``port=0`` picks a free port.  Raises ``OSError`` if
+    the port is taken and ``SystemExit`` with gunicorn's non-zero status if the
+    workers cannot boot (e.g. ``app_factory`` raises).
+    """
+    master_pid = os.getpid()
+    saved = {sig: signal.getsignal(sig) for sig in _ARBITER_SIGNALS}
+    # Until gunicorn installs its handlers, make SIGTERM as quiet as Ctrl-C.
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    listener: socket.socket | None = None
+    try:
+        listener = _listen(host, port)
+        _run_gunicorn(
+            app_factory, listener, workers=workers, threads=threads, on_ready=on_ready, access_log=access_log
+        )
+    except BaseException as exc:
+        if os.getpid() != master_pid:
+            _exit_worker(exc)
+        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, SystemExit) and exc.code in (0, None)):
+            return
+        raise
+    finally:
+        # Only the master gets here: workers leave through os._exit above.
+        if listener is not None:
+            listener.close()
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _run_gunicorn(
+    app_factory: Callable[[], WSGIApplication],
+    listener: socket.socket,
+    *,
+    workers: int,
+    threads: int,
+    on_ready: Callable[[str], None] | None,
+    access_log: bool,
+) -> None:
+    from gunicorn.app.base import BaseApplication
+    from gunicorn.errors import HaltServer
+    from gunicorn.sock import TCP6Socket, TCPSocket
+    from gunicorn.workers.base import Worker
+    from gunicorn.workers.gthread import ThreadWorker
+
+    class QuitSafeThreadWorker(ThreadWorker):
+        def handle_quit(self, sig: int, frame: Any) -> None:
+            # gthread's handler calls tpool.shutdown() from inside the signal
+            # handler; when SIGINT/SIGQUIT lands while the main thread is in
+            # tpool.submit() (same non-reentrant lock) the worker hangs until
+            # the master SIGKILLs it after graceful_timeout (seen in ~1 of 10
+            # Ctrl-C; python/cpython#121649).  The pool threads end with the
+            # process anyway.
+            Worker.handle_quit(self, sig, frame)
+
+    address, port = listener.getsockname()[:2]
+    v6 = listener.family == socket.AF_INET6
+    hostport = f"[{address}]:{port}" if v6 else f"{address}:{port}"
+    url = f"http://{hostport}"
+
+    def when_ready(arbiter: Any) -> None:
+        if on_ready is not None:
+            on_ready(url)
+        # Also keeps buffered output from being duplicated into the workers.
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+    def post_fork(arbiter: Any, worker: Any) -> None:
+        # worker.sockets holds the worker's own SO_REUSEPORT socket; add the
+        # master's one so connections queued on it are accepted as well.
+        wrapper = TCP6Socket if v6 else TCPSocket
+        worker.sockets.append(
+            wrapper(listener.getsockname(), arbiter.cfg, arbiter.log, fd=os.dup(listener.fileno()))
+        )
+        listener.close()
+
+    def load() -> WSGIApplication:
+        app = app_factory()
+        return _AccessLog(app) if access_log else app
+
+    options: dict[str, Any] = {
+        "bind": [hostport],
+        "workers": workers,
+        "worker_class": QuitSafeThreadWorker,
+        "threads": threads,
+        "reuse_port": True,
+        "backlog": BACKLOG,
+        "keepalive": 5,
+        "graceful_timeout": 5,
+        "loglevel": "warning",  # no "Booting worker ..." chatter; warnings and errors stay
+        "accesslog": None,  # _AccessLog writes it, without headers
+        "errorlog": "-",
+        # Recent gunicorn otherwise opens $HOME/.gunicorn/gunicorn.ctl (one per
+        # user, so two servers clash) and runs a thread in the forking master.
+        "control_socket_disable": True,
+        "when_ready": when_ready,
+        "post_fork": post_fork,
+    }
+
+    class Application(BaseApplication):
+        # BaseApplication, unlike gunicorn's Application, reads neither
+        # sys.argv, GUNICORN_CMD_ARGS nor a config file.
+        def load_config(self) -> None:
+            for key, value in options.items():
+                if key in self.cfg.settings:  # older gunicorn lacks control_socket_disable
+                    self.cfg.set(key, value)
+
+        def load(self) -> WSGIApplication:
+            return load()
+
+    try:
+        Application().run()
+    except HaltServer as exc:
+        # Normally turned into sys.exit() by the arbiter, but gunicorn 27 can
+        # raise it again from its own shutdown when several workers fail to
+        # boot; their tracebacks are already logged, so keep this one line.
+        print(f"Error: {exc.reason}", file=sys.stderr, flush=True)
+        raise SystemExit(exc.exit_status) from None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, addr = infos[0][0], infos[0][4]
+    # SO_REUSEPORT would let us join another live server on the same port
+    # (same user) and silently split its traffic, so claim the port without
+    # it first: that fails if anyone listens there.
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(addr)
+        addr = probe.getsockname()
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(addr)
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _exit_worker(exc: BaseException) -> None:
+    """End a forked worker without unwinding the caller's stack.
+
+    The worker was forked deep inside serve(); letting SystemExit propagate
+    would run the caller's ``finally`` blocks and context managers (temp dirs,
+    database handles, ...) once more in every worker.
+    """
+    if isinstance(exc, SystemExit):
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    elif isinstance(exc, KeyboardInterrupt):
+        code = 0
+    else:
+        traceback.print_exception(exc)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # closed, broken, or busy in the frame the signal interrupted
+            pass
+    os._exit(code)
+
+
+# Anything but printable ASCII, and '"' which closes the quoted request field.
+_UNSAFE = re.compile(r"[^\x21\x23-\x7e]")
+
+
+def _percent_escape(match: re.Match[str]) -> str:
+    # WSGI strings are latin-1 decoded bytes, so ord() is the byte on the wire.
+    char = match[0]
+    raw = bytes([ord(char)]) if char <= "\xff" else char.encode("utf-8", "backslashreplace")
+    return "".join(f"%{b:02X}" for b in raw)
+
+
+class _AccessLog:
+    """WSGI middleware: one line per request on stderr, never any header.
+
+    ``127.0.0.1 - "GET /api/items/x?q=1 HTTP/1.1" 200 123 1.2ms``; bytes and time
+    are counted until the server closes the body, i.e. after it was sent.
+    """
+
+    _lock = threading.Lock()  # one whole line at a time from the worker's threads
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = time.perf_counter()
+        status = "-"
+
+        def logging_start_response(status_line: str, headers: Any, exc_info: Any = None) -> Any:
+            nonlocal status
+            status = status_line.split(" ", 1)[0]
+            return start_response(status_line, headers, exc_info)
+
+        try:
+            body = self.app(environ, logging_start_response)
+        except BaseException:
+            self._write(environ, "500", 0, started)
+            raise
+        return _LoggedBody(body, lambda size: self._write(environ, status, size, started))
+
+    def _write(self, environ: dict[str, Any], status: str, size: int, started: float) -> None:
+        target = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+        if environ.get("QUERY_STRING"):
+            target += "?" + environ["QUERY_STRING"]
+        line = (
+            f'{environ.get("REMOTE_ADDR", "-")} - "{environ.get("REQUEST_METHOD", "-")} '
+            f'{_UNSAFE.sub(_percent_escape, target)} {environ.get("SERVER_PROTOCOL", "-")}" '
+            f"{status} {size} {(time.perf_counter() - started) * 1000:.1f}ms\n"
+        )
+        with self._lock:
+            try:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+            except (OSError, ValueError):  # a closed or broken stderr must not fail requests
+                pass
+
+
+class _LoggedBody:
+    """The app's response iterable, counting bytes; logs on close().
+
+    A class rather than a generator: a server may close() without ever
+    iterating (client gone), and the line and the app's own close() must
+    still happen.
+    """
+
+    def __init__(self, body: Iterable[bytes], log: Callable[[int], None]) -> None:
+        self._body = body
+        self._log = log
+        self._size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._body:
+            self._size += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._log(self._size)
