@@ -1,0 +1,270 @@
+"""sowctl chain: a SOW's dependency chain, as a table, tree or diagram, and the CI check (contract §6)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from sowctl.commands._options import Json
+from sowctl.context import app_context
+from sowctl.render import Column, console, emit_json, emit_rows, is_tty
+
+app = typer.Typer(help="The dependency chain of a SOW: show it, or check it in CI.", no_args_is_help=True)
+
+SowId = Annotated[str, typer.Argument(help="The SOW's id.")]
+KIND_TITLES = {
+    "circular": "Circular dependency",
+    "critical": "Critical dependency",
+    "overdue": "Overdue dependency",
+    "blocked": "Blocked dependency",
+}
+# GitHub shows only the first few annotations of a step; past this many per kind,
+# one more line says how many were left out (the summary still counts them all).
+MAX_ANNOTATIONS = 50
+
+
+class Format(StrEnum):
+    table = "table"
+    tree = "tree"
+    json = "json"
+    mermaid = "mermaid"
+    dot = "dot"
+
+
+def _flags(report: dict) -> dict[str, str]:
+    """Dependency id -> "critical", "overdue" or both, from the report's issues."""
+    flags: dict[str, list[str]] = {}
+    for kind in ("critical", "overdue"):
+        for entry in report["issues"][kind]:
+            flags.setdefault(entry["id"], []).append(kind)
+    return {dep_id: ",".join(kinds) for dep_id, kinds in flags.items()}
+
+
+def _item(ref: dict) -> str:
+    return ref["title"] if ref["id"] is None else f"{ref['title']} ({ref['id']})"
+
+
+def _target(entry: dict) -> str:
+    ref = entry["targetItem"]
+    return f"external: {ref['title']}" if entry.get("isExternal") else ref["id"] or ""
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    sow_id: SowId,
+    fmt: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table; tree (items with their dependencies); json (the API body); "
+            "mermaid or dot (diagram source: paste into Markdown, or render with Graphviz).",
+        ),
+    ] = Format.table,
+    json_: Json = False,
+) -> None:
+    """Show the dependencies of a SOW with their issues and critical path."""
+    call = app_context(ctx).call
+    if json_ or fmt is Format.json:
+        emit_json(call("chain.get", query={"sowId": sow_id, "format": "flat"}))
+    elif fmt is Format.tree:
+        _show_tree(call("chain.get", query={"sowId": sow_id, "format": "tree"}))
+    elif fmt in (Format.mermaid, Format.dot):
+        from sowctl.chart import to_dot, to_mermaid
+
+        report = call("chain.get", query={"sowId": sow_id, "format": "flat"})
+        sys.stdout.write(to_mermaid(report) if fmt is Format.mermaid else to_dot(report))
+    else:
+        _show_table(call("chain.get", query={"sowId": sow_id, "format": "flat"}))
+
+
+def _show_table(report: dict) -> None:
+    flags = _flags(report)
+    columns = [
+        Column("ID", "id"),
+        Column("SOURCE", lambda e: e["sourceItem"]["id"]),
+        Column("TARGET", _target),
+        Column("TYPE", "dependencyType"),
+        Column("RISK", "riskLevel"),
+        Column("STATUS", "status"),
+        Column("ISSUES", lambda e: flags.get(e["id"], "")),
+    ]
+    if not is_tty():  # plain rows only, so cut/awk see one dependency per line
+        emit_rows(report["dependencies"], columns)
+        return
+    columns[1] = Column("SOURCE", lambda e: _item(e["sourceItem"]))
+    columns[2] = Column("TARGET", lambda e: _item(e["targetItem"]) if not e.get("isExternal") else _target(e))
+    columns[-1] = Column(
+        "ISSUES", lambda e: flags.get(e["id"], ""), style=lambda e: "bold red" if e["id"] in flags else None
+    )
+    emit_rows(report["dependencies"], columns, title=f"Dependency chain of SOW {report['sowId']}")
+    out = console()
+    issues = report["issues"]
+    out.print(
+        f"circular: {len(issues['circular'])}  critical: {len(issues['critical'])}  "
+        f"overdue: {len(issues['overdue'])}",
+        markup=False,
+        highlight=False,
+    )
+    for cycle in issues["circular"]:
+        out.print(
+            "cycle: " + " -> ".join([*cycle, cycle[0]]), style="bold red", markup=False, highlight=False
+        )
+    if report.get("criticalPath"):
+        out.print(
+            f"critical path ({len(report['criticalPath'])} items): " + " -> ".join(report["criticalPath"])
+        )
+
+
+def _show_tree(report: dict) -> None:
+    """Items in their hierarchy, each followed by the dependencies it is the source of."""
+    flags = _flags(report)
+    if not is_tty():
+        # Walked with an explicit stack, deepest-first, like the Rich tree below.
+        stack = [(node, 0) for node in reversed(report["items"])]
+        while stack:
+            node, depth = stack.pop()
+            indent = "  " * depth
+            sys.stdout.write(f"{indent}{node['title']}\t{node['type']}\t{node['status']}\t{node['id']}\n")
+            for entry in node["dependencies"]:
+                sys.stdout.write(
+                    f"{indent}  -> {entry['dependencyType']}\t{_target(entry)}\t{entry['riskLevel']}\t"
+                    f"{entry['status']}\t{flags.get(entry['id'], '')}\t{entry['id']}\n"
+                )
+            stack.extend((child, depth + 1) for child in reversed(node["children"]))
+        return
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    tree = Tree(f"[bold]SOW {escape(report['sowId'])}[/]")
+    stack: list[tuple[Any, dict]] = [(tree, node) for node in reversed(report["items"])]
+    while stack:
+        branch, node = stack.pop()
+        kind = "R" if node["type"] == "requirement" else "T"
+        sub = branch.add(
+            f"[bold]{kind}[/] {escape(node['title'])} {node['status']} [dim]{escape(node['id'])}[/]"
+        )
+        for entry in node["dependencies"]:
+            flag = flags.get(entry["id"])
+            style = "bold red" if flag else ("dim" if entry["status"] in ("cancelled", "resolved") else "")
+            label = escape(
+                f"→ {entry['dependencyType']} {_item(entry['targetItem'])}  "
+                f"risk {entry['riskLevel']}, {entry['status']}{'  ' + flag.upper() if flag else ''}"
+            )
+            sub.add(f"[{style}]{label}[/]" if style else label)
+        stack.extend((sub, child) for child in reversed(node["children"]))
+    console().print(tree)
+
+
+@app.command("check")
+def check(
+    ctx: typer.Context,
+    sow_id: SowId,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help="Comma-separated issue kinds that fail the check: circular, critical, overdue, "
+            "blocked (default: circular,critical,overdue).",
+            show_default=False,
+        ),
+    ] = None,
+    json_: Annotated[
+        bool,
+        typer.Option("--json", help='Print the summary {"sowId", "failOn", "counts", "issues", "passed"}.'),
+    ] = False,
+) -> None:
+    """Exit 1 when the SOW's chain has any issue named by --fail-on, 0 when it has none.
+
+    Exit 2-5 mean the check could not run (bad option, unknown SOW = 3, ...). Piped
+    output: one line per kind (KIND, COUNT, pass/fail/ignored), one per issue
+    (KIND, DEPENDENCY_ID or "-", DESCRIPTION), then "result passed|failed". With
+    GITHUB_ACTIONS=true it also prints ::error annotations for failing kinds and
+    ::warning for the others (on stderr when --json keeps stdout for the JSON).
+    """
+    from sowctl.services.chain import check_chain, parse_fail_on
+
+    kinds = parse_fail_on(fail_on)  # before any call: a typo is exit 2 even for a missing SOW
+    report = app_context(ctx).call("chain.get", query={"sowId": sow_id, "format": "flat"})
+    summary = check_chain(report, kinds)
+    if json_:
+        emit_json(summary)
+    elif is_tty():
+        _summary_table(summary)
+    else:
+        _summary_lines(summary)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        stream = sys.stderr if json_ else sys.stdout
+        for line in annotations(summary):
+            stream.write(line + "\n")
+    raise typer.Exit(0 if summary["passed"] else 1)
+
+
+def describe(kind: str, issue: Any, *, with_id: bool = True) -> str:
+    """One line for an issue: a cycle's path, or a dependency and what it links."""
+    if kind == "circular":
+        return "circular dependency: " + " -> ".join([*issue, issue[0]])
+    return (
+        f"{issue['id'] + ': ' if with_id else ''}{_item(issue['sourceItem'])} {issue['dependencyType']} "
+        f"{_target(issue) if issue.get('isExternal') else _item(issue['targetItem'])} "
+        f"(risk {issue['riskLevel']}, {issue['status']})"
+    )
+
+
+def _summary_lines(summary: dict) -> None:
+    for kind, count in summary["counts"].items():
+        verdict = ("fail" if count else "pass") if kind in summary["failOn"] else "ignored"
+        sys.stdout.write(f"{kind}\t{count}\t{verdict}\n")
+    for kind, found in summary["issues"].items():
+        for issue in found:
+            dep_id = "-" if kind == "circular" else issue["id"]
+            sys.stdout.write(f"{kind}\t{dep_id}\t{describe(kind, issue, with_id=False)}\n")
+    sys.stdout.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
+
+
+def _summary_table(summary: dict) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console()
+    table = Table(title=f"Dependency check of SOW {escape(summary['sowId'])}", header_style="bold")
+    for header in ("ISSUE", "COUNT", "FAILS THE CHECK", "RESULT"):
+        table.add_column(header, justify="right" if header == "COUNT" else "left")
+    for kind, count in summary["counts"].items():
+        checked = kind in summary["failOn"]
+        result = ("[bold red]fail[/]" if count else "[green]pass[/]") if checked else "[dim]ignored[/]"
+        table.add_row(kind, str(count), "yes" if checked else "no", result)
+    out.print(table)
+    for kind, found in summary["issues"].items():
+        for issue in found:
+            style = "red" if kind in summary["failOn"] else "yellow"
+            out.print(f"[{style}]{kind}[/] {escape(describe(kind, issue))}", highlight=False)
+    out.print("[bold green]passed[/]" if summary["passed"] else "[bold red]failed[/]")
+
+
+def _escape_data(text: str) -> str:
+    """Workflow-command message escaping (GitHub's toolkit: %, CR, LF)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotations(summary: dict) -> list[str]:
+    """GitHub Actions ``::error``/``::warning`` lines: errors for the kinds that fail the check."""
+    lines = []
+    for kind, found in summary["issues"].items():
+        level = "error" if kind in summary["failOn"] else "warning"
+        title = _escape_property(f"{KIND_TITLES[kind]} in SOW {summary['sowId']}")
+        for issue in found[:MAX_ANNOTATIONS]:
+            lines.append(f"::{level} title={title}::{_escape_data(describe(kind, issue))}")
+        if len(found) > MAX_ANNOTATIONS:
+            more = len(found) - MAX_ANNOTATIONS
+            lines.append(f"::{level} title={title}::{more} more {kind} issue(s) not annotated")
+    return lines

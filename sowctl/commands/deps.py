@@ -1,0 +1,164 @@
+"""sowctl deps: dependencies between items, or on external parties (spec §4.1)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sowctl.commands._options import Json, Quiet
+from sowctl.context import app_context
+from sowctl.errors import UsageError
+from sowctl.render import Column, emit_message, emit_object, emit_rows
+
+app = typer.Typer(
+    help="Dependencies between items, or on external systems and vendors.", no_args_is_help=True
+)
+
+
+def _target(dep: dict) -> str:
+    if dep.get("isExternal"):
+        return f"external: {dep.get('externalTarget') or ''}"
+    return dep.get("targetItemId") or ""
+
+
+COLUMNS = [
+    Column("ID", "id"),
+    Column("SOURCE", "sourceItemId"),
+    Column("TARGET", _target),
+    Column("TYPE", "dependencyType"),
+    Column("RISK", "riskLevel", style=lambda d: "bold red" if d.get("riskLevel") == "critical" else None),
+    Column("STATUS", "status"),
+    Column("SLA", "slaDate"),
+]
+
+Status = Annotated[
+    str | None, typer.Option("--status", help="active, resolved, cancelled or blocked.", show_default=False)
+]
+Risk = Annotated[
+    str | None, typer.Option("--risk", help="low, medium, high or critical.", show_default=False)
+]
+
+
+@app.command("list")
+def list_deps(
+    ctx: typer.Context,
+    item: Annotated[str | None, typer.Option("--item", help="Only dependencies of this source item.")] = None,
+    sow: Annotated[str | None, typer.Option("--sow", help="Only dependencies of this SOW.")] = None,
+    status: Status = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--type",
+            help="critical (critical risk, still open), overdue (SLA date passed, still open) or external.",
+            show_default=False,
+        ),
+    ] = None,
+    json_: Json = False,
+    quiet: Quiet = False,
+) -> None:
+    """List dependencies, oldest first."""
+    query = {"itemId": item, "sowId": sow, "status": status, "type": kind}
+    deps = app_context(ctx).call("deps.list", query=query)
+    emit_rows(deps, COLUMNS, json_mode=json_, quiet=quiet)
+
+
+@app.command("get")
+def get_dep(
+    ctx: typer.Context,
+    dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
+    json_: Json = False,
+) -> None:
+    """Show one dependency."""
+    emit_object(app_context(ctx).call("deps.get", {"dependencyId": dependency_id}), json_mode=json_)
+
+
+@app.command("create")
+def create_dep(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Option("--source", help="The item that has the dependency.")],
+    dependency_type: Annotated[
+        str,
+        typer.Option("--type", help="depends_on, blocks, related_to, prerequisite or successor."),
+    ],
+    risk: Annotated[str, typer.Option("--risk", help="low, medium, high or critical.")],
+    target: Annotated[str | None, typer.Option("--target", help="The target item's id.")] = None,
+    external: Annotated[
+        str | None, typer.Option("--external", help="Name of the external system or vendor instead.")
+    ] = None,
+    owner: Annotated[str | None, typer.Option("--owner", help="External contact person.")] = None,
+    email: Annotated[str | None, typer.Option("--email", help="E-mail of the external contact.")] = None,
+    vendor: Annotated[str | None, typer.Option("--vendor", help="Vendor or organization name.")] = None,
+    sla: Annotated[str | None, typer.Option("--sla", help="SLA date, YYYY-MM-DD.")] = None,
+    escalation: Annotated[
+        str | None, typer.Option("--escalation", help="Escalation date, YYYY-MM-DD.")
+    ] = None,
+    notes: Annotated[str | None, typer.Option("--notes", help="Free-text notes.")] = None,
+    json_: Json = False,
+) -> None:
+    """Create a dependency on an item (--target) or on an external party (--external).
+
+    Refused when it would close a cycle: the error names the items of the cycle.
+    """
+    if (target is None) == (external is None):
+        raise UsageError("give exactly one of --target ITEM_ID or --external NAME")
+    body = _without_none(
+        sourceItemId=source,
+        targetItemId=target,
+        isExternal=True if external is not None else None,
+        externalTarget=external,
+        dependencyType=dependency_type,
+        riskLevel=risk,
+        externalOwner=owner,
+        contactEmail=email,
+        vendor=vendor,
+        slaDate=sla,
+        escalationDate=escalation,
+        notes=notes,
+    )
+    emit_object(app_context(ctx).call("deps.create", body=body), json_mode=json_)
+
+
+@app.command("update")
+def update_dep(
+    ctx: typer.Context,
+    dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
+    status: Status = None,
+    risk: Risk = None,
+    sla: Annotated[
+        str | None, typer.Option("--sla", help="SLA date, YYYY-MM-DD ('none' clears it).", show_default=False)
+    ] = None,
+    escalation: Annotated[
+        str | None,
+        typer.Option(
+            "--escalation", help="Escalation date, YYYY-MM-DD ('none' clears it).", show_default=False
+        ),
+    ] = None,
+    notes: Annotated[str | None, typer.Option("--notes", help="Replace the notes.")] = None,
+    json_: Json = False,
+) -> None:
+    """Change a dependency's status, risk, dates or notes.
+
+    Moving a cancelled dependency back to another status is refused when it would close a cycle.
+    """
+    body = _without_none(status=status, riskLevel=risk, notes=notes)
+    for key, value in (("slaDate", sla), ("escalationDate", escalation)):
+        if value is not None:
+            body[key] = None if value.strip().lower() == "none" else value
+    dep = app_context(ctx).call("deps.update", {"dependencyId": dependency_id}, body=body)
+    emit_object(dep, json_mode=json_)
+
+
+@app.command("delete")
+def delete_dep(
+    ctx: typer.Context,
+    dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
+    json_: Json = False,
+) -> None:
+    """Delete a dependency."""
+    result = app_context(ctx).call("deps.delete", {"dependencyId": dependency_id})
+    emit_message(result["message"], json_mode=json_, body=result)
+
+
+def _without_none(**fields: object) -> dict:
+    return {key: value for key, value in fields.items() if value is not None}

@@ -1,0 +1,115 @@
+"""Dependency routes of Group A (spec §4.1), and the chain of a SOW.
+
+Server note: ``/api/dependencies/chain`` is a literal path that
+``/api/dependencies/{dependencyId}`` would also match, so the server must
+register the chain route first (or match literal segments before parameters).
+"""
+
+from __future__ import annotations
+
+from sowctl.operations import Request, Result, operation
+from sowctl.schemas.common import dump
+from sowctl.schemas.dependencies import (
+    ChainFlat,
+    ChainQuery,
+    ChainTree,
+    DependencyCreate,
+    DependencyListQuery,
+    DependencyOut,
+    DependencyUpdate,
+)
+from sowctl.schemas.items import Message
+from sowctl.services import chain
+from sowctl.services import dependencies as service
+
+
+@operation(
+    name="chain.get",
+    method="GET",
+    path="/api/dependencies/chain",
+    group="A",
+    summary="Dependency chain of a SOW, with circular, overdue and critical issues and the critical path",
+    query=ChainQuery,
+    response=ChainFlat | ChainTree,
+)
+def get_chain(request: Request) -> Result:
+    return Result(chain.chain_report(request.caller, request.query.sow_id, request.query.format))
+
+
+@operation(
+    name="deps.list",
+    method="GET",
+    path="/api/dependencies",
+    group="A",
+    summary="List dependencies, filtered by source item, SOW, status or kind (critical, overdue, external)",
+    query=DependencyListQuery,
+    response=list[DependencyOut],
+    paginated=True,
+)
+def list_dependencies(request: Request) -> Result:
+    query = request.query
+    deps, total = service.list_dependencies(
+        request.caller,
+        item_id=query.item_id,
+        sow_id=query.sow_id,
+        status=query.status,
+        kind=query.type,
+        offset=request.offset,
+        limit=request.limit,
+    )
+    return Result(dump(deps), total)
+
+
+@operation(
+    name="deps.get",
+    method="GET",
+    path="/api/dependencies/{dependencyId}",
+    group="A",
+    summary="Retrieve one dependency",
+    response=DependencyOut,
+)
+def get_dependency(request: Request) -> Result:
+    return Result(dump(service.get_dependency(request.caller, request.params["dependencyId"])))
+
+
+@operation(
+    name="deps.create",
+    method="POST",
+    path="/api/dependencies",
+    group="A",
+    summary="Create an internal or external dependency (refused if it would close a cycle)",
+    body=DependencyCreate,
+    response=DependencyOut,
+    status=201,
+    write=True,
+)
+def create_dependency(request: Request) -> Result:
+    return Result(dump(service.create_dependency(request.caller, request.body)))
+
+
+@operation(
+    name="deps.update",
+    method="PUT",
+    path="/api/dependencies/{dependencyId}",
+    group="A",
+    summary="Update a dependency's status, riskLevel, slaDate, escalationDate or notes",
+    body=DependencyUpdate,
+    response=DependencyOut,
+    write=True,
+)
+def update_dependency(request: Request) -> Result:
+    dep = service.update_dependency(request.caller, request.params["dependencyId"], request.body)
+    return Result(dump(dep))
+
+
+@operation(
+    name="deps.delete",
+    method="DELETE",
+    path="/api/dependencies/{dependencyId}",
+    group="A",
+    summary="Delete a dependency",
+    response=Message,
+    write=True,
+)
+def delete_dependency(request: Request) -> Result:
+    return Result(dump(service.delete_dependency(request.caller, request.params["dependencyId"])))

@@ -1,0 +1,297 @@
+"""Dependencies between items, or from an item to an external party (spec §4.1, contract §7.2).
+
+Rules kept here, for every surface alike:
+
+* An internal dependency names a target item of the source item's organization
+  (any SOW of it); an external one names ``externalTarget`` and has no target item.
+* No item depends on itself, and the non-cancelled dependencies never form a
+  cycle in the contract's ordering (``services.graph``). The check and the write
+  share one ``write_transaction(f"org:{org}")``, so two concurrent requests that
+  would together close a cycle cannot both pass.
+* ``Dependency.sow`` is the source item's SOW, and ``before_item_id``/``after_item_id``
+  always hold ``graph.ordering_edge`` of the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import peewee as pw
+
+from sowctl import clock
+from sowctl import models as m
+from sowctl.db import write_transaction
+from sowctl.errors import CycleDetected, InvalidInput, NotFound
+from sowctl.schemas.dependencies import (
+    DEPENDENCY_KINDS,
+    DEPENDENCY_STATUSES,
+    DependencyCreate,
+    DependencyOut,
+    DependencyUpdate,
+)
+from sowctl.schemas.items import Message
+from sowctl.services import graph
+from sowctl.services.access import Caller, sow_for
+
+# Statuses in which a dependency still matters: counted as critical or overdue.
+OPEN_STATUSES = ("active", "blocked")
+
+
+def to_out(dep: m.Dependency) -> DependencyOut:
+    return DependencyOut(
+        id=dep.id,
+        source_item_id=dep.source_item_id,
+        target_item_id=dep.target_item_id,
+        dependency_type=dep.dependency_type,
+        risk_level=dep.risk_level,
+        status=dep.status,
+        is_external=dep.is_external,
+        external_target=dep.external_target,
+        external_owner=dep.external_owner,
+        contact_email=dep.contact_email,
+        vendor=dep.vendor,
+        sla_date=dep.sla_date,
+        escalation_date=dep.escalation_date,
+        notes=dep.notes,
+        created_at=dep.created_at,
+        created_by_user_id=dep.created_by_user_id,
+        updated_at=dep.updated_at,
+    )
+
+
+def _visible(caller: Caller, dependency_id: str) -> tuple[m.Dependency, str]:
+    """The dependency and its organization id; 404 when missing or another organization's."""
+    row = (
+        m.Dependency.select(m.Dependency, m.Project.organization)
+        .join(m.Sow)
+        .join(m.Project)
+        .where(m.Dependency.id == dependency_id)
+        .first()
+    )
+    if row is None or not caller.sees(row.sow.project.organization_id):
+        raise NotFound(f"dependency {dependency_id} not found")
+    return row, row.sow.project.organization_id
+
+
+# --- queries ------------------------------------------------------------------
+
+
+def list_dependencies(
+    caller: Caller,
+    *,
+    item_id: str | None = None,
+    sow_id: str | None = None,
+    status: str | None = None,
+    kind: str | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> tuple[list[DependencyOut], int]:
+    """Dependencies the caller may see, oldest first, with the total before paging.
+
+    ``item_id`` filters by source item; ``sow_id`` by the source item's SOW (an
+    unknown or foreign SOW is a 404, as for items); ``kind`` is ``critical``,
+    ``overdue`` or ``external`` as contract §7.2 defines them.
+    """
+    if status is not None and status not in DEPENDENCY_STATUSES:
+        raise InvalidInput.for_field("status", "must be one of: " + ", ".join(DEPENDENCY_STATUSES))
+    if kind is not None and kind not in DEPENDENCY_KINDS:
+        raise InvalidInput.for_field("type", "must be one of: " + ", ".join(DEPENDENCY_KINDS))
+    query = m.Dependency.select()
+    if caller.organization_id is not None:
+        query = query.join(m.Sow).join(m.Project).where(m.Project.organization == caller.organization_id)
+    if sow_id is not None:
+        sow_for(caller, sow_id)
+        query = query.where(m.Dependency.sow == sow_id)
+    if item_id is not None:
+        query = query.where(m.Dependency.source_item == item_id)
+    if status is not None:
+        query = query.where(m.Dependency.status == status)
+    if kind is not None:
+        query = query.where(kind_condition(kind))
+    total = query.count() if (offset or limit is not None) else None
+    query = query.order_by(m.Dependency.created_at, m.Dependency.id)
+    if limit is not None:
+        query = query.limit(limit)
+    if offset:
+        query = query.offset(offset)
+    rows = list(query)
+    return [to_out(row) for row in rows], total if total is not None else len(rows)
+
+
+def kind_condition(kind: str) -> pw.Expression:
+    """The SQL condition of a ``type`` filter value (contract §7.2)."""
+    open_ = m.Dependency.status.in_(OPEN_STATUSES)
+    if kind == "critical":
+        return (m.Dependency.risk_level == "critical") & open_
+    if kind == "overdue":
+        return (m.Dependency.sla_date < clock.today()) & open_
+    if kind == "external":
+        return m.Dependency.is_external == True  # noqa: E712 (a SQL expression, not a test)
+    raise InvalidInput.for_field("type", "must be one of: " + ", ".join(DEPENDENCY_KINDS))
+
+
+def get_dependency(caller: Caller, dependency_id: str) -> DependencyOut:
+    return to_out(_visible(caller, dependency_id)[0])
+
+
+# --- changes ------------------------------------------------------------------
+
+
+def _is_external(data: DependencyCreate) -> bool:
+    """Explicit ``isExternal`` wins; without it, a target name and no target item mean external."""
+    if data.is_external is not None:
+        return data.is_external
+    return data.target_item_id is None and data.external_target is not None
+
+
+def _check_shape(data: DependencyCreate, external: bool) -> None:
+    """Internal/external rules that need no database, each naming its field."""
+    if external:
+        if data.target_item_id is not None:
+            raise InvalidInput.for_field("targetItemId", "must be null for an external dependency")
+        if data.external_target is None:
+            raise InvalidInput.for_field("externalTarget", "is required for an external dependency")
+        return
+    if data.target_item_id is None:
+        raise InvalidInput.for_field(
+            "targetItemId",
+            "is required for an internal dependency "
+            "(for an external one send isExternal: true and externalTarget)",
+        )
+    if data.external_target is not None:
+        raise InvalidInput.for_field(
+            "externalTarget", "is only allowed on an external dependency (isExternal: true)"
+        )
+    if data.target_item_id == data.source_item_id:
+        raise InvalidInput.for_field("targetItemId", "an item cannot depend on itself")
+
+
+def _locate(item_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """``item id -> (SOW id, organization id)`` of the items that exist, in one query.
+
+    Plain SQL on purpose: a create runs this twice (to pick the lock, then under
+    it), and building the equivalent three-model Peewee query costs more than
+    running it.
+    """
+    item, sow, project = m.Item._meta, m.Sow._meta, m.Project._meta
+    marks = ", ".join([m.database_proxy.param] * len(item_ids))
+    sql = (
+        f"SELECT i.{item.primary_key.column_name}, i.{m.Item.sow.column_name}, "
+        f"p.{m.Project.organization.column_name} "
+        f"FROM {item.table_name} i "
+        f"JOIN {sow.table_name} s ON s.{sow.primary_key.column_name} = i.{m.Item.sow.column_name} "
+        f"JOIN {project.table_name} p ON p.{project.primary_key.column_name} = s.{m.Sow.project.column_name} "
+        f"WHERE i.{item.primary_key.column_name} IN ({marks})"
+    )
+    return {row[0]: (row[1], row[2]) for row in m.database_proxy.execute_sql(sql, tuple(item_ids))}
+
+
+def _endpoints(caller: Caller, data: DependencyCreate, external: bool) -> tuple[str, str]:
+    """The source item's SOW and organization; 404 for a missing or invisible item.
+
+    The target must be visible too and belong to the source's organization (any SOW).
+    """
+    wanted = [data.source_item_id] if external else [data.source_item_id, data.target_item_id]
+    found = _locate(wanted)
+    for item_id in wanted:
+        if item_id not in found or not caller.sees(found[item_id][1]):
+            raise NotFound(f"item {item_id} not found")
+    sow_id, organization_id = found[data.source_item_id]
+    if not external and found[data.target_item_id][1] != organization_id:
+        raise InvalidInput.for_field("targetItemId", "must be an item of the source item's organization")
+    return sow_id, organization_id
+
+
+def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
+    caller.require_write()
+    external = _is_external(data)
+    _check_shape(data, external)
+    # Looked up once to learn which organization to lock, and again under the lock,
+    # where the items can no longer disappear before the insert.
+    _, organization_id = _endpoints(caller, data, external)
+    with write_transaction(f"org:{organization_id}"):
+        sow_id, _ = _endpoints(caller, data, external)
+        edge = graph.ordering_edge(
+            data.dependency_type, data.source_item_id, data.target_item_id, "active", external
+        )
+        if edge is not None:
+            cycle = graph.find_closing_cycle(*edge)
+            if cycle is not None:
+                raise CycleDetected(cycle)
+        dep = m.Dependency.create(
+            id=clock.new_id(),
+            sow=sow_id,
+            source_item=data.source_item_id,
+            target_item=data.target_item_id,
+            dependency_type=data.dependency_type,
+            risk_level=data.risk_level,
+            status="active",
+            is_external=external,
+            external_target=data.external_target,
+            external_owner=data.external_owner,
+            contact_email=data.contact_email,
+            vendor=data.vendor,
+            sla_date=data.sla_date,
+            escalation_date=data.escalation_date,
+            notes=data.notes,
+            created_by_user_id=caller.user_id,
+            created_at=clock.now(),
+            updated_at=None,
+            before_item_id=edge[0] if edge else None,
+            after_item_id=edge[1] if edge else None,
+        )
+    return to_out(dep)
+
+
+_UPDATABLE = {
+    "status": m.Dependency.status,
+    "risk_level": m.Dependency.risk_level,
+    "sla_date": m.Dependency.sla_date,
+    "escalation_date": m.Dependency.escalation_date,
+    "notes": m.Dependency.notes,
+}
+
+
+def update_dependency(caller: Caller, dependency_id: str, data: DependencyUpdate) -> DependencyOut:
+    """Change status, riskLevel, slaDate, escalationDate or notes.
+
+    Leaving ``cancelled`` puts the dependency's order back into force, so that
+    change must pass the cycle check exactly like a create.
+    """
+    caller.require_write()
+    sent = data.model_fields_set & set(_UPDATABLE)
+    if "status" in sent and data.status is None:
+        raise InvalidInput.for_field("status", "must be one of: " + ", ".join(DEPENDENCY_STATUSES))
+    if "risk_level" in sent and data.risk_level is None:
+        raise InvalidInput.for_field("riskLevel", "must be one of: low, medium, high, critical")
+    _, organization_id = _visible(caller, dependency_id)
+    with write_transaction(f"org:{organization_id}"):
+        # Re-read under the lock: the reactivation check must see the current status.
+        dep = m.Dependency.get_or_none(m.Dependency.id == dependency_id)
+        if dep is None:
+            raise NotFound(f"dependency {dependency_id} not found")
+        status = data.status if "status" in sent else dep.status
+        edge = graph.ordering_edge(
+            dep.dependency_type, dep.source_item_id, dep.target_item_id, status, dep.is_external
+        )
+        if dep.status == "cancelled" and edge is not None:
+            cycle = graph.find_closing_cycle(*edge)
+            if cycle is not None:
+                raise CycleDetected(cycle)
+        updates = {_UPDATABLE[name]: getattr(data, name) for name in sent}
+        updates[m.Dependency.updated_at] = clock.now()
+        updates[m.Dependency.before_item_id] = edge[0] if edge else None
+        updates[m.Dependency.after_item_id] = edge[1] if edge else None
+        m.Dependency.update(updates).where(m.Dependency.id == dependency_id).execute()
+        dep = m.Dependency.get_by_id(dependency_id)
+    return to_out(dep)
+
+
+def delete_dependency(caller: Caller, dependency_id: str) -> Message:
+    caller.require_write()
+    _, organization_id = _visible(caller, dependency_id)
+    with write_transaction(f"org:{organization_id}"):
+        deleted = m.Dependency.delete().where(m.Dependency.id == dependency_id).execute()
+    if not deleted:  # removed by a concurrent request between the lookup and the lock
+        raise NotFound(f"dependency {dependency_id} not found")
+    return Message(message=f"Dependency {dependency_id} deleted successfully")
