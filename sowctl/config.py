@@ -78,3 +78,25 @@ def profile(data: dict[str, Any], name: str) -> dict[str, Any]:
 
         raise InvalidInput(f"config file {config_path()}: profile {name!r} must be a table")
     return dict(values)
+
+
+def mask(secret: str | None) -> str:
+    """What may be shown of a token or API key: its prefix and a few characters."""
+    if not secret:
+        return ""
+    return secret[:9] + "…" if len(secret) > 12 else "…"
+
+
+def mask_url(url: str | None) -> str | None:
+    """A server or database URL with its password (if any) replaced by ***."""
+    if not url or "://" not in url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

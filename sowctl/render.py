@@ -7,7 +7,6 @@ when a human is looking, so scripted calls start fast.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ def is_tty() -> bool:
 
 
 def emit_json(data: Any) -> None:
+    import json  # imported when used, like Rich: `sowctl --help` needs neither
+
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -42,6 +43,8 @@ def text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict | list):
+        import json
+
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return str(value).replace("\t", " ").replace("\n", " ")
 

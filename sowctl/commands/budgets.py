@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sowctl import money, render
+from sowctl import render
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.render import Column, emit_json, emit_rows
@@ -26,7 +26,13 @@ MONEY_COLUMNS = [
 
 def money_cell(key: str):
     """Money for a table cell: thousands separators for people, plain digits when piped."""
-    return lambda row: money.display(row.get(key), grouping=render.is_tty())
+
+    def cell(row: dict) -> str:
+        from sowctl import money  # imported when a cell is shown (decimal): keeps start-up light
+
+        return money.display(row.get(key), grouping=render.is_tty())
+
+    return cell
 
 
 def negative_red(key: str):
@@ -95,6 +101,8 @@ def snapshot(
     if json_:
         emit_json(result)
         return
+    from sowctl import money
+
     detail = result["data"]
     totals = detail.get("totals") or {}
     footer = {"DESCRIPTION": "Total", **{h: money.display(totals.get(k)) for h, k in MONEY_COLUMNS}}

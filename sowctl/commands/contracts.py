@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sowctl import money, render
+from sowctl import render
 from sowctl.commands._options import Json
 from sowctl.context import app_context
 from sowctl.render import emit_json, emit_object
@@ -53,6 +53,8 @@ def show(
 
 def flatten(contract: dict, *, grouping: bool) -> dict:
     """One level of key/value pairs: money with 2+ decimals, customer and terms spelled out."""
+    from sowctl import money  # imported when used (decimal): keeps start-up light
+
     shown = {key: contract.get(key) for key in FIELDS}
     for key in MONEY_FIELDS:
         shown[key] = money.display(contract.get(key), grouping=grouping)

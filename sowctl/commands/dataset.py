@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -79,6 +77,8 @@ def export_command(
     app_context(ctx).open_local_database("export")
     with _export_progress() as progress:
         data = export_dataset(progress=progress)
+    import json  # imported when used: keeps start-up light
+
     records = sum(len(rows) for rows in data.values())
     if compact or records > INDENT_UP_TO:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -95,6 +95,8 @@ def export_command(
 
 
 def _read_json(file: Path) -> Any:
+    import json
+
     name = "stdin" if str(file) == "-" else str(file)
     try:
         text = sys.stdin.read() if str(file) == "-" else file.read_bytes()
@@ -112,6 +114,8 @@ def _read_json(file: Path) -> Any:
 
 def _write_atomically(path: Path, text: str) -> None:
     """Temp file in the same directory, fsync, then os.replace: all of the file or none."""
+    import tempfile
+
     target = path.expanduser()
     try:
         fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

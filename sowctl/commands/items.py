@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -123,6 +122,8 @@ def reorder_items(
 ) -> None:
     """Set the order of several items at once: all of them, or none."""
     if from_file is not None:
+        import json
+
         try:
             body = json.load(from_file)
         except json.JSONDecodeError as exc:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
-from decimal import Decimal
 from typing import Annotated, Any
 
 import typer
 
-from sowctl import money, render
+from sowctl import render
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.errors import UsageError
@@ -37,7 +35,13 @@ REQUIRED = [
 
 def money_cell(key: str):
     """Money for a table cell: thousands separators for people, plain digits when piped."""
-    return lambda row: money.display(row.get(key), grouping=render.is_tty())
+
+    def cell(row: dict) -> str:
+        from sowctl import money  # imported when a cell is shown (decimal): keeps start-up light
+
+        return money.display(row.get(key), grouping=render.is_tty())
+
+    return cell
 
 
 LIST_COLUMNS = [
@@ -105,6 +109,10 @@ def list_pos(
     quiet: Quiet = False,
 ) -> None:
     """List the purchase orders of a project (a sowctl extension of the API)."""
+    from decimal import Decimal
+
+    from sowctl import money
+
     result = app_context(ctx).call("finance.list_pos", query={"project_id": project})
     orders = result["data"]
     footer = {
@@ -115,6 +123,8 @@ def list_pos(
 
 
 def show_order(order: dict, json_: bool) -> None:
+    from sowctl import money
+
     if json_:
         emit_json(order)
         return
@@ -180,6 +190,8 @@ def _quantity(text: str) -> int | float:
 
 
 def _read_body(stream) -> dict[str, Any]:
+    import json
+
     try:
         body = json.load(stream)
     except json.JSONDecodeError as exc:

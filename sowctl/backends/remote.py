@@ -1,0 +1,409 @@
+"""Remote mode: every operation as an HTTP request to a sowctl server (or the real service).
+
+The operation registry says how to call each operation (method, path, group,
+paging); this module turns that into an httpx request, authenticates it by
+group, fetches every page of a list, retries what is safe to retry, and maps
+HTTP errors back to the typed errors of ``sowctl.errors``, so a command prints
+the same output and exits with the same code in local and remote mode.
+
+Retry policy: connection errors, 502/503/504 and 429 are retried with
+exponential backoff and full jitter (base ``BACKOFF_BASE``, cap ``BACKOFF_CAP``,
+at most ``MAX_RETRIES`` retries, ``SOWCTL_RETRIES`` overrides the count, 0
+disables). Only idempotent requests (GET, PUT, DELETE) are retried after they
+may have reached the server; a POST is retried only when the connection could
+not even be opened, since then nothing was sent.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import time
+import weakref
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import httpx
+
+from sowctl import __version__ as _version
+from sowctl import operations
+from sowctl.config import mask_url
+from sowctl.errors import (
+    Forbidden,
+    InvalidInput,
+    Issue,
+    NotFound,
+    RateLimited,
+    RemoteError,
+    ServiceUnavailable,
+    Unauthorized,
+)
+
+if TYPE_CHECKING:
+    from sowctl.operations import Operation
+    from sowctl.settings import Settings
+
+BACKOFF_BASE = 0.2  # seconds before the first retry (upper bound of the jittered delay)
+BACKOFF_CAP = 5.0  # no single wait is longer, Retry-After included
+MAX_RETRIES = 4
+PAGE_SIZE = 100  # the servers' maximum page size
+DEFAULT_TIMEOUT = 10.0
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# The one Group B route whose organization/company headers have no "x-" prefix (spec §5.2).
+PURCHASE_ORDER_PATH = "/api/external/create-purchase-order"
+
+# Group C's message texts (spec §7.3): they say less than the issues that come with them.
+GENERIC_MESSAGES = frozenset(
+    (
+        "invalid input data",
+        "authorization not provided",
+        "insufficient access",
+        "not found",
+        "internal server error",
+    )
+)
+
+_sleep = time.sleep  # tests replace it to record the waits
+
+
+def retry_count() -> int:
+    """How many times a failed request is retried: ``SOWCTL_RETRIES`` or ``MAX_RETRIES``."""
+    text = os.environ.get("SOWCTL_RETRIES", "").strip()
+    if not text:
+        return MAX_RETRIES
+    try:
+        return max(0, int(text))
+    except ValueError:
+        from sowctl.errors import UsageError
+
+        raise UsageError(f"SOWCTL_RETRIES must be a whole number, not {text!r}") from None
+
+
+def backoff_delay(attempt: int) -> float:
+    """Full jitter: a uniform wait in [0, min(cap, base * 2**attempt)]."""
+    return random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * (2**attempt)))
+
+
+def retry_after_delay(response: httpx.Response, attempt: int) -> float:
+    """The server's Retry-After (seconds or an HTTP date), capped; backoff when absent."""
+    value = response.headers.get("retry-after", "").strip()
+    seconds: float | None = None
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                moment = email.utils.parsedate_to_datetime(value)
+                seconds = (moment - datetime.now(UTC)).total_seconds()
+            except (TypeError, ValueError):
+                seconds = None
+    if seconds is None:
+        return backoff_delay(attempt)
+    return min(BACKOFF_CAP, max(0.0, seconds))
+
+
+class RemoteBackend:
+    mode = "remote"
+
+    def __init__(self, settings: Settings, transport: httpx.BaseTransport | None = None) -> None:
+        if not settings.server:
+            from sowctl.errors import UsageError
+
+            raise UsageError("remote mode needs --server (or SOWCTL_SERVER)")
+        self.settings = settings
+        self.base_url = settings.server.rstrip("/")
+        self.shown_url = mask_url(self.base_url)  # what messages show: no password
+        self.timeout = float(settings.timeout if settings.timeout is not None else DEFAULT_TIMEOUT)
+        self.retries = retry_count()
+        self._transport = transport
+        self._client: httpx.Client | None = None
+
+    # --- the HTTP client ----------------------------------------------------------
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(
+                timeout=httpx.Timeout(self.timeout),
+                transport=self._transport,
+                follow_redirects=False,
+                headers={"User-Agent": f"sowctl/{_version}", "Accept": "application/json"},
+            )
+            weakref.finalize(self, self._client.close)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # --- Backend.call ---------------------------------------------------------------
+
+    def call(
+        self,
+        name: str,
+        params: dict[str, str] | None = None,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        *,
+        all_pages: bool = True,
+    ) -> Any:
+        op = operations.get(name)
+        url = self.url_for(op, params or {})
+        headers = self.auth_headers(op)
+        # The same text the local backend validates (it turns every value into str).
+        query = {key: str(value) for key, value in (query or {}).items() if value is not None}
+        if op.paginated and all_pages and not ({"page", "limit"} & query.keys()):
+            return self._all_pages(op, url, query, headers)
+        if op.list_key and all_pages and not ({"limit", "offset"} & query.keys()):
+            return self._all_offsets(op, url, query, headers)
+        return self._json(op, self.request(op, url, query, body, headers=headers))
+
+    def url_for(self, op: Operation, params: dict[str, str]) -> str:
+        path = op.path
+        for name in op.path_params:
+            value = params.get(name)
+            if not value:
+                raise NotFound(f"missing path parameter {name}")
+            path = path.replace("{" + name + "}", quote(str(value), safe=""))
+        return self.base_url + path
+
+    def auth_headers(self, op: Operation) -> dict[str, str]:
+        """Credentials by group (spec §5); a missing one is refused before any request."""
+        s = self.settings
+        if op.group in ("A", "C"):
+            return {"Authorization": f"Bearer {_need(s.token, '--token', 'SOWCTL_TOKEN')}"}
+        key = _need(s.api_key, "--api-key", "SOWCTL_API_KEY")
+        org = _need(s.org, "--org", "SOWCTL_ORG")
+        company = _need(s.company, "--company", "SOWCTL_COMPANY")
+        prefix = "" if op.path == PURCHASE_ORDER_PATH else "x-"
+        return {"x-api-key": key, f"{prefix}organization-id": org, f"{prefix}company-id": company}
+
+    # --- paging -------------------------------------------------------------------------
+
+    def _all_pages(self, op: Operation, url: str, query: dict[str, str], headers: dict) -> Any:
+        """Group A/B page+limit lists: every page, concatenated into one array."""
+        records: list[Any] = []
+        envelope: dict | None = None  # a Group B list wraps its records in {"data": [...]}
+        page, previous = 1, None
+        while True:
+            page_query = {**query, "page": str(page), "limit": str(PAGE_SIZE)}
+            response = self.request(op, url, page_query, headers=headers)
+            body = self._json(op, response)
+            if isinstance(body, dict) and isinstance(body.get("data"), list):
+                envelope, chunk = body, body["data"]
+            elif isinstance(body, list):
+                chunk = body
+            else:
+                return body  # not a list after all: show what the server said
+            if chunk and chunk == previous:
+                break  # the server ignores `page`: the same page again would loop forever
+            previous = chunk
+            records.extend(chunk)
+            total = _int_header(response, "x-total-count")
+            more = "next" in response.links if response.headers.get("link") else None
+            if not chunk or (total is not None and len(records) >= total):
+                break
+            if more is False or (more is None and total is None and len(chunk) < PAGE_SIZE):
+                break
+            page += 1
+        if envelope is not None:
+            return {**envelope, "data": records}
+        return records
+
+    def _all_offsets(self, op: Operation, url: str, query: dict[str, str], headers: dict) -> Any:
+        """Group C limit/offset lists: every record, as {list_key: [...], "total": n}."""
+        key = op.list_key or ""
+        records: list[Any] = []
+        total = 0
+        while True:
+            page_query = {**query, "limit": str(PAGE_SIZE), "offset": str(len(records))}
+            body = self._json(op, self.request(op, url, page_query, headers=headers))
+            if not isinstance(body, dict) or not isinstance(body.get(key), list):
+                return body
+            chunk = body[key]
+            records.extend(chunk)
+            total = int(body.get("total") or 0)
+            if not chunk or len(records) >= total:
+                break
+        return {key: records, "total": total}
+
+    # --- one request, with retries ---------------------------------------------------
+
+    def request(
+        self,
+        op: Operation,
+        url: str,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        headers = headers if headers is not None else self.auth_headers(op)
+        method = op.method.upper()
+        idempotent = method in IDEMPOTENT
+        content = None
+        if body is not None:
+            content = json.dumps(body).encode("utf-8")
+            headers = {**headers, "Content-Type": "application/json"}
+        attempt = 0
+        while True:
+            try:
+                response = self.client.request(
+                    method, url, params=query or None, content=content, headers=headers
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                # The connection was never opened, so nothing was sent: safe to retry any method.
+                if attempt < self.retries:
+                    _sleep(backoff_delay(attempt))
+                    attempt += 1
+                    continue
+                raise self._unreachable(exc) from None
+            except httpx.TimeoutException:
+                if idempotent and attempt < self.retries:
+                    _sleep(backoff_delay(attempt))
+                    attempt += 1
+                    continue
+                maybe = "" if idempotent else "; it may have applied the request, check before resending"
+                raise ServiceUnavailable(
+                    f"server at {self.shown_url} did not answer within {self.timeout:g} s{maybe} "
+                    "(raise the limit with --timeout or SOWCTL_TIMEOUT)"
+                ) from None
+            except httpx.TransportError as exc:
+                # The request may have reached the server: only an idempotent one is resent.
+                if idempotent and attempt < self.retries:
+                    _sleep(backoff_delay(attempt))
+                    attempt += 1
+                    continue
+                raise ServiceUnavailable(
+                    f"connection to server at {self.shown_url} failed: {_reason(exc)}"
+                ) from None
+            status = response.status_code
+            if status in RETRY_STATUSES and idempotent and attempt < self.retries:
+                delay = retry_after_delay(response, attempt) if status == 429 else backoff_delay(attempt)
+                response.close()
+                _sleep(delay)
+                attempt += 1
+                continue
+            if status >= 400:
+                raise self._error(op, response, attempts=attempt + 1)
+            return response
+
+    def _unreachable(self, exc: Exception) -> ServiceUnavailable:
+        if isinstance(exc, httpx.ConnectTimeout):
+            return ServiceUnavailable(
+                f"cannot reach server at {self.shown_url}: no connection within {self.timeout:g} s"
+            )
+        return ServiceUnavailable(f"cannot reach server at {self.shown_url}: {_reason(exc)}")
+
+    # --- answers ----------------------------------------------------------------------------
+
+    def _json(self, op: Operation, response: httpx.Response) -> Any:
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            kind = response.headers.get("content-type", "no content type").split(";")[0]
+            raise ServiceUnavailable(
+                f"server at {self.shown_url} answered {op.method} {op.path} with HTTP "
+                f"{response.status_code} and {kind}, not JSON: is --server a sowctl API URL?"
+            ) from None
+
+    def _error(self, op: Operation, response: httpx.Response, attempts: int) -> Exception:
+        status = response.status_code
+        message, issues = _error_message(op, response)
+        if status == 400:
+            return InvalidInput(message, issues)
+        if status == 401:
+            return Unauthorized(message)
+        if status == 403:
+            return Forbidden(message)
+        if status == 404:
+            return NotFound(message)
+        if status == 429:
+            retry_after = _int_header(response, "retry-after") or 0
+            suffix = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+            return RateLimited(f"rate limited by server: {message}{suffix}", retry_after)
+        if status >= 500:
+            suffix = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+            return RemoteError(status, f"server error (HTTP {status}): {message}{suffix}")
+        return RemoteError(status, message)
+
+    # --- health -------------------------------------------------------------------------------
+
+    def health(self, timeout: float = 3.0) -> tuple[bool, str]:
+        """GET /healthz once, without retries: (answers, what it said)."""
+        url = self.base_url + "/healthz"
+        try:
+            response = self.client.get(url, timeout=httpx.Timeout(timeout))
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            return False, str(self._unreachable(exc).message)
+        except httpx.TimeoutException:
+            return False, f"server at {self.shown_url} did not answer within {timeout:g} s"
+        except httpx.TransportError as exc:
+            return False, f"connection to server at {self.shown_url} failed: {_reason(exc)}"
+        try:
+            body = response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        if response.status_code == 200 and isinstance(body, dict) and body.get("status") == "ok":
+            return True, "ok"
+        return False, f"GET /healthz answered HTTP {response.status_code}" + (
+            "" if body is not None else " and not JSON"
+        )
+
+
+def _need(value: str | None, option: str, env: str) -> str:
+    if not value:
+        raise Unauthorized(f"remote mode needs {option} (or {env}) for this command")
+    return value
+
+
+def _int_header(response: httpx.Response, name: str) -> int | None:
+    try:
+        return int(response.headers[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    lowered = text.lower()
+    if "refused" in lowered:
+        return "connection refused"
+    if "name or service not known" in lowered or "nodename nor servname" in lowered:
+        return "unknown host"
+    return text or type(exc).__name__
+
+
+def _error_message(op: Operation, response: httpx.Response) -> tuple[str, list[Issue]]:
+    """The server's own words: ``error`` (Groups A/B) or ``message`` + issues (Group C)."""
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    reason = response.reason_phrase or "no details"
+    fallback = reason if response.status_code >= 500 else f"HTTP {response.status_code} {reason}"
+    if not isinstance(body, dict):
+        return fallback, []
+    issues = []
+    for raw in body.get("issues") or []:
+        if isinstance(raw, dict):
+            path = raw.get("path") or []
+            issues.append(
+                Issue(tuple(path) if isinstance(path, list) else (str(path),), str(raw.get("message", "")))
+            )
+    message = body.get("error") if op.group in ("A", "B") else body.get("message")
+    if not isinstance(message, str) or not message:
+        message = body.get("error") or body.get("message") or fallback
+    details = [issue.describe() for issue in issues if issue.describe() not in message]
+    if details and str(message).lower() in GENERIC_MESSAGES:
+        message = "; ".join(details)  # what local mode says: the issues themselves
+    elif details:
+        message = f"{message}: {'; '.join(details)}"
+    return str(message), issues

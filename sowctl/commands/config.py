@@ -1,0 +1,168 @@
+"""sowctl config: named profiles of connection settings in the TOML config file."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from sowctl import config
+from sowctl.commands._options import Json
+from sowctl.context import app_context
+from sowctl.errors import NotFound, UsageError
+from sowctl.render import Column, emit_json, emit_rows
+
+app = typer.Typer(
+    help="Profiles of connection settings (server, token, api_key, org, company, db, timeout).",
+    no_args_is_help=True,
+)
+
+ProfileOption = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        "-p",
+        help="Profile to use (default: the global --profile, then the current one, then 'default').",
+        show_default=False,
+    ),
+]
+ShowSecrets = Annotated[bool, typer.Option("--show-secrets", help="Print tokens and API keys in full.")]
+KEYS_HELP = ", ".join(config.PROFILE_KEYS)
+
+
+def shown(key: str, value: Any, show_secrets: bool = False) -> Any:
+    return config.mask(str(value)) if key in config.SECRET_KEYS and not show_secrets else value
+
+
+def _key(key: str) -> str:
+    name = key.strip().lower().replace("-", "_")
+    if name not in config.PROFILE_KEYS:
+        raise UsageError(f"unknown key {key!r}; keys are: {KEYS_HELP}")
+    return name
+
+
+def _profile_name(ctx: typer.Context, data: dict, requested: str | None) -> str:
+    return config.active_profile_name(data, requested or app_context(ctx).options.profile)
+
+
+def _value(key: str, text: str) -> Any:
+    if key == "timeout":
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not value > 0:
+            raise UsageError(f"timeout must be a positive number of seconds, not {text!r}")
+        return value
+    if key == "server" and not text.startswith(("http://", "https://")):
+        raise UsageError(f"server must be an http:// or https:// URL, not {text!r}")
+    if not text:
+        raise UsageError(f"{key} must not be empty (use 'sowctl config unset {key}')")
+    return text
+
+
+@app.command("set")
+def set_value(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help=f"One of: {KEYS_HELP}.", show_default=False)],
+    value: Annotated[str, typer.Argument(help="The value to store.", show_default=False)],
+    profile: ProfileOption = None,
+) -> None:
+    """Store KEY=VALUE in a profile (the file is written atomically, mode 0600)."""
+    name = _key(key)
+    stored = _value(name, value)
+    data = config.load()
+    target = _profile_name(ctx, data, profile)
+    values = data.setdefault("profiles", {}).setdefault(target, {})
+    values[name] = stored
+    other = {"server": "db", "db": "server"}.get(name)
+    if other and other in values:
+        # A profile is local or remote, never both: the newer choice wins.
+        del values[other]
+        sys.stderr.write(f"note: removed {other} from profile {target} (it now uses {name})\n")
+    path = config.save(data)
+    sys.stderr.write(f"set {name} in profile {target} ({path})\n")
+
+
+@app.command("unset")
+def unset_value(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help=f"One of: {KEYS_HELP}.", show_default=False)],
+    profile: ProfileOption = None,
+) -> None:
+    """Remove KEY from a profile."""
+    name = _key(key)
+    data = config.load()
+    target = _profile_name(ctx, data, profile)
+    values = data.get("profiles", {}).get(target, {})
+    if name not in values:
+        raise NotFound(f"{name} is not set in profile {target}")
+    del values[name]
+    config.save(data)
+    sys.stderr.write(f"removed {name} from profile {target}\n")
+
+
+@app.command("get")
+def get_value(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help=f"One of: {KEYS_HELP}.", show_default=False)],
+    profile: ProfileOption = None,
+    show_secrets: ShowSecrets = False,
+) -> None:
+    """Print one value of a profile (tokens and API keys masked unless --show-secrets)."""
+    name = _key(key)
+    data = config.load()
+    target = _profile_name(ctx, data, profile)
+    values = config.profile(data, target)
+    if name not in values:
+        raise NotFound(f"{name} is not set in profile {target}")
+    value = values[name]
+    sys.stdout.write(f"{shown(name, value, show_secrets)}\n")
+
+
+@app.command("list")
+def list_profiles(
+    ctx: typer.Context,
+    show_secrets: ShowSecrets = False,
+    json_: Json = False,
+) -> None:
+    """Show every profile and its values; the current profile is marked with *."""
+    data = config.load()
+    current = _profile_name(ctx, data, None)
+    profiles = {
+        name: {key: shown(key, value, show_secrets) for key, value in values.items()}
+        for name, values in sorted(data.get("profiles", {}).items())
+    }
+    if json_:
+        emit_json({"current": current, "path": str(config.config_path()), "profiles": profiles})
+        return
+    rows = [
+        {"profile": name, "current": "*" if name == current else "", "key": key, "value": value}
+        for name, values in profiles.items()
+        for key, value in (values.items() or [("", "")])
+    ]
+    columns = [Column("CURRENT", "current"), Column("PROFILE", "profile"), Column("KEY", "key")]
+    emit_rows(rows, [*columns, Column("VALUE", "value")], title=str(config.config_path()))
+
+
+@app.command("use")
+def use_profile(
+    name: Annotated[str, typer.Argument(help="The profile to make current.", show_default=False)],
+) -> None:
+    """Make NAME the current profile (used when --profile and SOWCTL_PROFILE are absent)."""
+    data = config.load()
+    if name not in data.get("profiles", {}) and name != "default":
+        raise NotFound(
+            f"no profile {name!r} in {config.config_path()}; "
+            f"create it with 'sowctl config set server URL --profile {name}'"
+        )
+    data["current"] = name
+    config.save(data)
+    sys.stderr.write(f"current profile: {name}\n")
+
+
+@app.command("path")
+def show_path() -> None:
+    """Print the config file's path."""
+    sys.stdout.write(f"{config.config_path()}\n")

@@ -1,0 +1,120 @@
+"""sowctl status: which mode, target and identity are in effect, and whether the target answers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sowctl.commands._options import Json
+from sowctl.context import app_context
+from sowctl.render import emit_json, emit_object
+
+HEALTH_TIMEOUT = 3.0  # seconds; status must answer quickly even when the server does not
+
+
+def status(ctx: typer.Context, json_: Json = False) -> None:
+    """Show the mode, server or database, profile and identity in effect, and whether it answers."""
+    from sowctl.config import mask, mask_url
+
+    context = app_context(ctx)
+    settings = context.settings
+    report: dict[str, Any] = {
+        "mode": "remote" if settings.remote else "local",
+        "server": mask_url(settings.server) if settings.remote else None,
+        "timeout": settings.timeout if settings.remote else None,
+        "database": None,
+        "profile": settings.profile,
+        "identity": {
+            "token": mask(settings.token) or None,
+            "apiKey": mask(settings.api_key) or None,
+            "org": settings.org,
+            "company": settings.company,
+        },
+    }
+    if settings.remote:
+        from sowctl.backends.remote import RemoteBackend
+
+        backend = RemoteBackend(settings)
+        try:
+            ok, detail = backend.health(min(HEALTH_TIMEOUT, settings.timeout or HEALTH_TIMEOUT))
+        finally:
+            backend.close()
+        report.update(reachable=ok, detail=detail)
+    else:
+        report["database"] = mask_url(_database_name(settings.db))
+        report.update(_database_health(settings.db))
+    if json_:
+        emit_json(report)
+    else:
+        flat = {key: value for key, value in report.items() if key != "identity"}
+        flat.update({f"identity.{key}": value for key, value in report["identity"].items()})
+        emit_object({key: value for key, value in flat.items() if value is not None}, json_mode=False)
+    if not report["reachable"]:
+        sys.stderr.write(f"error: {report['detail']}\n")
+        raise typer.Exit(5)
+
+
+def _database_name(db: str | None) -> str:
+    if db:
+        return db
+    from sowctl.db import default_sqlite_path
+
+    return str(default_sqlite_path())
+
+
+def _sqlite_path(db: str | None) -> Path | None:
+    target = _database_name(db)
+    if "://" not in target:
+        return Path(target).expanduser()
+    scheme, rest = target.split("://", 1)
+    if scheme.lower() == "sqlite":
+        return Path(rest[1:]).expanduser() if rest[1:] else None
+    return None
+
+
+def _database_health(db: str | None) -> dict[str, Any]:
+    """Open the database without creating or migrating it; report its schema version."""
+    from sowctl import db as database_module
+    from sowctl.errors import SowctlError
+
+    path = _sqlite_path(db)
+    if path is not None and not path.exists():
+        return {
+            "reachable": False,
+            "detail": f"database {path} does not exist yet (a command that writes creates it)",
+            "schemaVersion": None,
+            "expectedSchemaVersion": database_module.SCHEMA_VERSION,
+        }
+    try:
+        database = database_module.open_database(db, migrate=False)
+        try:
+            version = database_module.schema_version() if _has_meta(database) else 0
+        finally:
+            database.close()
+    except SowctlError as exc:
+        return {"reachable": False, "detail": exc.message, "schemaVersion": None}
+    except Exception as exc:  # a driver error: the database is there but unusable
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return {"reachable": False, "detail": f"cannot open database: {first}", "schemaVersion": None}
+    expected = database_module.SCHEMA_VERSION
+    if version == expected:
+        detail = "ok"
+    elif version < expected:
+        detail = f"ok (schema version {version}; the next command migrates it to {expected})"
+    else:
+        detail = f"schema version {version} is newer than this sowctl ({expected}); upgrade sowctl"
+    return {
+        "reachable": version <= expected,
+        "detail": detail,
+        "schemaVersion": version,
+        "expectedSchemaVersion": expected,
+    }
+
+
+def _has_meta(database: Any) -> bool:
+    from sowctl import models
+
+    return database.table_exists(models.Meta._meta.table_name)
