@@ -111,8 +111,12 @@ def _v1_initial(database: pw.Database) -> None:
     database.create_tables(models.ALL_MODELS, safe=True)
 
 
+def _v2_request_log(database: pw.Database) -> None:
+    database.create_tables(models.V2_MODELS, safe=True)
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
-MIGRATIONS: list[Callable[[pw.Database], None]] = [_v1_initial]
+MIGRATIONS: list[Callable[[pw.Database], None]] = [_v1_initial, _v2_request_log]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -94,10 +94,12 @@ def fresh_database(base_url: str) -> str:
     with _cleaner.cursor() as cur:
         cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         existing = {row[0] for row in cur.fetchall()}
-        for model in reversed(models.ALL_MODELS):
+        for model in reversed(models.ALL_MODELS + list(getattr(models, "V2_MODELS", []))):
             table = model._meta.table_name
             if table in existing and table != "meta":
                 cur.execute(f'DELETE FROM "{table}"')
+        if "meta" in existing:  # run-time state (faults, clock, rank marks), not the schema version
+            cur.execute("DELETE FROM meta WHERE key <> 'schema_version'")
         cur.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")
         for (sequence,) in cur.fetchall():
             cur.execute(f'ALTER SEQUENCE "{sequence}" RESTART WITH 1')

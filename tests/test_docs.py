@@ -58,3 +58,12 @@ def test_readme_setup_commands_match_ci() -> None:
     assert "bash .ci/run" in README
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
     assert "pytest" in ci
+
+
+def test_readme_fixture_example_is_the_tested_file() -> None:
+    """The README's pytest example is byte-identical to the test that runs it in CI."""
+    source = (Path(__file__).parent / "test_readme_fixture.py").read_text().splitlines(keepends=True)
+    body = "".join(source[4:])  # after the 3-line "keep identical" comment and a blank line
+    section = README.split("## Using `sowctl serve` in your test suite", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```\n", 1)[0]
+    assert block == body

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -33,6 +34,73 @@ def serve(
         int, typer.Option("--rate-per-day", min=1, help="Group B requests per API key per day.")
     ] = 5000,
     quiet: Annotated[bool, typer.Option("--quiet", help="No access log on stderr.")] = False,
+    cors: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors",
+            metavar="ORIGIN",
+            help='Allow browser calls from ORIGIN (repeatable; "*" for any). Default: no CORS.',
+        ),
+    ] = None,
+    admin_token: Annotated[
+        str | None,
+        typer.Option(
+            "--admin-token",
+            envvar="SOWCTL_ADMIN_TOKEN",
+            metavar="TOKEN",
+            help="Enable the /_admin API (reset, datasets, tokens, faults, clock, request log) "
+            "for callers sending Authorization: Bearer TOKEN.",
+        ),
+    ] = None,
+    admin: Annotated[
+        bool,
+        typer.Option(
+            "--admin", help='Enable the /_admin API with a new random token, printed as "Admin token: ...".'
+        ),
+    ] = False,
+    latency: Annotated[
+        str | None,
+        typer.Option(
+            "--latency", metavar="MIN..MAX", help="Add latency to API requests: 100ms, or 50ms..200ms."
+        ),
+    ] = None,
+    fault_rate: Annotated[
+        float,
+        typer.Option("--fault-rate", min=0.0, max=1.0, help="Share of API requests that fail (0 to 1)."),
+    ] = 0.0,
+    fault_status: Annotated[
+        int, typer.Option("--fault-status", min=400, max=599, help="HTTP status of an injected failure.")
+    ] = 503,
+    fault_mode: Annotated[
+        str,
+        typer.Option(
+            "--fault-mode", help="error: an error response; drop: close the connection without one."
+        ),
+    ] = "error",
+    fault_route: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fault-route",
+            metavar="PATTERN",
+            help='Only these routes get latency and faults (repeatable): "/api/items/*", "GET /projects".',
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="Reproducible ids and tokens (implies a single worker)."),
+    ] = None,
+    fixed_clock: Annotated[
+        str | None,
+        typer.Option(
+            "--clock", metavar="TIMESTAMP", help="Freeze the service clock, e.g. 2026-01-01T00:00:00Z."
+        ),
+    ] = None,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record", metavar="FILE", help="Append every successful write request to FILE (JSON lines)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (Groups A, B and C) until Ctrl-C or SIGTERM.
 
@@ -40,6 +108,11 @@ def serve(
     is migrated before the workers start. With --demo an empty database gets the
     demo dataset; a non-empty one that holds the demo organization just gets a
     fresh token and API key.
+
+    As a test double: --admin-token (or --admin) enables /_admin (reset, datasets,
+    tokens, keys, faults, clock, request log); --latency and --fault-* inject delays
+    and failures; --seed and --clock make ids and timestamps reproducible; --record
+    FILE keeps every successful write for 'sowctl replay'.
     """
     from functools import partial
 
@@ -48,17 +121,44 @@ def serve(
     from sowctl.server.runner import serve as run_server
     from sowctl.server.settings import ServerSettings
 
+    double = _test_double_options(
+        workers=workers,
+        admin_token=admin_token,
+        admin=admin,
+        latency=latency,
+        fault_rate=fault_rate,
+        fault_status=fault_status,
+        fault_mode=fault_mode,
+        fault_route=fault_route or [],
+        seed=seed,
+        fixed_clock=fixed_clock,
+        record=record,
+    )
     context = app_context(ctx)
     context.open_local_database("serve")  # refuses --server; opens and migrates
     db_url = context.settings.db
+    if double["fixed_now"] is not None:
+        from sowctl import clock
+
+        clock.set_fixed_now(double["fixed_now"])  # --demo data is stamped with it too
     credentials = _demo_credentials() if demo else None
+    if double["admin_token"]:
+        from sowctl.services.admin import clear_runtime
+
+        clear_runtime()  # faults and clock set through /_admin by an earlier run do not carry over
     models.database_proxy.obj.close()  # each worker opens its own connection after the fork
 
     settings = ServerSettings(
-        rate_per_minute=rate_per_minute, rate_per_day=rate_per_day, access_log=not quiet
+        rate_per_minute=rate_per_minute,
+        rate_per_day=rate_per_day,
+        access_log=not quiet,
+        cors_origins=tuple(cors or ()),
+        **double,
     )
 
     def ready(url: str) -> None:
+        if admin:
+            _print(f"Admin token: {settings.admin_token}")
         _print(f"Listening on {url}")
         if credentials is not None:
             _print(_demo_text(url, *credentials))
@@ -128,3 +228,76 @@ def _demo_text(url: str, token: str, key: str, loaded: bool) -> str:
 def _print(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def _test_double_options(
+    *,
+    workers: int,
+    admin_token: str | None,
+    admin: bool,
+    latency: str | None,
+    fault_rate: float,
+    fault_status: int,
+    fault_mode: str,
+    fault_route: list[str],
+    seed: int | None,
+    fixed_clock: str | None,
+    record: Path | None,
+) -> dict[str, Any]:
+    """ServerSettings fields of the test-double options (sowctl.server.testdouble); exit 2 when wrong."""
+    from sowctl import clock
+    from sowctl.errors import InvalidInput, UsageError
+    from sowctl.server.faults import FaultConfig, parse_latency
+
+    if admin and admin_token is not None:
+        raise UsageError("use --admin (a generated token) or --admin-token TOKEN, not both")
+    if admin_token is not None and not admin_token.strip():
+        raise UsageError("--admin-token must not be empty")
+    if seed is not None and workers > 1:
+        raise UsageError(
+            "--seed needs a single worker: each worker would generate the same ids and tokens "
+            f"(got --workers {workers})"
+        )
+    try:
+        latency_ms = parse_latency(latency) if latency is not None else None
+    except ValueError as exc:
+        raise UsageError(f"--latency: {exc}") from None
+    try:
+        faults = FaultConfig(
+            latency_ms=latency_ms,
+            rate=fault_rate,
+            status=fault_status,
+            mode=fault_mode,
+            routes=tuple(fault_route),
+        )
+    except InvalidInput as exc:
+        option = {"latencyMs": "--latency", "mode": "--fault-mode"}.get(
+            str(exc.issues[0].path[0]), "--fault-route"
+        )
+        raise UsageError(f"{option}: {exc.issues[0].message}") from None
+    fixed_now = None
+    if fixed_clock is not None:
+        try:
+            fixed_now = clock.parse_timestamp(fixed_clock)
+        except ValueError:
+            raise UsageError(
+                f"--clock: {fixed_clock!r} is not a timestamp such as 2026-01-01T00:00:00Z"
+            ) from None
+    record_path = None
+    if record is not None:
+        from sowctl.server.recorder import check_writable
+
+        try:
+            check_writable(str(record))
+        except OSError as exc:
+            raise UsageError(f"--record: cannot write {record}: {exc.strerror or exc}") from None
+        record_path = str(record.resolve())
+    if admin:
+        admin_token = clock.new_secret("sowa_")
+    return {
+        "admin_token": admin_token.strip() if admin_token else None,
+        "faults": faults if faults.active else None,
+        "fixed_now": fixed_now,
+        "seed": seed,
+        "record_path": record_path,
+    }

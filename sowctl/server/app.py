@@ -22,7 +22,7 @@ from sowctl import models, operations
 from sowctl.db import open_database, with_retries
 from sowctl.errors import SowctlError
 from sowctl.operations import Operation
-from sowctl.server import auth
+from sowctl.server import auth, cors
 from sowctl.server.errors import (
     HttpStatusError,
     InternalError,
@@ -43,10 +43,7 @@ from sowctl.server.http import (
 from sowctl.server.settings import ServerSettings
 
 REQUEST_ID_KEY = "sowctl.request_id"
-EXPOSED_HEADERS = (
-    "X-Total-Count, Link, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, "
-    "Retry-After, X-Request-Id"
-)
+EXPOSED_HEADERS = cors.EXPOSE_HEADERS
 
 
 def create_app(
@@ -70,6 +67,10 @@ def create_app(
             # safe to build before a fork (no connection shared between processes).
             database.close()
     app = SowctlBottle(Dispatcher(database, settings))
+    if settings.test_double:  # serve --admin, faults, clock, seed, --record: sowctl.server.testdouble
+        from sowctl.server.testdouble import install
+
+        install(app)
     return app
 
 
@@ -250,35 +251,25 @@ class SowctlBottle(bottle.Bottle):
             bottle.response.set_header("Content-Length", str(len(body)))
             return [body]
 
-    # --- CORS -----------------------------------------------------------------
-
-    def _allowed_origin(self) -> str | None:
-        origins = self.settings.cors_origins
-        origin = bottle.request.get_header("Origin")
-        if not origins or not origin:
-            return None
-        if "*" in origins:
-            return "*"
-        return origin if origin in origins else None
+    # --- CORS (rules in sowctl.server.cors) ----------------------------------------
 
     def _finish_request(self) -> None:
         request_id = bottle.request.environ.get(REQUEST_ID_KEY)
         if request_id:
             bottle.response.set_header("X-Request-Id", request_id)
-        origin = self._allowed_origin()
-        if origin:
-            bottle.response.set_header("Access-Control-Allow-Origin", origin)
-            bottle.response.set_header("Access-Control-Expose-Headers", EXPOSED_HEADERS)
-            if origin != "*":
-                bottle.response.add_header("Vary", "Origin")
+        origin = bottle.request.get_header("Origin")
+        for name, value in cors.response_headers(self.settings.cors_origins, origin):
+            if name == "Vary":
+                bottle.response.add_header(name, value)
+            else:
+                bottle.response.set_header(name, value)
 
     def _preflight(self, path: str) -> bottle.HTTPResponse:
-        headers = {
-            "Access-Control-Allow-Methods": "GET, POST, PUT, DELETE, OPTIONS",
-            "Access-Control-Allow-Headers": "Authorization, Content-Type, x-api-key, "
-            "x-organization-id, x-company-id, organization-id, company-id",
-            "Access-Control-Max-Age": "600",
-        }
+        headers = cors.preflight_headers(
+            self.settings.cors_origins,
+            bottle.request.get_header("Origin"),
+            bottle.request.get_header("Access-Control-Request-Method"),
+        )
         return bottle.HTTPResponse(status=204, headers=headers)
 
 

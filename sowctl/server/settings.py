@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sowctl.server.faults import FaultConfig
 
 MIB = 1024 * 1024
 
@@ -35,3 +40,28 @@ class ServerSettings:
     # Read-only operations retry transient database failures ("database is locked")
     # this many times in all before answering 503.
     read_attempts: int = 3
+
+    # --- the test double (``serve --admin ...``; sowctl.server.testdouble) -------------
+    # Bearer token of the /_admin API; None: no /_admin routes at all (404).
+    admin_token: str | None = None
+    # Latency and faults injected from the start (/_admin/faults changes them at run time).
+    faults: FaultConfig | None = None
+    # A frozen clock (naive UTC) from the start (/_admin/clock changes it at run time).
+    fixed_now: datetime | None = None
+    # Reproducible ids and secrets (clock.seed) in the worker; one worker only.
+    seed: int | None = None
+    # Append every successful mutating API request to this JSON-lines file.
+    record_path: str | None = None
+    # Rows kept in the request log (GET /_admin/requests), oldest pruned first.
+    request_log_size: int = 1000
+
+    @property
+    def test_double(self) -> bool:
+        """Whether any test-double feature is on (then ``create_app`` installs the layer)."""
+        return bool(
+            self.admin_token
+            or (self.faults is not None and self.faults.active)
+            or self.fixed_now is not None
+            or self.seed is not None
+            or self.record_path
+        )

@@ -1,0 +1,254 @@
+"""The ``/_admin`` API of ``sowctl serve --admin-token TOKEN`` (or ``--admin``): test-suite controls.
+
+Off unless an admin token is set: then every route needs ``Authorization:
+Bearer <admin token>`` (compared in constant time; missing or wrong: 401).
+Without it the routes do not exist (404, like any unknown route). Bodies and
+errors are JSON, errors as ``{"error": message}``. These routes are not part of
+the service's API and are not in ``/openapi.json``.
+
+Routes:
+
+* ``POST /_admin/reset``: empty every table (data, tokens, keys, rate counters,
+  request log) and restore the start-up faults, clock and seed.
+* ``POST /_admin/dataset[?replace=true]``: load a dataset (contract §9), all or
+  nothing; ``replace`` resets first, in the same transaction. ``GET``: export.
+* ``POST /_admin/tokens`` ``{"userId", "organizationId", "role"}`` -> 201 ``{"token", "id", ...}``;
+  ``POST /_admin/keys`` ``{"organizationId"}`` -> 201 ``{"key", "id", "organizationId"}``.
+* ``GET/PUT/POST/DELETE /_admin/faults``: show, replace, clear the latency and fault config.
+* ``GET/POST /_admin/clock``: show, or set ``{"now": timestamp}`` / unfreeze ``{"now": null}``.
+* ``GET/DELETE /_admin/requests[?limit=N]``: the last N API requests (default 100), oldest first; clear.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import bottle
+import peewee as pw
+
+from sowctl import clock
+from sowctl.errors import InvalidInput, Issue, SowctlError, Unauthorized
+from sowctl.server.errors import InternalError, database_error
+from sowctl.server.faults import FaultConfig
+from sowctl.server.http import drain_body, json_bytes, parse_query, read_json_body
+
+if TYPE_CHECKING:
+    from sowctl.server.app import SowctlBottle
+    from sowctl.server.testdouble import TestDouble
+
+# A dataset document may be far larger than an API request body (1 MiB).
+MAX_DATASET_BYTES = 256 * 1024 * 1024
+DEFAULT_REQUESTS = 100
+TRUE_WORDS = frozenset({"1", "true", "yes"})
+
+
+def register(app: SowctlBottle, layer: TestDouble) -> None:
+    admin = AdminApi(app, layer)
+    routes: list[tuple[str, str, Callable[[], Any]]] = [
+        ("/_admin/reset", "POST", admin.reset),
+        ("/_admin/dataset", "GET", admin.export),
+        ("/_admin/dataset", "POST", admin.load),
+        ("/_admin/tokens", "POST", admin.token),
+        ("/_admin/keys", "POST", admin.key),
+        ("/_admin/faults", "GET", admin.get_faults),
+        ("/_admin/faults", "PUT", admin.set_faults),
+        ("/_admin/faults", "POST", admin.set_faults),
+        ("/_admin/faults", "DELETE", admin.clear_faults),
+        ("/_admin/clock", "GET", admin.get_clock),
+        ("/_admin/clock", "POST", admin.set_clock),
+        ("/_admin/requests", "GET", admin.requests),
+        ("/_admin/requests", "DELETE", admin.clear_requests),
+    ]
+    for path, method, handler in routes:
+        app.route(path, method, admin.wrap(handler), name=f"admin {method} {path}")
+
+
+class AdminApi:
+    def __init__(self, app: SowctlBottle, layer: TestDouble) -> None:
+        self.app = app
+        self.layer = layer
+        self.settings = app.settings
+        self._token = (self.settings.admin_token or "").encode("utf-8")
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def wrap(self, handler: Callable[[], Any]) -> Callable[[], bottle.HTTPResponse]:
+        def route() -> bottle.HTTPResponse:
+            from sowctl.server.app import error_response, json_response, log, log_exception
+
+            environ = bottle.request.environ
+            try:
+                self.authenticate(environ.get("HTTP_AUTHORIZATION"))
+                self.app.dispatcher.ensure_connection()
+                result = handler()
+                status, body = result if isinstance(result, tuple) else (200, result)
+                return json_response(status, json_bytes(body), {})
+            except SowctlError as exc:
+                return error_response("A", exc, {})
+            except Exception as exc:
+                mapped = database_error(exc)
+                if isinstance(exc, pw.PeeweeException):
+                    self.app.dispatcher.recover_connection()
+                if mapped is not None:
+                    log(environ, f"database unavailable: {type(exc).__name__}: {exc}")
+                    return error_response("A", mapped, {})
+                log_exception(environ)
+                return error_response("A", InternalError(), {})
+            finally:
+                drain_body(environ, self.settings.drain_bytes)
+
+        route.__name__ = handler.__name__
+        return route
+
+    def authenticate(self, authorization: str | None) -> None:
+        scheme, _, secret = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise Unauthorized("missing admin token (send Authorization: Bearer <admin token>)")
+        if not hmac.compare_digest(secret.strip().encode("utf-8"), self._token):
+            raise Unauthorized("invalid admin token")
+
+    def body(self, max_bytes: int | None = None) -> Any:
+        return read_json_body(bottle.request.environ, max_bytes or self.settings.max_body_bytes)
+
+    def query(self) -> dict[str, str]:
+        return parse_query(bottle.request.environ.get("QUERY_STRING", ""))
+
+    # --- data ------------------------------------------------------------------------------
+
+    def reset(self) -> dict[str, Any]:
+        from sowctl.services import admin as state
+
+        state.reset_database()
+        self.layer.restart()
+        return {"message": "database reset"}
+
+    def export(self) -> dict[str, Any]:
+        from sowctl.services.dataset import export_dataset
+
+        return export_dataset()
+
+    def load(self) -> dict[str, Any]:
+        from sowctl.db import write_transaction
+        from sowctl.services import admin as state
+        from sowctl.services.dataset import import_dataset
+
+        replace = self.query().get("replace", "").strip().lower() in TRUE_WORDS
+        data = self.body(MAX_DATASET_BYTES)
+        if data is None:
+            raise InvalidInput(
+                "the request body must be a dataset (a JSON object)", [Issue((), "is required")]
+            )
+        if not replace:
+            return {"imported": import_dataset(data)}
+        with write_transaction("global"):  # reset and load together, or neither
+            state.reset_database()
+            counts = import_dataset(data)
+        self.layer.restart()
+        return {"imported": counts}
+
+    def token(self) -> tuple[int, dict[str, Any]]:
+        from sowctl.services import credentials
+
+        body = _object(self.body())
+        user_id = _text(body, "userId")
+        organization_id = _text(body, "organizationId")
+        role = _text(body, "role", required=False) or "member"
+        issued = credentials.create_token(user_id, organization_id, role)
+        return 201, {
+            "token": issued.secret,
+            "id": issued.id,
+            "userId": user_id,
+            "organizationId": organization_id,
+            "role": role,
+        }
+
+    def key(self) -> tuple[int, dict[str, Any]]:
+        from sowctl.services import credentials
+
+        organization_id = _text(_object(self.body()), "organizationId")
+        issued = credentials.create_key(organization_id)
+        return 201, {"key": issued.secret, "id": issued.id, "organizationId": organization_id}
+
+    # --- faults and clock -------------------------------------------------------------------
+
+    def get_faults(self) -> dict[str, Any]:
+        return self.layer.faults.to_json()
+
+    def set_faults(self) -> dict[str, Any]:
+        from sowctl.services import admin as state
+
+        config = FaultConfig.from_json(self.body())
+        state.write_runtime("faults", config.to_json())
+        self.layer.sync()
+        return self.layer.faults.to_json()
+
+    def clear_faults(self) -> dict[str, Any]:
+        from sowctl.services import admin as state
+
+        state.write_runtime("faults", FaultConfig().to_json())
+        self.layer.sync()
+        return self.layer.faults.to_json()
+
+    def get_clock(self) -> dict[str, Any]:
+        return self._clock_json()
+
+    def set_clock(self) -> dict[str, Any]:
+        from sowctl.services import admin as state
+
+        body = _object(self.body())
+        if "now" not in body:
+            raise InvalidInput.for_field(
+                "now", 'is required: a timestamp such as "2026-01-01T00:00:00Z", or null'
+            )
+        value = body["now"]
+        if value is not None:
+            if not isinstance(value, str):
+                raise InvalidInput.for_field("now", "must be a timestamp string or null")
+            try:
+                moment = clock.parse_timestamp(value)
+            except ValueError:
+                raise InvalidInput.for_field(
+                    "now", f"{value!r} is not a timestamp such as 2026-01-01T00:00:00Z"
+                ) from None
+            value = clock.format_timestamp(moment)
+        state.write_runtime("clock", {"now": value})
+        self.layer.sync()
+        return self._clock_json()
+
+    def _clock_json(self) -> dict[str, Any]:
+        return {"now": clock.format_timestamp(clock.now()), "frozen": self.layer.fixed_now is not None}
+
+    # --- request log -------------------------------------------------------------------------
+
+    def requests(self) -> list[dict[str, Any]]:
+        from sowctl.services import admin as state
+
+        text = self.query().get("limit", str(DEFAULT_REQUESTS)).strip()
+        keep = self.settings.request_log_size
+        if not text.isdigit() or not 1 <= int(text) <= 10**9:
+            raise InvalidInput.for_field("limit", f"must be an integer from 1 to {keep}")
+        return state.recent_requests(min(int(text), keep))
+
+    def clear_requests(self) -> dict[str, Any]:
+        from sowctl.services import admin as state
+
+        return {"deleted": state.clear_requests()}
+
+
+def _object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidInput("the request body must be a JSON object", [Issue((), "must be a JSON object")])
+    return body
+
+
+def _text(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise InvalidInput.for_field(name, "is required")
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput.for_field(name, "must be a non-empty string")
+    return value.strip()

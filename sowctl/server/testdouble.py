@@ -1,0 +1,453 @@
+"""``sowctl serve`` as a test double: the layer in front of the API for tests of client code.
+
+``create_app`` installs it only when a test-double option is on
+(``ServerSettings.test_double``); otherwise requests go straight to Bottle and
+cost nothing extra. Per request, in this order:
+
+1. **Shared state.** With the admin API on, the run-time settings that
+   ``/_admin/faults`` and ``/_admin/clock`` store in the database are read (one
+   query on ``Meta``) so that every worker process follows them at once, and
+   the service clock is set from them. Without it, the start-up options apply.
+2. **Latency and faults** (``sowctl.server.faults``), decided before the
+   handler runs, so an injected failure never changes stored data. Never for
+   ``/healthz``, ``/_admin/*`` or CORS preflights.
+3. **The API itself** (``SowctlBottle``, i.e. ``Dispatcher.handle``).
+4. **Request log** (admin API on): method, path, query, status, latency,
+   caller identity and the masked, truncated bodies, in the database
+   (``GET /_admin/requests``). ``/healthz`` and ``/_admin/*`` are not logged.
+5. **Recording** (``--record FILE``, ``sowctl.server.recorder``).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import random
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+import bottle
+
+from sowctl import clock
+from sowctl.server import auth, cors
+from sowctl.server.errors import HttpStatusError, envelope, group_of_path
+from sowctl.server.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
+from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
+from sowctl.server.recorder import MUTATING, Recorder
+
+if TYPE_CHECKING:
+    from sowctl.server.app import SowctlBottle
+
+WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
+ADMIN_PREFIX = "/_admin"
+NEVER_FAULTED = ("/healthz",)
+
+
+def install(app: SowctlBottle) -> TestDouble:
+    """Put the layer in front of ``app`` (and the /_admin routes when an admin token is set)."""
+    layer = TestDouble(app)
+    if app.settings.admin_token:
+        from sowctl.server.admin import register
+
+        register(app, layer)
+    # Bottle.__call__ delegates to self.wsgi: the layer takes its place on this instance.
+    app.wsgi = layer  # type: ignore[method-assign]
+    app.test_double = layer  # type: ignore[attr-defined]
+    return layer
+
+
+def request_path(environ: dict) -> str:
+    """PATH_INFO as text (WSGI gives latin-1 decoded bytes; Bottle decodes it the same way)."""
+    return environ.get("PATH_INFO", "").encode("latin1").decode("utf8", "ignore") or "/"
+
+
+def is_admin_path(path: str) -> bool:
+    return path == ADMIN_PREFIX or path.startswith(ADMIN_PREFIX + "/")
+
+
+class TestDouble:
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, app: SowctlBottle) -> None:
+        self.app = app
+        self.inner: WSGIApp = app.wsgi
+        self.settings = app.settings
+        self.shared = bool(self.settings.admin_token)  # run-time settings live in the database
+        self.start_faults = self.settings.faults or FaultConfig()
+        self.recorder = Recorder(self.settings.record_path) if self.settings.record_path else None
+        self.rng = random.Random(self.settings.seed)  # latency and fault draws, never the ids
+        self._faults = self.start_faults
+        self._faults_raw: str | None = None
+        self._count_lock = threading.Lock()
+        self._count_left: int | None = None  # a start-up config's count, kept in this process
+        self._now = self.settings.fixed_now
+        self._clock_raw: str | None = None
+        self.restart()
+
+    def restart(self) -> None:
+        """Back to the start-up state in this process: seeds and clock (``/_admin/reset``)."""
+        if self.settings.seed is not None:
+            clock.seed(self.settings.seed)
+            self.rng.seed(self.settings.seed)
+        self._faults, self._faults_raw = self.start_faults, None
+        self._count_left = None
+        self._now, self._clock_raw = self.settings.fixed_now, None
+        clock.set_fixed_now(self._now)
+
+    # --- shared state ------------------------------------------------------------------
+
+    @property
+    def faults(self) -> FaultConfig:
+        return self._faults
+
+    @property
+    def fixed_now(self) -> datetime | None:
+        """The frozen service time, None when the clock runs."""
+        return self._now
+
+    def sync(self) -> None:
+        """Read the run-time settings (with the admin API on) and set the service clock."""
+        if not self.shared:
+            return
+        from sowctl.services import admin as state
+
+        try:
+            self.app.dispatcher.ensure_connection()
+            raw = state.read_runtime()
+        except Exception:  # the database is away: the API itself will say so (503)
+            return
+        faults_raw = raw.get("faults")
+        if faults_raw != self._faults_raw:
+            self._faults = _stored_faults(faults_raw, self.start_faults)
+            self._faults_raw = faults_raw
+        clock_raw = raw.get("clock")
+        if clock_raw != self._clock_raw:
+            self._now = _stored_clock(clock_raw, self.settings.fixed_now)
+            self._clock_raw = clock_raw
+        clock.set_fixed_now(self._now)
+
+    def _take(self, faults: FaultConfig) -> bool:
+        """One failure of a ``count``-limited config: in the database (shared), or here."""
+        if faults.count is None:
+            return True
+        if self.shared and self._faults_raw is not None:
+            from sowctl.services import admin as state
+
+            try:
+                return state.take_fault()
+            except Exception:  # the database is away: no fault rather than a wrong count
+                return False
+        with self._count_lock:
+            if self._count_left is None:
+                self._count_left = faults.count
+            if self._count_left <= 0:
+                return False
+            self._count_left -= 1
+            return True
+
+    # --- WSGI ------------------------------------------------------------------------------
+
+    def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = time.perf_counter()
+        path = request_path(environ)
+        if path in NEVER_FAULTED:
+            return self.inner(environ, start_response)
+        self.sync()
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        if is_admin_path(path):
+            return self.inner(environ, start_response)
+        fault: dict[str, Any] | None = None
+        faults = self._faults
+        if faults.active and method != "OPTIONS" and faults.matches(method, path):
+            if faults.latency_ms is not None:
+                low, high = faults.latency_ms
+                delay = self.rng.uniform(low, high) if high > low else low
+                time.sleep(delay / 1000)
+            if faults.fails and self.rng.random() < faults.rate and self._take(faults):
+                fault = {"mode": faults.mode, "status": faults.status if faults.mode == "error" else None}
+        log = self.shared
+        record = self.recorder is not None and method in MUTATING
+        if not (log or record):
+            if fault is None:
+                return self.inner(environ, start_response)
+            if fault["mode"] == "drop":
+                self._drop(environ)
+            return self._fault_response(environ, start_response, group_of_path(path), faults.status)
+        return self._observed(environ, start_response, path, method, fault, started, log, record)
+
+    def _observed(
+        self,
+        environ: dict,
+        start_response: Callable[..., Any],
+        path: str,
+        method: str,
+        fault: dict[str, Any] | None,
+        started: float,
+        log: bool,
+        record: bool,
+    ) -> Iterable[bytes]:
+        """Run the request while keeping what the request log and the recorder need."""
+        group = group_of_path(path)
+        at = clock.format_timestamp(clock.now())
+        tee = _Tee(environ.get("wsgi.input"), self.settings.max_body_bytes + 1)
+        environ["wsgi.input"] = tee
+        seen: dict[str, Any] = {}
+
+        def capture(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            seen["status"], seen["headers"] = status, headers
+            return start_response(status, headers, exc_info)
+
+        if fault is not None and fault["mode"] == "drop":
+            if log:
+                try:  # read the body first, so that the log shows what was sent
+                    read_body(environ, self.settings.max_body_bytes)
+                except Exception:  # too large or broken: the log keeps what was read
+                    pass
+                self._log(environ, path, method, group, None, {}, tee.captured, b"", started, fault)
+            self._drop(environ)
+        if fault is not None:
+            body: Iterable[bytes] = self._fault_response(environ, capture, group, fault["status"])
+        else:
+            body = self.inner(environ, capture)
+        try:
+            chunks = list(body)
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+        payload = b"".join(chunks)
+        status = int(str(seen.get("status", "500")).split(" ", 1)[0])
+        headers = dict(seen.get("headers") or [])
+        if log:
+            self._log(environ, path, method, group, status, headers, tee.captured, payload, started, fault)
+        if record and fault is None and 200 <= status < 300:
+            self._record(environ, path, method, group, status, tee.captured, payload, at)
+        return chunks
+
+    # --- faults ----------------------------------------------------------------------------
+
+    def _fault_response(
+        self, environ: dict, start_response: Callable[..., Any], group: str, status: int
+    ) -> list[bytes]:
+        from sowctl.server.app import log
+
+        drain_body(environ, self.settings.drain_bytes)  # the client gets the answer, not a reset
+        error = envelope(group, HttpStatusError(status, FAULT_MESSAGE))
+        payload = json_bytes(error.body)
+        request_id = _request_id(environ)
+        headers = {**error.headers, "Content-Type": JSON_CONTENT_TYPE, FAULT_HEADER: "error"}
+        headers["X-Request-Id"] = request_id
+        if status in (429, 503):
+            headers["Retry-After"] = "1"
+        headers["Content-Length"] = str(len(payload))
+        header_list = list(headers.items())
+        header_list += cors.response_headers(self.settings.cors_origins, environ.get("HTTP_ORIGIN"))
+        log(environ, f"injected fault: HTTP {status}")
+        start_response(f"{status} {bottle.HTTP_CODES.get(status, 'Error')}", header_list)
+        return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else [payload]
+
+    def _drop(self, environ: dict) -> None:
+        """Close the connection without any response (what a crashed server or a proxy does)."""
+        from sowctl.server.app import log
+
+        _request_id(environ)
+        log(environ, "injected fault: connection dropped")
+        sock = environ.get("gunicorn.socket")
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        # gunicorn treats ECONNRESET as a client that went away: it closes quietly. In
+        # process (no socket, e.g. httpx.WSGITransport) the caller gets this exception.
+        raise ConnectionResetError(errno.ECONNRESET, "injected fault: connection dropped")
+
+    # --- request log and recording ---------------------------------------------------------
+
+    def _log(
+        self,
+        environ: dict,
+        path: str,
+        method: str,
+        group: str,
+        status: int | None,
+        headers: dict[str, str],
+        request_body: bytes,
+        response_body: bytes,
+        started: float,
+        fault: dict[str, Any] | None,
+    ) -> None:
+        from sowctl.server.app import REQUEST_ID_KEY, log
+        from sowctl.services import admin as state
+
+        request_text, request_truncated = state.body_text(request_body)
+        response_text, response_truncated = state.body_text(response_body)
+        try:
+            entry = {
+                "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+                "request_id": headers.get("X-Request-Id") or environ.get(REQUEST_ID_KEY),
+                "method": method,
+                "path": path,
+                "query": json.dumps(state.mask(_query(environ)), ensure_ascii=False),
+                "status": status,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+                "group": group,
+                "identity": _json_or_none(identity(environ, group, path)),
+                "request_body": request_text,
+                "request_truncated": request_truncated,
+                "response_body": response_text,
+                "response_truncated": response_truncated,
+                "fault": _json_or_none(fault),
+            }
+            self.app.dispatcher.ensure_connection()
+            state.log_request(entry, self.settings.request_log_size)
+        except Exception as exc:  # the log must never cost the client its answer
+            log(environ, f"request log not written: {type(exc).__name__}: {exc}")
+
+    def _record(
+        self,
+        environ: dict,
+        path: str,
+        method: str,
+        group: str,
+        status: int,
+        request_body: bytes,
+        response_body: bytes,
+        at: str | None,
+    ) -> None:
+        from sowctl.server.app import log
+
+        assert self.recorder is not None
+        try:
+            response = _json_value(response_body)
+            response_id = response.get("id") if isinstance(response, dict) else None
+            self.recorder.append(
+                {
+                    "method": method,
+                    "path": path,
+                    "query": _query(environ),
+                    "body": _json_value(request_body),
+                    "status": status,
+                    "group": group,
+                    "identity": identity(environ, group, path),
+                    "at": at,
+                    "responseId": response_id,
+                }
+            )
+        except Exception as exc:
+            log(environ, f"request not recorded: {type(exc).__name__}: {exc}")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
+    """Who sent the request, without any secret; None when the credentials are unknown."""
+    from sowctl import models as m
+    from sowctl.services.credentials import hash_secret
+
+    try:
+        if group == "B":
+            secret = (environ.get("HTTP_X_API_KEY") or "").strip()
+            key = m.ApiKey.get_or_none(m.ApiKey.key_hash == hash_secret(secret)) if secret else None
+            if key is None:
+                return None
+            _, company_names = auth.scope_header_names(path)
+            company = next(
+                (environ[n].strip() for n in company_names if (environ.get(n) or "").strip()), None
+            )
+            return {"apiKeyId": key.id, "organizationId": key.organization_id, "companyId": company}
+        scheme, _, secret = (environ.get("HTTP_AUTHORIZATION") or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            return None
+        token = m.ApiToken.get_or_none(m.ApiToken.token_hash == hash_secret(secret.strip()))
+        if token is None:
+            return None
+        return {"userId": token.user_id, "organizationId": token.organization_id, "role": token.role}
+    except Exception:  # a broken database: the request log shows no identity
+        return None
+
+
+def _request_id(environ: dict) -> str:
+    """The id that the server log and X-Request-Id show for a request the API never saw."""
+    from sowctl.server.app import REQUEST_ID_KEY
+
+    return environ.setdefault(REQUEST_ID_KEY, secrets.token_hex(8))
+
+
+def _query(environ: dict) -> dict[str, str]:
+    return dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True, errors="replace"))
+
+
+def _json_value(raw: bytes) -> Any:
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _stored_faults(raw: str | None, default: FaultConfig) -> FaultConfig:
+    if raw is None:
+        return default
+    try:
+        return FaultConfig.from_json(json.loads(raw))
+    except Exception:
+        return default
+
+
+def _stored_clock(raw: str | None, default: datetime | None) -> datetime | None:
+    if raw is None:
+        return default
+    try:
+        value = json.loads(raw).get("now")
+        return clock.parse_timestamp(value) if value else None
+    except Exception:
+        return default
+
+
+class _Tee:
+    """``wsgi.input`` that keeps a copy of the first ``limit`` bytes read through it."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    @property
+    def captured(self) -> bytes:
+        return b"".join(self._parts)
+
+    def _keep(self, data: bytes) -> bytes:
+        if data and self._size < self._limit:
+            part = data[: self._limit - self._size]
+            self._parts.append(part)
+            self._size += len(part)
+        return data
+
+    def read(self, *args: Any) -> bytes:
+        return self._keep(self._stream.read(*args)) if self._stream is not None else b""
+
+    def readline(self, *args: Any) -> bytes:
+        return self._keep(self._stream.readline(*args)) if self._stream is not None else b""
+
+    def readlines(self, *args: Any) -> list[bytes]:
+        lines = self._stream.readlines(*args) if self._stream is not None else []
+        for line in lines:
+            self._keep(line)
+        return lines
+
+    def __iter__(self):
+        return iter(self.readline, b"")
