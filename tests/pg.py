@@ -57,9 +57,7 @@ def _drop(base_url: str, name: str) -> None:
     try:
         conn = _admin_connection(base_url)
         with conn.cursor() as cur:
-            cur.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
-            )
+            cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
             cur.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.close()
     except Exception:
