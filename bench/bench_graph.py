@@ -7,21 +7,29 @@
 Builds one chain-heavy SOW (``gen_dataset.chain_heavy_sow``: dense, mostly
 local, mostly ordered dependencies, so chains run thousands of items deep) in a
 fresh SQLite file with ``insert_many`` (filling ``before_item_id``/``after_item_id``
-through ``graph.ordering_edge``, as the importer does), then times, in process
-through the service layer:
+through ``graph.ordering_edge`` and marking the organization's ranks stale, as the
+importer does), then times, in process through the service layer:
 
+* ``first create (ranks)``: the first create after the load, which recomputes the
+  organization's topological ranks (``graph.recompute_ranks``) before its check;
 * ``create, new item``: a new task item's dependency on a random existing item
   (the everyday case: new work waits for old work);
 * ``create, new prerequisite``: a random existing item's dependency on a new item
   (old work now waits for something new);
 * ``create, like the data``: a dependency between existing items drawn like the
   generator draws them (90% within 8 items of each other), always consistent with
-  the work order, so it is accepted after a full cycle check;
+  the work order, so it is accepted (with a walk only where the stored ranks
+  disagree with the work order);
+* ``create, against the order``: a dependency between nearby existing items (at
+  most 8 apart) that is accepted but disagrees with the stored ranks, so that the
+  check walks between the two ranks and reorders them (Pearce-Kelly);
 * ``create, refused``: a dependency that would close a cycle, refused with the
   cycle path named;
 * ``chain (flat, JSON)``: ``chain_report(sow, "flat")`` serialised with ``json.dumps``.
 
-Each create runs in its own write transaction, as a request would.
+Each create runs in its own write transaction, as a request would. ``walks``
+counts the creates that needed the bounded walk (``graph._reorder``) rather than
+the O(1) rank comparison.
 """
 
 from __future__ import annotations
@@ -117,6 +125,7 @@ def load(data: dict) -> str:
             )
         for chunk in _chunks(dep_rows):
             m.Dependency.insert_many(chunk).execute()
+        graph.mark_ranks_stale([ORG_ID])  # the edges carry no ranks, as after an import
     return sow_id
 
 
@@ -131,6 +140,19 @@ def timed(action: Callable[[], object], cpu: list[float] | None = None) -> float
     if cpu is not None:
         cpu.append(time.process_time() - started_cpu)
     return time.perf_counter() - started
+
+
+def count_walks() -> list[int]:
+    """A one-item list counting the calls of ``graph._reorder`` from now on."""
+    count = [0]
+    walk = graph._reorder
+
+    def counted(*args: object) -> object:
+        count[0] += 1
+        return walk(*args)
+
+    graph._reorder = counted
+    return count
 
 
 def summary(name: str, seconds: list[float], cpu: list[float]) -> str:
@@ -175,14 +197,23 @@ def main(argv: list[str] | None = None) -> int:
         }
         deps.create_dependency(caller, DependencyCreate.model_validate(body))
 
-    cpu: dict[str, list[float]] = {"new": [], "like": [], "refused": [], "chain": []}
+    cpu: dict[str, list[float]] = {"new": [], "like": [], "refused": [], "chain": [], "first": []}
+    walked = count_walks()
+    walks: dict[str, int] = {}
+    first_item = items.create_item(caller, sow_id, ItemCreate(title="First new task", type="task_item"))
+    first = timed(lambda: create(first_item.id, ids[rng.randrange(len(ids))]), cpu["first"])
+    assert not graph.ranks_stale(ORG_ID)
+
     new_item: list[float] = []
+    walks["new"] = -walked[0]
     for number in range(args.samples):
         item = items.create_item(caller, sow_id, ItemCreate(title=f"New task {number}", type="task_item"))
         target = ids[rng.randrange(len(ids))]
         new_item.append(timed(lambda item=item, target=target: create(item.id, target), cpu["new"]))
+    walks["new"] += walked[0]
 
     new_prerequisite: list[float] = []
+    walks["pre"] = -walked[0]
     for number in range(args.samples):
         item = items.create_item(
             caller, sow_id, ItemCreate(title=f"New prerequisite {number}", type="task_item")
@@ -191,12 +222,31 @@ def main(argv: list[str] | None = None) -> int:
         new_prerequisite.append(
             timed(lambda item=item, source=source: create(source, item.id), cpu.setdefault("pre", []))
         )
+    walks["pre"] += walked[0]
 
     like_data: list[float] = []
+    walks["like"] = -walked[0]
     for _ in range(args.samples):
         later = rng.randrange(1, len(ids))
         earlier = max(0, later - rng.randint(1, 8)) if rng.random() < 0.9 else rng.randrange(later)
         like_data.append(timed(lambda s=ids[later], t=ids[earlier]: create(s, t), cpu["like"]))
+    walks["like"] += walked[0]
+
+    against: list[float] = []
+    walks["against"] = -walked[0]
+    for _ in range(50 * args.samples):
+        if len(against) == args.samples:
+            break
+        # item i-k depends on item i, where i-k does not come before i in the graph
+        # (found by a full walk, untimed): accepted, against the stored order.
+        later = rng.randrange(1, len(ids))
+        earlier = max(0, later - rng.randint(1, 8))
+        if graph.reaches(ids[earlier], ids[later]):
+            continue
+        against.append(
+            timed(lambda s=ids[earlier], t=ids[later]: create(s, t), cpu.setdefault("against", []))
+        )
+    walks["against"] += walked[0]
 
     refused: list[float] = []
     lengths: list[int] = []
@@ -228,9 +278,12 @@ def main(argv: list[str] | None = None) -> int:
 
         reports.append(timed(report, cpu["chain"]))
 
-    print(summary("create, new item", new_item, cpu["new"]))
-    print(summary("create, new prerequisite", new_prerequisite, cpu["pre"]))
-    print(summary("create, like the data", like_data, cpu["like"]))
+    print(summary("first create (ranks)", [first], cpu["first"]))
+    print(summary("create, new item", new_item, cpu["new"]) + f"  walks {walks['new']}")
+    print(summary("create, new prerequisite", new_prerequisite, cpu["pre"]) + f"  walks {walks['pre']}")
+    print(summary("create, like the data", like_data, cpu["like"]) + f"  walks {walks['like']}")
+    if against:
+        print(summary("create, against the order", against, cpu["against"]) + f"  walks {walks['against']}")
     if refused:
         print(
             summary("create, refused (cycle)", refused, cpu["refused"])

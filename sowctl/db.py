@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import peewee as pw
 
@@ -23,6 +25,8 @@ SQLITE_PRAGMAS = {
     "synchronous": "normal",
     "cache_size": -32_000,
 }
+
+T = TypeVar("T")
 
 # Advisory-lock namespace for migrations on PostgreSQL (any constant works).
 _MIGRATION_LOCK = 0x50C7
@@ -115,8 +119,26 @@ def _v2_request_log(database: pw.Database) -> None:
     database.create_tables(models.V2_MODELS, safe=True)
 
 
+def _v3_item_topo_rank(database: pw.Database) -> None:
+    """``Item.topo_rank`` and its index (``services.graph``'s maintained topological order).
+
+    A database created at v3 or later already has both (v1 creates the current
+    models), so each is added only when it is missing.
+    """
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.Item._meta.table_name
+    migrator = SchemaMigrator.from_database(database)
+    operations = []
+    if "topo_rank" not in {column.name for column in database.get_columns(table)}:
+        operations.append(migrator.add_column(table, "topo_rank", pw.BigIntegerField(null=True)))
+    if not any(index.columns == ["topo_rank"] for index in database.get_indexes(table)):
+        operations.append(migrator.add_index(table, ("topo_rank",), False))
+    migrate(*operations)
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
-MIGRATIONS: list[Callable[[pw.Database], None]] = [_v1_initial, _v2_request_log]
+MIGRATIONS: list[Callable[[pw.Database], None]] = [_v1_initial, _v2_request_log, _v3_item_topo_rank]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -156,10 +178,38 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
             yield
         return
     with database.atomic():
-        if database.transaction_depth() == 1 and isinstance(database, pw.PostgresqlDatabase):
-            key = zlib.crc32(lock_key.encode()) ^ _MIGRATION_LOCK
-            database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (key,))
+        if database.transaction_depth() == 1 and _has_advisory_locks(database):
+            database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
         yield
+
+
+def _has_advisory_locks(database: pw.Database) -> bool:
+    """PostgreSQL, but not CockroachDB, whose advisory-lock functions are missing or no-ops
+    in most versions. CockroachDB runs every transaction SERIALIZABLE instead: of two
+    transactions that would together break a check-then-write rule, one is aborted with
+    SQLSTATE 40001, and ``retry_serialization_failures`` runs it again, now seeing the other.
+    """
+    if not isinstance(database, pw.PostgresqlDatabase):
+        return False
+    from playhouse.cockroachdb import CockroachDatabase
+
+    return not isinstance(database, CockroachDatabase)
+
+
+def _lock_id(lock_key: str) -> int:
+    return zlib.crc32(lock_key.encode()) ^ _MIGRATION_LOCK
+
+
+def hold_lock(lock_key: str) -> None:
+    """Inside a write transaction, also take ``lock_key``'s lock until commit.
+
+    For a writer that learns late which organizations it touches (the dataset
+    importer). PostgreSQL only: SQLite's transaction already excludes every writer.
+    Take several keys in sorted order, so that two such writers cannot deadlock.
+    """
+    database = models.database_proxy.obj
+    if _has_advisory_locks(database):
+        database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
 
 
 @contextlib.contextmanager
@@ -188,6 +238,48 @@ def with_retries(operation: Callable[[], object], attempts: int = 5) -> object:
             if not transient or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+# SQLSTATEs after which the database has rolled the whole transaction back and running it
+# again may succeed: serialization_failure (PostgreSQL SERIALIZABLE, CockroachDB's
+# "restart transaction") and deadlock_detected.
+RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
+WRITE_ATTEMPTS = 5
+
+
+def is_serialization_failure(exc: BaseException) -> bool:
+    """Whether the database aborted ``exc``'s transaction so that it may be run again."""
+    if not isinstance(exc, pw.OperationalError | pw.InternalError):
+        return False
+    orig = getattr(exc, "orig", None) or exc.__cause__
+    code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    if code is not None:
+        return code in RETRYABLE_SQLSTATES
+    text = str(exc).lower()
+    return "could not serialize" in text or "restart transaction" in text or "deadlock detected" in text
+
+
+def retry_serialization_failures(operation: Callable[[], T], attempts: int = WRITE_ATTEMPTS) -> T:
+    """Run ``operation`` (whole transactions), and again after a serialization failure.
+
+    Distributed PostgreSQL-compatible databases (CockroachDB, YugabyteDB) abort one of
+    two conflicting transactions with SQLSTATE 40001 and expect the client to retry;
+    PostgreSQL does it too for deadlocks and SERIALIZABLE transactions. The aborted
+    transaction was rolled back, so running ``operation`` again from the start is safe;
+    the backoff is exponential with jitter, so that the contenders do not collide again.
+    Inside an outer transaction nothing is retried: that one is aborted as well, and only
+    its owner can start over.
+    """
+    for attempt in range(attempts):
+        try:
+            return operation()
+        except (pw.OperationalError, pw.InternalError) as exc:
+            database = models.database_proxy.obj
+            nested = database is not None and database.transaction_depth() > 0
+            if nested or attempt == attempts - 1 or not is_serialization_failure(exc):
+                raise
+            time.sleep(0.01 * 2**attempt * (1 + random.random()))
     raise AssertionError("unreachable")
 
 

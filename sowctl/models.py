@@ -121,6 +121,10 @@ class Item(BaseModel):
     created_by_user_id = pw.CharField(max_length=64, null=True)
     created_at = pw.DateTimeField()
     updated_at = pw.DateTimeField()
+    # Position in its organization's topological order of the ordering edges
+    # (``services.graph``: rank(before) < rank(after) for every edge), kept by the
+    # dependency service; null for an item that never had an edge. Added by schema v3.
+    topo_rank = pw.BigIntegerField(null=True, index=True)
 
     class Meta:
         indexes = ((("sow", "order_index"), False), (("parent", "order_index"), False))

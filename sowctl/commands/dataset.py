@@ -110,6 +110,10 @@ def _read_json(file: Path) -> Any:
         ) from None
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except ValueError as exc:  # e.g. a number of more than 4,300 digits
+        raise InvalidInput(f"{name} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput(f"{name} is not valid JSON: nested too deeply") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import re
 from collections import defaultdict
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -50,8 +51,16 @@ from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import InvalidInput, Issue
 from sowctl.schemas import dataset as s
-from sowctl.schemas.common import validation_error
-from sowctl.services.graph import ordering_edge  # the one rule for before/after (contract §7.2)
+from sowctl.schemas.common import (
+    UNSTORABLE_MESSAGE,
+    escape_unstorable,
+    unstorable_text,
+    validation_error,
+)
+from sowctl.services.graph import (
+    mark_ranks_stale,  # imported edges carry no topological rank
+    ordering_edge,  # the one rule for before/after (contract §7.2)
+)
 
 Progress = Callable[[int, int], None]
 
@@ -128,6 +137,7 @@ def validate_dataset(data: Any) -> dict[str, list]:
         if not isinstance(raw, list):
             problems.add(kind, None, None, "", "must be an array of records")
             continue
+        _check_storable(kind, raw, problems)
         try:
             records[kind] = s.ADAPTERS[kind].validate_python(raw)
         except ValidationError as exc:
@@ -143,6 +153,24 @@ def validate_dataset(data: Any) -> dict[str, list]:
                 )
     problems.raise_if_any()
     return records
+
+
+_ESCAPED_UNSTORABLE = re.compile(r"\\x00|\\ud[89a-f]")
+
+
+def _check_storable(kind: str, raw: list, problems: _Problems) -> None:
+    """NUL characters and lone surrogates: refused as the API refuses them (on every backend)."""
+    # repr() escapes both as \x00 and \udXXX, at C speed (~0.5 s per 100,000 records);
+    # the exact walk runs only on a hit (or on a backslash-x00 typed in the data).
+    if not _ESCAPED_UNSTORABLE.search(repr(raw)):
+        return
+    for index, record in enumerate(raw):
+        path = unstorable_text(record)
+        if path is not None:
+            record_id = record.get("id") if isinstance(record, dict) else None
+            if isinstance(record_id, str):
+                record_id = escape_unstorable(record_id)
+            problems.add(kind, index, record_id, _field_path(path), UNSTORABLE_MESSAGE)
 
 
 # --- columns: dataset key -> database column, per kind ----------------------------
@@ -394,6 +422,7 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
             importer.check_and_build()
             importer.problems.raise_if_any()
             importer.insert(progress)
+            mark_ranks_stale(importer.ordered_organizations)
         return importer.counts()
 
 
@@ -423,6 +452,7 @@ class _Importer:
         self.now = moment
         self.problems = _Problems()
         self.tables: list[_Table] = []
+        self.ordered_organizations: set[str] = set()  # given ordering edges by this import
         # Every record hangs off an organization: none means an empty database, no lookups.
         self.database_empty = not m.Organization.select().exists()
 
@@ -769,6 +799,7 @@ class _Importer:
             before, after = edge if edge is not None else (None, None)
             rows.append((*getter(r), source[0] if source else None, before, after))
         self._table(kind, rows, extra=(D.sow, D.before_item_id, D.after_item_id))
+        self.ordered_organizations = {sow_org.get(row[-3]) for row in rows if row[-2] is not None} - {None}
 
     # -- Group B --
 
@@ -1012,7 +1043,14 @@ def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[s
     ``progress(done, total)`` is called after each kind (``total``: the number of kinds).
     """
     result: dict[str, list[dict[str, Any]]] = {}
-    with m.database_proxy.obj.atomic():  # one consistent view of every table
+    database = m.database_proxy.obj
+    # One consistent view of every table, even while others write. SQLite (WAL): a
+    # deferred BEGIN reads one snapshot from its first read on. PostgreSQL's default,
+    # READ COMMITTED, takes a new snapshot per statement (an order read after its lines
+    # would have none), so the outermost transaction asks for REPEATABLE READ.
+    with database.atomic():
+        if isinstance(database, pw.PostgresqlDatabase) and database.transaction_depth() == 1:
+            database.execute_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         for done, kind in enumerate(s.KINDS, start=1):
             result[kind] = _EXPORTERS.get(kind, _export_flat)(kind)
             if progress is not None:

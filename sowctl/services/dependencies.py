@@ -7,7 +7,9 @@ Rules kept here, for every surface alike:
 * No item depends on itself, and the non-cancelled dependencies never form a
   cycle in the contract's ordering (``services.graph``). The check and the write
   share one ``write_transaction(f"org:{org}")``, so two concurrent requests that
-  would together close a cycle cannot both pass.
+  would together close a cycle cannot both pass. The check runs against the
+  organization's maintained topological order (``graph.add_ordering_edge``), which
+  it updates for the new edge; removing an edge needs no update.
 * ``Dependency.sow`` is the source item's SOW, and ``before_item_id``/``after_item_id``
   always hold ``graph.ordering_edge`` of the row.
 """
@@ -214,10 +216,11 @@ def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
         edge = graph.ordering_edge(
             data.dependency_type, data.source_item_id, data.target_item_id, "active", external
         )
-        if edge is not None:
-            cycle = graph.find_closing_cycle(*edge)
-            if cycle is not None:
-                raise CycleDetected(cycle)
+        # The maintained order decides, and is updated for the new edge. Refusing inside
+        # the transaction rolls back everything, ranks recomputed on the way included.
+        cycle = graph.add_ordering_edge(organization_id, *edge) if edge is not None else None
+        if cycle is not None:
+            raise CycleDetected(cycle)
         dep = m.Dependency.create(
             id=clock.new_id(),
             sow=sow_id,
@@ -275,7 +278,7 @@ def update_dependency(caller: Caller, dependency_id: str, data: DependencyUpdate
             dep.dependency_type, dep.source_item_id, dep.target_item_id, status, dep.is_external
         )
         if dep.status == "cancelled" and edge is not None:
-            cycle = graph.find_closing_cycle(*edge)
+            cycle = graph.add_ordering_edge(organization_id, *edge)
             if cycle is not None:
                 raise CycleDetected(cycle)
         updates = {_UPDATABLE[name]: getattr(data, name) for name in sent}

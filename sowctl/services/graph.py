@@ -20,14 +20,26 @@ Two halves:
 * The cycle check on write (``find_closing_cycle``), which walks the indexed
   ``Dependency.before_item_id``/``after_item_id`` columns in SQL so that it reads
   only the part of the graph reachable from the new edge, with no query per edge.
+* The maintained topological order (``add_ordering_edge``, ``mark_ranks_stale``):
+  a rank per item that every ordering edge agrees with, so that most new edges need
+  no walk at all and the others only a walk between the two ranks (Pearce-Kelly).
+  The dependency service checks new edges with it; ``find_closing_cycle`` remains
+  the fallback while stored edges hold a cycle.
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
+import json
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
+
+import peewee as pw
 
 from sowctl import models as m
+from sowctl.db import hold_lock
 
 # Dependency types whose target comes before their source, and whose source comes first.
 TARGET_FIRST = frozenset({"depends_on", "prerequisite", "successor"})
@@ -343,6 +355,11 @@ def find_closing_cycle(before: str, after: str) -> list[str] | None:
         return [before, before]
     if not _has_predecessor(before) or not reaches(after, before):
         return None
+    return _name_cycle(before, after)
+
+
+def _name_cycle(before: str, after: str) -> list[str]:
+    """The cycle closed by a new edge ``before -> after`` when ``before`` is reachable from ``after``."""
     # Name the cycle from the nodes the walk met before reaching ``before``: on a
     # dense graph that is a small ball around ``after``, not all it can reach.
     size = _discovery_rank(after, before)
@@ -373,3 +390,281 @@ def _shortest_path(edges: Iterable[Edge], start: str, goal: str) -> list[str] | 
                 came_from[nxt] = node
                 queue.append(nxt)
     return None
+
+
+# --- the maintained topological order (Pearce-Kelly) ---------------------------------
+#
+# Invariant, per organization (no ordering edge joins two organizations): unless the
+# organization is marked "ranks stale", both ends of every stored ordering edge have a
+# rank (``Item.topo_rank``) and rank(before) < rank(after). An item that never had an
+# edge may have none. So a new edge that agrees with the ranks cannot close a cycle and
+# is accepted without a walk. One that disagrees needs a walk bounded by the two ranks
+# (Pearce and Kelly, "A dynamic topological sort algorithm for directed acyclic graphs",
+# 2006): forward from ``after`` through items ranked at most rank(before), which meets
+# ``before`` exactly when the edge closes a cycle (ranks rise along every path); if it
+# does not, backward from ``before`` through items ranked at least rank(after), and the
+# ranks of both sets are dealt out again, the backward set first. Removing an edge
+# never breaks the invariant.
+#
+# Ranks come from one counter shared by all organizations (MAX + 1, or MIN - 1 for an
+# item placed before everything); they only need to be distinct and ordered within an
+# organization, which its write lock guarantees.
+#
+# Bulk writers (the importer) store edges without ranks and mark each organization
+# they touch with ``mark_ranks_stale``: a ``Meta`` row ``ranks-stale:<org>``. The next
+# edge added there first recomputes the organization's ranks (Kahn). Stored edges may
+# hold a cycle (an import may bring one): then no order exists, the organization stays
+# stale and its checks fall back to ``find_closing_cycle``; the row remembers the
+# dependency ids of one such cycle, so later checks recompute only once one is gone.
+
+STALE_PREFIX = "ranks-stale:"
+_STALE = "1"
+_CYCLIC = "cycle:"  # value prefix: still stale, and these dependencies (JSON ids) formed a cycle
+_BATCH = 500  # ids per statement: under every backend's parameter limit
+
+
+def stale_key(organization_id: str) -> str:
+    """The ``Meta`` key that marks an organization's ranks stale (hashed if it would not fit)."""
+    key = STALE_PREFIX + organization_id
+    if len(key) <= m.Meta.key.max_length:
+        return key
+    return STALE_PREFIX + "#" + hashlib.sha256(organization_id.encode()).hexdigest()[:40]
+
+
+def mark_ranks_stale(organization_ids: Iterable[str | None]) -> None:
+    """Say that these organizations' ordering edges were written without ranks.
+
+    For bulk writers of dependency rows, inside their write transaction. On
+    PostgreSQL it also takes each organization's write lock (sorted, so two bulk
+    writers cannot deadlock): a dependency create running there finishes first, and
+    the next one waits for this transaction and then sees the mark.
+    """
+    ids = sorted({org for org in organization_ids if org is not None})
+    for organization_id in ids:
+        hold_lock(f"org:{organization_id}")
+    for start in range(0, len(ids), _BATCH):
+        rows = [{"key": stale_key(org), "value": _STALE} for org in ids[start : start + _BATCH]]
+        m.Meta.insert_many(rows).on_conflict(conflict_target=[m.Meta.key], preserve=[m.Meta.value]).execute()
+
+
+def ranks_stale(organization_id: str) -> bool:
+    return _stale_mark(organization_id) is not None
+
+
+def add_ordering_edge(organization_id: str, before: str, after: str) -> list[str] | None:
+    """Make room for a new ordering edge ``before -> after`` in the organization's order.
+
+    Returns the cycle the edge would close, exactly as ``find_closing_cycle`` names
+    it, having changed no rank; or None, having updated ranks so that the edge agrees
+    with them: insert it then. Call it inside ``write_transaction(f"org:{org}")``,
+    the one that inserts the edge; refuse by raising inside it, so that ranks a stale
+    organization had recomputed roll back with everything else.
+    """
+    if before == after:
+        return [before, before]
+    for _attempt in range(2):
+        if not _ranks_in_force(organization_id):
+            return find_closing_cycle(before, after)
+        low, high = _ranks_of(before, after)
+        if low is not None and high is not None:
+            break
+        # An item without a rank has no edge, unless a bulk writer forgot to say so.
+        if (low is None and _has_edges(before)) or (high is None and _has_edges(after)):
+            _write_mark(organization_id, _STALE)
+            continue
+        low, high = _place(before, after, low, high)
+        break
+    else:  # still unranked edges after a recompute: trust nothing but a full walk
+        return find_closing_cycle(before, after)
+    if low < high:
+        return None
+    return _reorder(before, after, low, high)
+
+
+def recompute_ranks(organization_id: str) -> bool:
+    """Rank every item with an ordering edge of the organization in a topological order.
+
+    Kahn's algorithm, always taking the smallest ready item id, on the edges read in
+    one query; the new ranks follow every rank in use. Clears the stale mark and
+    returns True, or, when the stored edges hold a cycle, leaves the organization
+    stale (remembering that cycle's dependency ids) and returns False.
+    """
+    rows = _organization_edges(organization_id)
+    succ = successors((before, after) for _, before, after in rows)
+    indegree = dict.fromkeys(succ, 0)
+    for nexts in succ.values():
+        for nxt in nexts:
+            indegree[nxt] += 1
+    ready = [node for node, degree in indegree.items() if degree == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        node = heapq.heappop(ready)
+        order.append(node)
+        for nxt in succ[node]:
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                heapq.heappush(ready, nxt)
+    if len(order) < len(succ):
+        dependency_of: dict[Edge, str] = {}
+        for dependency_id, before, after in rows:
+            dependency_of.setdefault((before, after), dependency_id)
+        cycle = find_cycles((before, after) for _, before, after in rows)[0]
+        # Waits-for order: each item waits for the next, so the ordering edge is (next, item).
+        ring = [dependency_of[(nxt, node)] for node, nxt in pairwise([*cycle, cycle[0]])]
+        _write_mark(organization_id, _CYCLIC + json.dumps(ring))
+        return False
+    base = _rank_bound("MAX") + 1
+    _set_ranks([(node, base + position) for position, node in enumerate(order)])
+    m.Meta.delete().where(m.Meta.key == stale_key(organization_id)).execute()
+    return True
+
+
+def _stale_mark(organization_id: str) -> str | None:
+    table = m.Meta._meta.table_name
+    param = m.database_proxy.param
+    sql = f"SELECT value FROM {table} WHERE key = {param}"
+    row = m.database_proxy.execute_sql(sql, (stale_key(organization_id),)).fetchone()
+    return None if row is None else row[0]
+
+
+def _write_mark(organization_id: str, value: str) -> None:
+    m.Meta.insert(key=stale_key(organization_id), value=value).on_conflict(
+        conflict_target=[m.Meta.key], preserve=[m.Meta.value]
+    ).execute()
+
+
+def _ranks_in_force(organization_id: str) -> bool:
+    """Whether the invariant holds for the organization, recomputing stale ranks if need be."""
+    mark = _stale_mark(organization_id)
+    if mark is None:
+        return True
+    if mark.startswith(_CYCLIC) and _all_ordering(json.loads(mark[len(_CYCLIC) :])):
+        return False  # the remembered cycle is still there: no order exists
+    return recompute_ranks(organization_id)
+
+
+def _all_ordering(dependency_ids: list[str]) -> bool:
+    """Whether every one of these dependencies still imposes an ordering edge."""
+    table = m.Dependency._meta.table_name
+    wanted = sorted(set(dependency_ids))
+    found = 0
+    for start in range(0, len(wanted), _BATCH):
+        chunk = wanted[start : start + _BATCH]
+        marks = ", ".join([m.database_proxy.param] * len(chunk))
+        sql = f"SELECT COUNT(*) FROM {table} WHERE id IN ({marks}) AND before_item_id IS NOT NULL"
+        found += m.database_proxy.execute_sql(sql, tuple(chunk)).fetchone()[0]
+    return found == len(wanted)
+
+
+def _organization_edges(organization_id: str) -> list[tuple[str, str, str]]:
+    """``(dependency id, before, after)`` of every stored ordering edge of the organization."""
+    dep, sow, project = m.Dependency._meta, m.Sow._meta, m.Project._meta
+    param = m.database_proxy.param
+    sql = (
+        f"SELECT d.id, d.before_item_id, d.after_item_id FROM {dep.table_name} d "
+        f"JOIN {sow.table_name} s ON s.id = d.{m.Dependency.sow.column_name} "
+        f"JOIN {project.table_name} p ON p.id = s.{m.Sow.project.column_name} "
+        f"WHERE p.{m.Project.organization.column_name} = {param} AND d.before_item_id IS NOT NULL"
+    )
+    return list(m.database_proxy.execute_sql(sql, (organization_id,)).fetchall())
+
+
+def _ranks_of(before: str, after: str) -> tuple[int | None, int | None]:
+    table = m.Item._meta.table_name
+    param = m.database_proxy.param
+    sql = f"SELECT id, topo_rank FROM {table} WHERE id IN ({param}, {param})"
+    ranks = dict(m.database_proxy.execute_sql(sql, (before, after)).fetchall())
+    return ranks.get(before), ranks.get(after)
+
+
+def _has_edges(node: str) -> bool:
+    """Whether a stored ordering edge starts or ends at ``node``: two index probes, one query."""
+    table = m.Dependency._meta.table_name
+    param = m.database_proxy.param
+    sql = (
+        f"SELECT 1 FROM {table} WHERE before_item_id = {param} "
+        f"UNION ALL SELECT 1 FROM {table} WHERE after_item_id = {param} LIMIT 1"
+    )
+    return m.database_proxy.execute_sql(sql, (node, node)).fetchone() is not None
+
+
+def _rank_bound(function: str) -> int:
+    """MAX or MIN of every rank in use (0 when none): one end of the index."""
+    sql = f"SELECT {function}(topo_rank) FROM {m.Item._meta.table_name}"
+    value = m.database_proxy.execute_sql(sql).fetchone()[0]
+    return 0 if value is None else int(value)
+
+
+def _place(before: str, after: str, low: int | None, high: int | None) -> tuple[int, int]:
+    """Rank the unranked end(s) of a new edge so that the edge agrees with the order.
+
+    An unranked item has no edge yet: nothing comes before it, nothing after it. So
+    ``before`` can go before every item and ``after`` after every item.
+    """
+    if low is None and high is None:
+        top = _rank_bound("MAX")
+        low, high = top + 1, top + 2
+        _set_ranks([(before, low), (after, high)])
+    elif low is None:
+        low = _rank_bound("MIN") - 1
+        _set_ranks([(before, low)])
+    else:
+        high = _rank_bound("MAX") + 1
+        _set_ranks([(after, high)])
+    return low, high  # type: ignore[return-value]  (both set above)
+
+
+def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:
+    """Pearce-Kelly for an edge against the order (rank(before) = low > high = rank(after))."""
+    forward = _ranked_walk(after, forward=True, bound=low)
+    if before in forward:
+        return _name_cycle(before, after)
+    backward = _ranked_walk(before, forward=False, bound=high)
+    # The two sets are disjoint (an item in both would close the cycle ruled out above).
+    # Their ranks, dealt out again: first to the backward set, then to the forward set,
+    # each in its old order. Every other item keeps its rank.
+    old = {**forward, **backward}
+    pool = sorted(old.values())
+    order = sorted(backward, key=backward.__getitem__) + sorted(forward, key=forward.__getitem__)
+    _set_ranks([(node, rank) for node, rank in zip(order, pool, strict=True) if old[node] != rank])
+    return None
+
+
+def _ranked_walk(start: str, *, forward: bool, bound: int) -> dict[str, int]:
+    """``{item: rank}`` of ``start`` and every item it reaches (forward) or that reaches it
+    (backward) through items ranked at most (forward) or at least (backward) ``bound``.
+
+    One recursive query; the index on the edge columns drives it and each item's rank
+    is read by primary key.
+    """
+    dep, item = m.Dependency._meta.table_name, m.Item._meta.table_name
+    param = m.database_proxy.param
+    near, far, compare = (
+        ("before_item_id", "after_item_id", "<=") if forward else ("after_item_id", "before_item_id", ">=")
+    )
+    sql = (
+        f"WITH RECURSIVE walk(id) AS (SELECT CAST({param} AS TEXT) "
+        f"UNION SELECT CAST(d.{far} AS TEXT) FROM {dep} d JOIN walk ON d.{near} = walk.id "
+        f"JOIN {item} i ON i.id = d.{far} WHERE i.topo_rank {compare} {param}) "
+        f"SELECT walk.id, i.topo_rank FROM walk JOIN {item} i ON i.id = walk.id"
+    )
+    return dict(m.database_proxy.execute_sql(sql, (start, bound)).fetchall())
+
+
+def _set_ranks(ranks: Sequence[tuple[str, int]]) -> None:
+    """Store ``(item id, rank)`` pairs: executemany on SQLite, UPDATE ... FROM (VALUES ...) elsewhere."""
+    if not ranks:
+        return
+    database = m.database_proxy.obj
+    table = m.Item._meta.table_name
+    if isinstance(database, pw.SqliteDatabase):
+        cursor = database.cursor()
+        cursor.executemany(f"UPDATE {table} SET topo_rank = ? WHERE id = ?", [(r, i) for i, r in ranks])
+        return
+    param = database.param
+    for start in range(0, len(ranks), _BATCH):
+        chunk = ranks[start : start + _BATCH]
+        values = ", ".join([f"({param}, CAST({param} AS BIGINT))"] * len(chunk))
+        sql = f"UPDATE {table} SET topo_rank = v.r FROM (VALUES {values}) AS v(id, r) WHERE {table}.id = v.id"
+        database.execute_sql(sql, [value for pair in chunk for value in pair])
