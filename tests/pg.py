@@ -38,6 +38,9 @@ def _session_database(base_url: str) -> str:
         try:
             with conn.cursor() as cur:
                 cur.execute(f'CREATE DATABASE "{name}"')
+                # Tests never survive a crash of PostgreSQL itself, so commits need not
+                # wait for the WAL flush (a killed sowctl server still loses nothing).
+                cur.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
         finally:
             conn.close()
         parts = urlsplit(base_url)
@@ -89,16 +92,31 @@ def fresh_database(base_url: str) -> str:
             port=parts.port or 5432,
         )
         _cleaner.autocommit = True
+    tables = [
+        model._meta.table_name
+        for model in reversed(models.ALL_MODELS + list(getattr(models, "V2_MODELS", [])))
+        if model._meta.table_name != "meta"
+    ]
+    # One round trip: a server-side block empties the tables that exist (child-first),
+    # keeps meta's schema version (its other rows are run-time state: faults, clock, rank
+    # marks), and restarts every sequence. 28 separate statements took ~25 ms per test.
+    deletes = "\n".join(
+        f'IF to_regclass(\'public."{table}"\') IS NOT NULL THEN DELETE FROM "{table}"; END IF;'
+        for table in tables
+    )
+    block = f"""
+        DO $$
+        DECLARE seq text;
+        BEGIN
+        {deletes}
+        IF to_regclass('public.meta') IS NOT NULL THEN
+            DELETE FROM meta WHERE key <> 'schema_version';
+        END IF;
+        FOR seq IN SELECT sequencename FROM pg_sequences WHERE schemaname = 'public' LOOP
+            EXECUTE format('ALTER SEQUENCE %I RESTART WITH 1', seq);
+        END LOOP;
+        END $$;
+    """
     with _cleaner.cursor() as cur:
-        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        existing = {row[0] for row in cur.fetchall()}
-        for model in reversed(models.ALL_MODELS + list(getattr(models, "V2_MODELS", []))):
-            table = model._meta.table_name
-            if table in existing and table != "meta":
-                cur.execute(f'DELETE FROM "{table}"')
-        if "meta" in existing:  # run-time state (faults, clock, rank marks), not the schema version
-            cur.execute("DELETE FROM meta WHERE key <> 'schema_version'")
-        cur.execute("SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")
-        for (sequence,) in cur.fetchall():
-            cur.execute(f'ALTER SEQUENCE "{sequence}" RESTART WITH 1')
+        cur.execute(block)
     return url

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from sowctl.errors import NotFound
-from sowctl.schemas.common import parse
+from sowctl.schemas.common import escape_unstorable, has_unstorable, parse
 from sowctl.services.access import Caller
 
 Group = Literal["A", "B", "C"]
@@ -82,6 +82,16 @@ class Operation:
     def path_params(self) -> list[str]:
         return [part[1:-1] for part in self.path.split("/") if part.startswith("{")]
 
+    def run(self, request: Request) -> Result:
+        """Run the handler; a write runs again when the database aborted its transaction
+        with a serialization failure (SQLSTATE 40001, as CockroachDB requires clients to
+        handle). The server and the local backend both run operations through here."""
+        if not self.write:
+            return self.handler(request)
+        from sowctl.db import retry_serialization_failures
+
+        return retry_serialization_failures(lambda: self.handler(request))
+
 
 REGISTRY: dict[str, Operation] = {}
 
@@ -122,6 +132,9 @@ def build_request(
     **extra: Any,
 ) -> Request:
     """Validate query and body exactly as the server does, into a handler Request."""
+    for name, value in (params or {}).items():
+        if isinstance(value, str) and has_unstorable(value):  # no record can have such an id
+            raise NotFound(f"{name} {escape_unstorable(value)} not found")
     raw_query = {key: value for key, value in (query or {}).items() if value is not None}
     parsed_query = parse(op.query, raw_query) if op.query is not None else None
     parsed_body = parse(op.body, body) if op.body is not None else None
@@ -149,4 +162,4 @@ def call_local(
     if missing:
         raise NotFound(f"missing path parameter {missing[0]}")
     request = build_request(op, caller, params, query, body, unpaged=True, **extra)
-    return op.handler(request).body
+    return op.run(request).body

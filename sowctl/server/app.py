@@ -163,7 +163,7 @@ class Dispatcher:
 
     def _run(self, op: Operation, request: operations.Request) -> operations.Result:
         if op.write:
-            return op.handler(request)
+            return op.run(request)  # retried after a serialization failure (SQLSTATE 40001)
         # Reads are safe to repeat: ride out a briefly locked database before giving up.
         return with_retries(lambda: op.handler(request), attempts=self.settings.read_attempts)
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 from sowctl import models as m
 from sowctl.errors import Forbidden, NotFound
+from sowctl.services.lookup import Lookup, hydrate
 
 Role = Literal["viewer", "member", "admin"]
 LOCAL_USER_ID = "local"
@@ -36,25 +37,53 @@ class Caller:
         return self.organization_id is None or self.organization_id == organization_id
 
 
-def sow_for(caller: Caller, sow_id: str) -> m.Sow:
-    """The SOW if it exists and is the caller's; otherwise 404, as if it did not exist."""
-    row = m.Sow.select(m.Sow, m.Project.organization).join(m.Project).where(m.Sow.id == sow_id).first()
-    if row is None or not caller.sees(row.project.organization_id):
-        raise NotFound(f"SOW {sow_id} not found")
-    return row
-
-
-def item_for(caller: Caller, item_id: str) -> m.Item:
-    row = (
-        m.Item.select(m.Item, m.Sow.id, m.Project.id, m.Project.organization)
+# Hot path (most Group A requests start here): SQL built once, see services.lookup.
+_SOW_FIELDS = m.Sow._meta.sorted_fields
+_SOW = Lookup(
+    lambda sow_id: (
+        m.Sow.select(*_SOW_FIELDS, m.Project.organization).join(m.Project).where(m.Sow.id == sow_id).limit(1)
+    )
+)
+_ITEM_FIELDS = m.Item._meta.sorted_fields
+_ITEM = Lookup(
+    lambda item_id: (
+        m.Item.select(*_ITEM_FIELDS, m.Sow.project, m.Project.organization)
         .join(m.Sow)
         .join(m.Project)
         .where(m.Item.id == item_id)
-        .first()
+        .limit(1)
     )
-    if row is None or not caller.sees(row.sow.project.organization_id):
+)
+
+
+def _with_project(sow: m.Sow, organization_id: str) -> m.Sow:
+    """``sow.project`` as a Project holding its id and organization (no further query)."""
+    sow.__rel__["project"] = hydrate(
+        m.Project, (m.Project.id, m.Project.organization), (sow.project_id, organization_id)
+    )
+    return sow
+
+
+def sow_for(caller: Caller, sow_id: str) -> m.Sow:
+    """The SOW if it exists and is the caller's; otherwise 404, as if it did not exist.
+
+    ``sow.project.organization_id`` is loaded with it.
+    """
+    row = _SOW.first(sow_id)
+    if row is None or not caller.sees(row[-1]):
+        raise NotFound(f"SOW {sow_id} not found")
+    return _with_project(hydrate(m.Sow, _SOW_FIELDS, row[:-1]), row[-1])
+
+
+def item_for(caller: Caller, item_id: str) -> m.Item:
+    """The item if it exists and is the caller's; ``item.sow.project.organization_id`` is loaded."""
+    row = _ITEM.first(item_id)
+    if row is None or not caller.sees(row[-1]):
         raise NotFound(f"item {item_id} not found")
-    return row
+    item = hydrate(m.Item, _ITEM_FIELDS, row[:-2])
+    sow = hydrate(m.Sow, (m.Sow.id, m.Sow.project), (item.sow_id, row[-2]))
+    item.__rel__["sow"] = _with_project(sow, row[-1])
+    return item
 
 
 def organization_of_sow(sow: m.Sow) -> str:

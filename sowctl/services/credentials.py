@@ -14,6 +14,7 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.errors import InvalidInput, NotFound, Unauthorized
 from sowctl.services.access import Caller
+from sowctl.services.lookup import Lookup, hydrate
 
 TOKEN_PREFIX = "sowt_"
 KEY_PREFIX = "sowk_"
@@ -45,6 +46,8 @@ def create_token(user_id: str, organization_id: str, role: str = "member") -> Is
         raise InvalidInput.for_field("role", "must be one of: viewer, member, admin")
     if not user_id or not user_id.strip():
         raise InvalidInput.for_field("user", "must not be empty")
+    if len(user_id) > m.User.id.max_length:  # PostgreSQL would refuse it with an error
+        raise InvalidInput.for_field("user", f"must be at most {m.User.id.max_length} characters")
     if m.Organization.get_or_none(m.Organization.id == organization_id) is None:
         raise NotFound(f"organization {organization_id} not found")
     with m.database_proxy.atomic():
@@ -90,12 +93,29 @@ def revoke_token(id_or_secret: str) -> str:
 def authenticate_token(secret: str | None) -> Caller:
     if not secret:
         raise Unauthorized("missing bearer token")
-    token = m.ApiToken.get_or_none(m.ApiToken.token_hash == hash_secret(secret))
-    if token is None or not hmac.compare_digest(token.token_hash, hash_secret(secret)):
+    digest = hash_secret(secret)
+    row = _TOKEN.first(digest)  # every Group A/C request: SQL built once (services.lookup)
+    if row is None or not hmac.compare_digest(row[0], digest):
         raise Unauthorized("invalid bearer token")
-    if token.revoked_at is not None:
+    _, user_id, organization_id, role, revoked_at = row
+    if revoked_at is not None:
         raise Unauthorized("bearer token has been revoked")
-    return Caller(user_id=token.user_id, organization_id=token.organization_id, role=token.role)
+    return Caller(user_id=user_id, organization_id=organization_id, role=role)
+
+
+_TOKEN = Lookup(
+    lambda digest: (
+        m.ApiToken.select(
+            m.ApiToken.token_hash,
+            m.ApiToken.user,
+            m.ApiToken.organization,
+            m.ApiToken.role,
+            m.ApiToken.revoked_at,
+        )
+        .where(m.ApiToken.token_hash == digest)
+        .limit(1)
+    )
+)
 
 
 # --- API keys -----------------------------------------------------------------
@@ -135,12 +155,18 @@ def revoke_key(id_or_secret: str) -> str:
 def authenticate_key(secret: str | None) -> m.ApiKey:
     if not secret:
         raise Unauthorized("missing API key (x-api-key header)")
-    key = m.ApiKey.get_or_none(m.ApiKey.key_hash == hash_secret(secret))
-    if key is None or not hmac.compare_digest(key.key_hash, hash_secret(secret)):
+    digest = hash_secret(secret)
+    row = _KEY.first(digest)  # every Group B request: SQL built once (services.lookup)
+    if row is None or not hmac.compare_digest(row[1], digest):
         raise Unauthorized("invalid API key")
+    key = hydrate(m.ApiKey, _KEY_FIELDS, row)
     if key.revoked_at is not None:
         raise Unauthorized("API key has been revoked")
     return key
+
+
+_KEY_FIELDS = m.ApiKey._meta.sorted_fields
+_KEY = Lookup(lambda digest: m.ApiKey.select(*_KEY_FIELDS).where(m.ApiKey.key_hash == digest).limit(1))
 
 
 def _revoke(model, hash_field, id_or_secret: str, what: str) -> str:

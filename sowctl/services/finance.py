@@ -36,6 +36,7 @@ from sowctl.schemas.finance import (
     UserRef,
 )
 from sowctl.services.access import Caller
+from sowctl.services.lookup import Lookup, hydrate
 
 MONEY_COLUMNS = ("original_budget", "current_budget", "committed", "spent", "projected_total")
 _CHUNK = 500
@@ -44,8 +45,44 @@ _CHUNK = 500
 # --- scope --------------------------------------------------------------------
 
 
+# Every Group B read starts with these lookups: their SQL is built once (services.lookup).
+_COMPANY_FIELDS = m.Company._meta.sorted_fields
+_COMPANY = Lookup(
+    lambda company_id: m.Company.select(*_COMPANY_FIELDS).where(m.Company.id == company_id).limit(1)
+)
+_PROJECT_FIELDS = m.FinancialProject._meta.sorted_fields
+_PROJECT = Lookup(
+    lambda project_id: (
+        m.FinancialProject.select(*_PROJECT_FIELDS, *_COMPANY_FIELDS)
+        .join(m.Company)
+        .where(m.FinancialProject.id == project_id)
+        .limit(1)
+    )
+)
+_SNAPSHOT_FIELDS = m.BudgetViewSnapshot._meta.sorted_fields
+_SNAPSHOT = Lookup(
+    lambda snapshot_id, project_id: (
+        m.BudgetViewSnapshot.select(*_SNAPSHOT_FIELDS)
+        .where(
+            (m.BudgetViewSnapshot.id == snapshot_id) & (m.BudgetViewSnapshot.financial_project == project_id)
+        )
+        .limit(1)
+    ),
+    arity=2,
+)
+_LINE_FIELDS = m.SnapshotLineItem._meta.sorted_fields
+_LINES = Lookup(
+    lambda snapshot_id: (
+        m.SnapshotLineItem.select(*_LINE_FIELDS)
+        .where(m.SnapshotLineItem.snapshot == snapshot_id)
+        .order_by(m.SnapshotLineItem.position, m.SnapshotLineItem.row_id)
+    )
+)
+
+
 def company_for(caller: Caller, company_id: str) -> m.Company:
-    company = m.Company.get_or_none(m.Company.id == company_id)
+    row = _COMPANY.first(company_id)
+    company = None if row is None else hydrate(m.Company, _COMPANY_FIELDS, row)
     if company is None or not caller.sees(company.organization_id):
         raise NotFound(f"company {company_id} not found")
     return company
@@ -55,12 +92,12 @@ def project_for(caller: Caller, company_id: str | None, project_id: int) -> m.Fi
     """The financial project if it is in the caller's organization and the named company."""
     if company_id is not None:
         company_for(caller, company_id)
-    project = (
-        m.FinancialProject.select(m.FinancialProject, m.Company)
-        .join(m.Company)
-        .where(m.FinancialProject.id == project_id)
-        .first()
-    )
+    row = _PROJECT.first(project_id)
+    project = None
+    if row is not None:
+        width = len(_PROJECT_FIELDS)
+        project = hydrate(m.FinancialProject, _PROJECT_FIELDS, row[:width])
+        project.__rel__["company"] = hydrate(m.Company, _COMPANY_FIELDS, row[width:])
     if (
         project is None
         or not caller.sees(project.company.organization_id)
@@ -143,17 +180,13 @@ def get_snapshot(
     caller: Caller, company_id: str | None, project_id: int, snapshot_id: int
 ) -> SnapshotResponse:
     project = project_for(caller, company_id, project_id)
-    snapshot = m.BudgetViewSnapshot.get_or_none(
-        (m.BudgetViewSnapshot.id == snapshot_id) & (m.BudgetViewSnapshot.financial_project == project.id)
-    )
-    if snapshot is None:
+    row = _SNAPSHOT.first(snapshot_id, project.id)
+    if row is None:
         raise NotFound(f"snapshot {snapshot_id} not found in project {project_id}")
-    rows = (
-        m.SnapshotLineItem.select()
-        .where(m.SnapshotLineItem.snapshot == snapshot.id)
-        .order_by(m.SnapshotLineItem.position, m.SnapshotLineItem.row_id)
-    )
-    lines = [snapshot_line(row) for row in rows]
+    snapshot = hydrate(m.BudgetViewSnapshot, _SNAPSHOT_FIELDS, row)
+    lines = [
+        snapshot_line(hydrate(m.SnapshotLineItem, _LINE_FIELDS, line)) for line in _LINES.all(snapshot.id)
+    ]
     return SnapshotResponse(
         data=SnapshotDetail(**_summary_fields(snapshot), line_items=lines, totals=snapshot_totals(lines))
     )

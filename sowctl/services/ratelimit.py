@@ -33,8 +33,9 @@ import peewee as pw
 
 from sowctl import clock
 from sowctl import models as m
-from sowctl.db import write_transaction
+from sowctl.db import retry_serialization_failures, write_transaction
 from sowctl.errors import UsageError
+from sowctl.services.lookup import Lookup
 
 MINUTE = 60
 DAY = 86_400
@@ -95,19 +96,22 @@ def epoch_now() -> int:
 
 
 def hit(api_key_id: str, limits: RateLimits) -> RateState:
-    """Count one request of ``api_key_id`` if both windows have room; report the state."""
+    """Count one request of ``api_key_id`` if both windows have room; report the state.
+
+    Run again from the start if the database aborts the transaction with a
+    serialization failure (SQLSTATE 40001, e.g. CockroachDB): nothing was counted.
+    """
+    return retry_serialization_failures(lambda: _hit(api_key_id, limits))
+
+
+def _hit(api_key_id: str, limits: RateLimits) -> RateState:
     now = epoch_now()
     windows = (
         _Window("minute", limits.per_minute, now - now % MINUTE, MINUTE),
         _Window("day", limits.per_day, now - now % DAY, DAY),
     )
-    counter = m.RateCounter
     with write_transaction(f"ratelimit:{api_key_id}"):
-        current = (counter.window == windows[0].name) & (counter.window_start == windows[0].start)
-        for window in windows[1:]:
-            current |= (counter.window == window.name) & (counter.window_start == window.start)
-        rows = counter.select(counter.window, counter.count).where((counter.api_key == api_key_id) & current)
-        counts = dict(rows.tuples())
+        counts = dict(_COUNTS.all(api_key_id, windows[0].start, windows[1].start))
 
         exhausted = [w for w in windows if counts.get(w.name, 0) >= w.limit]
         if exhausted:
@@ -115,12 +119,7 @@ def hit(api_key_id: str, limits: RateLimits) -> RateState:
             return RateState(window.limit, 0, window.reset, max(1, window.reset - now))
 
         for window in windows:
-            counter.insert(
-                api_key=api_key_id, window=window.name, window_start=window.start, count=1
-            ).on_conflict(
-                conflict_target=[counter.api_key, counter.window, counter.window_start],
-                update={counter.count: counter.count + 1},
-            ).execute()
+            _COUNT_ONE.execute(api_key_id, window.name, window.start)
             if window.name not in counts:
                 _prune(api_key_id, window)
 
@@ -129,6 +128,26 @@ def hit(api_key_id: str, limits: RateLimits) -> RateState:
     used = {w.name: counts.get(w.name, 0) + 1 for w in windows}
     binding = min(windows, key=lambda w: (w.limit - used[w.name], w.reset))
     return RateState(binding.limit, binding.limit - used[binding.name], binding.reset, None)
+
+
+# Every Group B request runs these two: their SQL is built once (services.lookup).
+_C = m.RateCounter
+_COUNTS = Lookup(
+    lambda key, minute_start, day_start: _C.select(_C.window, _C.count).where(
+        (_C.api_key == key)
+        & (
+            ((_C.window == "minute") & (_C.window_start == minute_start))
+            | ((_C.window == "day") & (_C.window_start == day_start))
+        )
+    ),
+    arity=3,
+)
+_COUNT_ONE = Lookup(
+    lambda key, window, start: _C.insert(api_key=key, window=window, window_start=start, count=1).on_conflict(
+        conflict_target=[_C.api_key, _C.window, _C.window_start], update={_C.count: _C.count + 1}
+    ),
+    arity=3,
+)
 
 
 def _prune(api_key_id: str, window: _Window) -> None:

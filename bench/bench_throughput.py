@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+"""HTTP throughput of ``sowctl serve`` on a large dataset, as ratios to hello world.
+
+    python bench/bench_throughput.py                       # SQLite and PostgreSQL, 1 and 2 workers
+    python bench/bench_throughput.py --backends sqlite --workers 2 --only "hello|get item"
+    python bench/bench_throughput.py --write BENCHMARKS.md # also record the table there
+
+Needs ``wrk`` on PATH (``apt-get install -y wrk``) and, for PostgreSQL, a server at
+``--pg-url`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``).
+
+The dataset is ``bench/gen_dataset.big_dataset(20, 100000, 100000)`` (20 SOWs of
+5,000 items and 5,000 dependencies each) imported with
+``sowctl.services.dataset.import_dataset``, plus a Group B project with a 40-line
+budget snapshot. It is built once and cached: a SQLite file in ``--cache-dir``
+and a PostgreSQL template database; every server configuration then runs on a
+fresh copy (a file copy, ``CREATE DATABASE ... TEMPLATE``), so the POST
+benchmark never changes what the next configuration measures.
+
+Each server is the production runner (``sowctl.server.runner.serve``: gunicorn
+gthread, 4 threads per worker) serving the real application built by
+``create_app`` with ``serve --quiet`` settings and rate limits high enough
+never to refuse, plus, in the same worker processes, a bare Bottle app answering
+``GET /hello``. The script re-invokes itself with ``--serve`` for that, so the
+hello-world baseline runs on the same server, workers and run as the requests
+it is compared with; it is measured first and last, and the ratio uses the mean.
+
+Every request is measured with ``wrk -t2 -c32 -d5s --latency`` on loopback after
+a 1 s warm-up; POST /api/dependencies uses ``bench/post_dependencies.lua``,
+which cycles through precomputed depends_on pairs that can never close a cycle.
+wrk shares the two CPUs with the server, as a client on the same machine would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from types import ModuleType
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTION = "## HTTP throughput"
+DATASET = {"sows": 20, "items": 100_000, "deps": 100_000, "seed": 1, "today": date(2026, 1, 15)}
+# Bump when the dataset or the extra records change: caches of another version are rebuilt.
+CACHE_VERSION = 1
+TEMPLATE_DB = f"sowctl_bench_template_v{CACHE_VERSION}"
+RUN_DB = "sowctl_bench_run"
+WRK_ARGS = ["-t2", "-c32", "--latency", "--timeout", "30s"]
+THREADS = 4
+ORG, USER = "org-bench", "user-bench"
+COMPANY, FIN_PROJECT, SNAPSHOT = "comp-bench", 5001, 61
+CHAIN_SOW, LIST_SOW, POST_SOW = "sow-bench-001", "sow-bench-001", "sow-bench-002"
+PAIRS = 20_000
+
+
+# --- the dataset, built once ----------------------------------------------------------------------
+
+
+def load_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_gen_dataset", ROOT / "bench" / "gen_dataset.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_dataset(url: str) -> None:
+    """Import the big dataset and the Group B records into the empty database at ``url``."""
+    from sowctl import models as m
+    from sowctl.db import open_database
+    from sowctl.services.dataset import import_dataset
+
+    started = time.perf_counter()
+    data = load_generator().big_dataset(**DATASET)
+    database = open_database(url)
+    try:
+        import_dataset(data)
+        moment = datetime(2026, 1, 10, 9, 0, 0)
+        with database.atomic():
+            m.Company.create(id=COMPANY, organization=ORG, name="Bench Build LLC")
+            m.FinancialProject.create(id=FIN_PROJECT, company=COMPANY, name="Bench Tower")
+            m.BudgetView.create(
+                id=51, financial_project=FIN_PROJECT, name="Forecast", created_at=moment, updated_at=moment
+            )
+            m.BudgetViewSnapshot.create(
+                id=SNAPSHOT,
+                budget_view=51,
+                financial_project=FIN_PROJECT,
+                name="January",
+                created_at=moment,
+                created_by={"id": 1, "name": "Bench User", "email": "bench@bench.example"},
+            )
+            for k in range(40):
+                m.SnapshotLineItem.create(
+                    snapshot=SNAPSHOT,
+                    id=k + 1,
+                    position=k,
+                    code=f"{k:02d}-100",
+                    description=f"Cost code {k}",
+                    original_budget=f"{1000 + k}.10",
+                    current_budget=f"{1100 + k}.20",
+                    committed=f"{900 + k}.30",
+                    spent=f"{300 + k}.40",
+                    projected_total=f"{1150 + k}.55",
+                    variance=None if k % 2 else f"-{k}.35",
+                )
+            m.Meta.insert(key="bench_dataset", value=str(CACHE_VERSION)).execute()
+    finally:
+        database.close()
+    print(f"# dataset built in {time.perf_counter() - started:.0f} s: {describe(url)}", file=sys.stderr)
+
+
+def describe(url: str) -> str:
+    parts = urlsplit(url)
+    return url if not parts.password else urlunsplit(parts._replace(netloc=f"***@{parts.hostname}"))
+
+
+def sqlite_template(cache_dir: Path) -> Path:
+    path = cache_dir / f"throughput-v{CACHE_VERSION}.db"
+    if not path.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        for leftover in cache_dir.glob(partial.name + "*"):
+            leftover.unlink()
+        build_dataset(str(partial))
+        _checkpoint(partial)
+        os.replace(partial, path)
+    return path
+
+
+def _checkpoint(path: Path) -> None:
+    """Fold the WAL into the file, so that copying the file alone copies everything."""
+    import sqlite3
+
+    with sqlite3.connect(path) as raw:
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        raw.execute("PRAGMA journal_mode=DELETE")
+
+
+def _admin(pg_url: str):
+    import psycopg2
+
+    parts = urlsplit(pg_url)
+    conn = psycopg2.connect(
+        dbname=parts.path.lstrip("/") or "postgres",
+        user=parts.username or "postgres",
+        password=parts.password,
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+    )
+    conn.autocommit = True
+    return conn
+
+
+def _with_db(pg_url: str, name: str) -> str:
+    return urlunsplit(urlsplit(pg_url)._replace(path="/" + name))
+
+
+def pg_template(pg_url: str) -> str:
+    conn = _admin(pg_url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (TEMPLATE_DB,))
+            if cur.fetchone() is not None:
+                return TEMPLATE_DB
+            building = TEMPLATE_DB + "_partial"
+            cur.execute(f'DROP DATABASE IF EXISTS "{building}"')
+            cur.execute(f'CREATE DATABASE "{building}"')
+        build_dataset(_with_db(pg_url, building))
+        with conn.cursor() as cur:
+            cur.execute(f'ALTER DATABASE "{building}" RENAME TO "{TEMPLATE_DB}"')
+        return TEMPLATE_DB
+    finally:
+        conn.close()
+
+
+def fresh_copy(backend: str, template: str, pg_url: str, workdir: Path) -> str:
+    if backend == "sqlite":
+        target = workdir / "run.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(target) + suffix).unlink(missing_ok=True)
+        shutil.copyfile(template, target)
+        return str(target)
+    conn = _admin(pg_url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{RUN_DB}"')
+            cur.execute(f'CREATE DATABASE "{RUN_DB}" TEMPLATE "{template}"')
+    finally:
+        conn.close()
+    return _with_db(pg_url, RUN_DB)
+
+
+def drop_run_database(pg_url: str) -> None:
+    conn = _admin(pg_url)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (RUN_DB,)
+            )
+            cur.execute(f'DROP DATABASE IF EXISTS "{RUN_DB}"')
+    finally:
+        conn.close()
+
+
+# --- what each run requests -------------------------------------------------------------------
+
+
+@dataclass
+class Targets:
+    token: str
+    key: str
+    item_id: str
+    pairs_file: Path
+
+
+def prepare_run(url: str, workdir: Path) -> Targets:
+    """A token and an API key in the run's database, and the ids the requests use."""
+    from sowctl import models as m
+    from sowctl.db import open_database
+    from sowctl.services import credentials
+
+    database = open_database(url)
+    try:
+        token = credentials.create_token(USER, ORG, "member").secret
+        key = credentials.create_key(ORG).secret
+        tasks = (
+            m.Item.select(m.Item.id)
+            .where((m.Item.sow == LIST_SOW) & (m.Item.type == "task_item"))
+            .order_by(m.Item.id)
+            .tuples()
+        )
+        task_ids = [item_id for (item_id,) in tasks]
+        item_id = task_ids[len(task_ids) // 2]
+        # Item ids follow the dataset's creation order, which every ordering edge agrees
+        # with: a later item depending on an earlier one never closes a cycle.
+        ordered = [
+            i for (i,) in m.Item.select(m.Item.id).where(m.Item.sow == POST_SOW).order_by(m.Item.id).tuples()
+        ]
+    finally:
+        database.close()
+    rng = random.Random(7)
+    pairs_file = workdir / "pairs.txt"
+    with pairs_file.open("w") as out:
+        for _ in range(PAIRS):
+            earlier, later = sorted(rng.sample(range(len(ordered)), 2))
+            out.write(f"{ordered[later]} {ordered[earlier]}\n")
+    return Targets(token, key, item_id, pairs_file)
+
+
+@dataclass
+class Probe:
+    name: str
+    path: str
+    headers: dict[str, str] = field(default_factory=dict)
+    script: list[str] = field(default_factory=list)  # wrk -s SCRIPT URL -- ARGS
+
+
+def probes(t: Targets) -> list[Probe]:
+    bearer = {"Authorization": f"Bearer {t.token}"}
+    group_b = {"x-api-key": t.key, "x-organization-id": ORG, "x-company-id": COMPANY}
+    lua = str(ROOT / "bench" / "post_dependencies.lua")
+    return [
+        Probe("hello world (bare Bottle)", "/hello"),
+        Probe("get item", f"/api/items/{t.item_id}", bearer),
+        Probe("list items (page of 100)", f"/api/sow/{LIST_SOW}/items?limit=100", bearer),
+        Probe("create dependency (POST)", "/api/dependencies", script=[lua, str(t.pairs_file), t.token, "2"]),
+        Probe("chain of a 5,000-dependency SOW", f"/api/dependencies/chain?sowId={CHAIN_SOW}", bearer),
+        Probe(
+            "Group B snapshot (40 lines)",
+            f"/api/external/budget-view-snapshot?project_id={FIN_PROJECT}&snapshot_id={SNAPSHOT}",
+            group_b,
+        ),
+        Probe("/projects", "/projects", bearer),
+    ]
+
+
+# --- the server --------------------------------------------------------------------------------
+
+
+def bench_app(db_url: str, settings):  # runs in every worker, after the fork
+    import bottle
+
+    from sowctl.server.app import create_app
+
+    api = create_app(db_url, settings)
+    hello = bottle.Bottle()
+
+    @hello.get("/hello")
+    def hello_world() -> str:
+        return "Hello, World!"
+
+    def app(environ, start_response):
+        if environ.get("PATH_INFO") == "/hello":
+            return hello(environ, start_response)
+        return api(environ, start_response)
+
+    return app
+
+
+def run_server(ns: argparse.Namespace) -> None:
+    from functools import partial
+
+    from sowctl.db import open_database
+    from sowctl.server.runner import serve
+    from sowctl.server.settings import ServerSettings
+
+    open_database(ns.serve).close()  # migrated before the fork, as `sowctl serve` does
+    settings = ServerSettings(rate_per_minute=10**9, rate_per_day=10**9, access_log=False)
+    serve(
+        partial(bench_app, ns.serve, settings),
+        port=0,
+        workers=ns.server_workers,
+        threads=THREADS,
+        on_ready=lambda url: print(f"Listening on {url}", flush=True),
+        access_log=False,
+    )
+
+
+class Server:
+    def __init__(self, db_url: str, workers: int) -> None:
+        command = [sys.executable, __file__, "--serve", db_url, "--server-workers", str(workers)]
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("Listening on "):
+            self.stop()
+            raise RuntimeError(f"server did not start: {line!r} {self.stderr()[-2000:]}")
+        self.url = line.split()[-1]
+
+    def stderr(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process.stdout.close()
+
+
+# --- measuring ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measure:
+    backend: str
+    workers: int
+    probe: str
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: str
+    ratio: float = float("nan")
+
+
+def parse_ms(text: str) -> float:
+    match = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
+    if not match:
+        return float("nan")
+    return float(match[1]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[match[2]]
+
+
+def wrk(url: str, probe: Probe, duration: float) -> tuple[float, float, float, str]:
+    command = ["wrk", *WRK_ARGS, f"-d{max(1, round(duration))}s"]
+    for name, value in probe.headers.items():
+        command += ["-H", f"{name}: {value}"]
+    if probe.script:
+        command += ["-s", probe.script[0], url + probe.path, "--", *probe.script[1:]]
+    else:
+        command.append(url + probe.path)
+    out = subprocess.run(command, capture_output=True, text=True, timeout=duration + 30, check=True).stdout
+    rps = float(m[1]) if (m := re.search(r"Requests/sec:\s+([\d.]+)", out)) else 0.0
+    latency = dict(re.findall(r"^\s+(50|99)%\s+(\S+)\s*$", out, re.M))
+    errors = []
+    if m := re.search(r"Socket errors: (.*)", out):
+        errors.append(m[1])
+    if m := re.search(r"Non-2xx or 3xx responses: (\d+)", out):
+        errors.append(f"non-2xx {m[1]}")
+    return rps, parse_ms(latency.get("50", "")), parse_ms(latency.get("99", "")), "; ".join(errors) or "0"
+
+
+def check_answers(url: str, targets: Targets, selected: list[Probe]) -> None:
+    """Every probe answers 2xx once before it is timed (a 4xx would be fast and wrong)."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for probe in selected:
+            if probe.script:
+                pair = targets.pairs_file.read_text().split("\n", 1)[0].split()
+                body = {"sourceItemId": pair[0], "targetItemId": pair[1], "dependencyType": "depends_on"}
+                response = client.post(
+                    probe.path,
+                    json={**body, "riskLevel": "low"},
+                    headers={"Authorization": f"Bearer {targets.token}"},
+                )
+            else:
+                response = client.get(probe.path, headers=probe.headers)
+            if response.status_code >= 300:
+                raise RuntimeError(f"{probe.name}: {response.status_code} {response.text[:300]}")
+
+
+def bench_config(
+    backend: str, workers: int, db_url: str, targets: Targets, only: str, duration: float
+) -> list[Measure]:
+    selected = [p for p in probes(targets) if p.path == "/hello" or re.search(only, p.name)]
+    server = Server(db_url, workers)
+    results: list[Measure] = []
+    try:
+        check_answers(server.url, targets, selected)
+        hello = selected[0]
+        runs = [*selected, hello]  # hello world first and last
+        for probe in runs:
+            wrk(server.url, probe, 1)  # warm-up: connections, caches, lazy imports
+            rps, p50, p99, errors = wrk(server.url, probe, duration)
+            results.append(Measure(backend, workers, probe.name, rps, p50, p99, errors))
+            print(
+                f"# {backend:10} w={workers} {probe.name:34} {rps:8.0f} req/s  p50 {p50:7.2f} ms  "
+                f"p99 {p99:8.2f} ms  errors {errors}",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        server.stop()
+    log = server.stderr()
+    server.log.close()
+    if "Traceback" in log:
+        print(log[-3000:], file=sys.stderr)
+    first, last = results[0], results.pop()
+    first.rps = (first.rps + last.rps) / 2
+    first.p50_ms = (first.p50_ms + last.p50_ms) / 2
+    first.p99_ms = (first.p99_ms + last.p99_ms) / 2
+    for result in results:
+        result.ratio = result.rps / first.rps if first.rps else float("nan")
+    return results
+
+
+def table(results: list[Measure]) -> str:
+    lines = [
+        "| backend | workers | request | req/s | p50 ms | p99 ms | vs hello world | wrk errors |",
+        "|---|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.backend} | {r.workers} | {r.probe} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
+            f"{r.ratio:.0%} | {r.errors} |"
+        )
+    return "\n".join(lines)
+
+
+def write_section(path: Path, text: str) -> None:
+    """Replace this script's section of ``path`` (or append it); other sections stay as they are."""
+    content = path.read_text() if path.exists() else "# Benchmarks\n"
+    start = content.find(SECTION + "\n")
+    if start < 0:
+        content = content.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n"
+    else:
+        following = content.find("\n## ", start + len(SECTION))
+        end = len(content) if following < 0 else following + 1
+        content = (
+            content[:start] + text.rstrip("\n") + "\n" + ("\n" + content[end:] if following >= 0 else "")
+        )
+    path.write_text(content)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
+    parser.add_argument("--only", default="", help="regex on request names (hello world always runs)")
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sowctl-bench",
+    )
+    parser.add_argument("--write", type=Path, help="record the table in this markdown file")
+    parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: host a server on this database
+    parser.add_argument("--server-workers", type=int, default=1, help=argparse.SUPPRESS)
+    ns = parser.parse_args()
+    if ns.serve:
+        run_server(ns)
+        return
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (apt-get install -y wrk)")
+
+    backends = [b.strip() for b in ns.backends.split(",") if b.strip()]
+    worker_counts = [int(w) for w in ns.workers.split(",")]
+    load_before = os.getloadavg()[0]
+    results: list[Measure] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        for backend in backends:
+            template = str(sqlite_template(ns.cache_dir)) if backend == "sqlite" else pg_template(ns.pg_url)
+            for workers in worker_counts:
+                db_url = fresh_copy(backend, template, ns.pg_url, workdir)
+                try:
+                    targets = prepare_run(db_url, workdir)
+                    results += bench_config(backend, workers, db_url, targets, ns.only, ns.duration)
+                finally:
+                    if backend != "sqlite":
+                        drop_run_database(ns.pg_url)
+
+    command = "python bench/bench_throughput.py " + " ".join(sys.argv[1:])
+    header = (
+        f"`{command.strip()}` ({date.today().isoformat()}; {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}; wrk {' '.join(WRK_ARGS)} "
+        f"-d{ns.duration:g}s on loopback, sharing the CPUs with the server; gunicorn gthread, "
+        f"{THREADS} threads per worker; 1-minute load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after)."
+    )
+    text = table(results)
+    print(header + "\n\n" + text)
+    if ns.write:
+        write_section(ns.write, f"{SECTION}\n\n{header}\n\n{text}\n")
+
+
+if __name__ == "__main__":
+    main()
