@@ -28,7 +28,8 @@ from decimal import Decimal
 
 MAX_FRACTION_DIGITS = 4
 MAX_INTEGER_DIGITS = 15
-_DECIMAL_RE = re.compile(r"^(-?)(\d+)(?:\.(\d+))?$")
+# ASCII digits only, and \Z: "$" would let "12\n" through, \d "١٢" (Decimal() reads both).
+_DECIMAL_RE = re.compile(r"^(-?)(\d+)(?:\.(\d+))?\Z", re.ASCII)
 _CENTS = Decimal("0.01")
 # Enough digits for MAX_INTEGER_DIGITS + MAX_FRACTION_DIGITS summed over millions of lines.
 _CONTEXT = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN)

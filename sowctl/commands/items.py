@@ -126,7 +126,7 @@ def reorder_items(
 
         try:
             body = json.load(from_file)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
             raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     else:
         body = {"items": [_position(text) for text in positions or []]}

@@ -166,7 +166,7 @@ def parse_line(text: str) -> dict[str, Any]:
         if not 2 <= len(tail) <= 4:
             continue
         amount, cost_code, *rest = tail
-        if not _NUMBER_RE.match(amount) or not cost_code.isdigit():
+        if not _NUMBER_RE.match(amount) or not (cost_code.isascii() and cost_code.isdigit()):
             continue
         if not all(_NUMBER_RE.match(value) for value in rest):
             continue
@@ -194,7 +194,7 @@ def _read_body(stream) -> dict[str, Any]:
 
     try:
         body = json.load(stream)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     if not isinstance(body, dict):
         raise typer.BadParameter("must hold a JSON object (the request body)", param_hint="--from-file")

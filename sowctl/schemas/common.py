@@ -108,10 +108,51 @@ def parse(model: type[M], data: Any) -> M:
         raise InvalidInput("request body is required", [Issue((), "request body is required")])
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", [Issue((), "must be a JSON object")])
+    unstorable = unstorable_text(data)
+    if unstorable is not None:
+        issues = [Issue(unstorable, UNSTORABLE_MESSAGE)]
+        describe = getattr(model, "describe_errors", None)
+        raise InvalidInput(describe(issues) if describe else issues[0].describe(), issues)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_error(exc, model) from None
+
+
+# NUL, which PostgreSQL text columns refuse, and lone surrogates, which are not
+# encodable as UTF-8 (JSON allows "\ud800"): refused on every backend alike.
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+UNSTORABLE_MESSAGE = "must not contain NUL characters or unpaired surrogates"
+
+
+def has_unstorable(text: str) -> bool:
+    return _UNSTORABLE.search(text) is not None
+
+
+def escape_unstorable(text: str) -> str:
+    """``text`` with NULs and lone surrogates written as ``\\uXXXX``: safe to print or encode."""
+    return _UNSTORABLE.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
+
+
+def unstorable_text(data: Any) -> tuple[str | int, ...] | None:
+    """Path of a string (or key) in ``data`` that no backend can store; None if there is none.
+
+    Iterative: JSON nested as deep as the parser allows must not overflow the stack.
+    """
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if _UNSTORABLE.search(value):
+                return path
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _UNSTORABLE.search(key):
+                    return (*path, escape_unstorable(key))  # the path is echoed in the error
+                stack.append(((*path, key), item))
+        elif isinstance(value, list):
+            stack.extend(((*path, index), item) for index, item in enumerate(value))
+    return None
 
 
 def validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> InvalidInput:

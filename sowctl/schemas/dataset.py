@@ -46,7 +46,7 @@ DependencyStatus = Literal["active", "resolved", "cancelled", "blocked"]
 
 MAX_BIGINT = 2**63 - 1
 MAX_ORDER_INDEX = 2**31 - 1
-_DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?$")
+_DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?\Z", re.ASCII)  # as sowctl.money reads them
 
 
 def _timestamp(value: Any) -> datetime:

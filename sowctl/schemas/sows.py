@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from sowctl.schemas.common import CamelModel, NonEmptyStr, StrictStr, Timestamp
+from typing import Annotated
+
+from sowctl.schemas.common import CamelModel, Field, NonEmptyStr, StrictStr, Timestamp
+
+# The id column holds 64 characters (PostgreSQL refuses more; SQLite would keep them).
+SowId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
 
 
 class SowCreate(CamelModel):
     title: NonEmptyStr
     project_id: StrictStr | None = None
-    id: StrictStr | None = None
+    id: SowId | None = None
 
 
 class SowOut(CamelModel):

@@ -38,9 +38,9 @@ def declared_length(environ: dict) -> int | None:
     text = (environ.get("CONTENT_LENGTH") or "").strip()
     if not text:
         return None
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # "²".isdigit() is true, int("²") fails
         raise InvalidInput("invalid Content-Length header", [Issue(("Content-Length",), "must be a number")])
-    return int(text)
+    return int(text) if len(text) < 20 else 10**20  # no int() of thousands of digits
 
 
 def check_declared_length(environ: dict, max_bytes: int) -> None:
@@ -216,9 +216,14 @@ def _positive(text: str | None, name: str, default: int) -> int:
     if text is None:
         return default
     stripped = text.strip()
-    if not stripped.isascii() or not stripped.isdigit() or int(stripped) < 1:
+    if not stripped.isascii() or not stripped.isdigit():
         raise InvalidInput.for_field(name, "must be a positive integer")
-    return int(stripped) if len(stripped) < 20 else 10**20  # no huge-int parsing cost
+    # No int() of a huge string: past 4,300 digits Python refuses it (a 500), and it costs.
+    significant = stripped.lstrip("0")
+    value = int(significant or "0") if len(significant) < 20 else 10**20
+    if value < 1:
+        raise InvalidInput.for_field(name, "must be a positive integer")
+    return value
 
 
 def link_header(base_url: str, path: str, query: dict[str, str], page: int, limit: int, total: int) -> str:

@@ -293,7 +293,7 @@ class TestDouble:
                 "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
                 "request_id": headers.get("X-Request-Id") or environ.get(REQUEST_ID_KEY),
                 "method": method,
-                "path": path,
+                "path": state.redact(path),
                 "query": json.dumps(state.mask(_query(environ)), ensure_ascii=False),
                 "status": status,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 1),
@@ -322,6 +322,7 @@ class TestDouble:
         at: str | None,
     ) -> None:
         from sowctl.server.app import log
+        from sowctl.services.admin import mask
 
         assert self.recorder is not None
         try:
@@ -331,7 +332,7 @@ class TestDouble:
                 {
                     "method": method,
                     "path": path,
-                    "query": _query(environ),
+                    "query": mask(_query(environ)),  # a ?token=... never reaches the file
                     "body": _json_value(request_body),
                     "status": status,
                     "group": group,

@@ -49,6 +49,14 @@ _SECRET_TEXT = re.compile(
     re.IGNORECASE,
 )
 
+# A sowctl token or key wherever it appears (a path, a free-text value), known by its shape.
+_SECRET_VALUE = re.compile(r"sow[tk]_[A-Za-z0-9_\-]+")
+
+
+def redact(text: str) -> str:
+    """``text`` with every sowctl token or key in it cut to its prefix and ``***``."""
+    return _SECRET_VALUE.sub(lambda match: match[0][:5] + MASK, text)
+
 
 # --- reset --------------------------------------------------------------------------
 
@@ -134,6 +142,8 @@ def mask(value: Any) -> Any:
         return {k: (MASK if is_secret_field(str(k)) else mask(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [mask(v) for v in value]
+    if isinstance(value, str):
+        return redact(value)
     return value
 
 
@@ -148,7 +158,7 @@ def body_text(raw: bytes) -> tuple[str | None, bool]:
     try:
         text = json.dumps(mask(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
     except (ValueError, RecursionError):
-        text = _SECRET_TEXT.sub(lambda match: f'{match[1]}"{MASK}"', text)
+        text = redact(_SECRET_TEXT.sub(lambda match: f'{match[1]}"{MASK}"', text))
     if len(text) > MAX_BODY_CHARS:
         return text[:MAX_BODY_CHARS], True
     return text, False

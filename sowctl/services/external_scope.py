@@ -11,10 +11,20 @@ from __future__ import annotations
 
 from sowctl import models as m
 from sowctl.errors import InvalidInput, Issue, NotFound
+from sowctl.schemas.common import has_unstorable
 from sowctl.services.access import Caller
+from sowctl.services.lookup import Lookup
 
 ORGANIZATION_HEADER = "x-organization-id"
 COMPANY_HEADER = "x-company-id"
+
+
+# Every Group B request: SQL built once (services.lookup).
+_COMPANY = Lookup(
+    lambda company_id: (
+        m.Company.select(m.Company.id, m.Company.organization).where(m.Company.id == company_id).limit(1)
+    )
+)
 
 
 def _missing_header(name: str) -> InvalidInput:
@@ -35,8 +45,9 @@ def resolve(api_key: m.ApiKey, organization_id: str | None, company_id: str | No
         raise _missing_header(COMPANY_HEADER)
     if organization_id != api_key.organization_id:
         raise NotFound(f"organization {organization_id} not found")
-    company = m.Company.get_or_none(m.Company.id == company_id)
-    if company is None or company.organization_id != api_key.organization_id:
+    # A NUL names no company, and PostgreSQL would refuse it as a query parameter.
+    row = None if has_unstorable(company_id) else _COMPANY.first(company_id)
+    if row is None or row[1] != api_key.organization_id:
         raise NotFound(f"company {company_id} not found")
     caller = Caller(user_id=None, organization_id=api_key.organization_id, role="member")
-    return caller, company.id
+    return caller, row[0]
