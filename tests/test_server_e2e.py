@@ -13,6 +13,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -355,3 +356,31 @@ def test_demo_server_prints_a_token_that_works(start) -> None:
     assert result.returncode == 0, result.stderr
     assert any(item["sowId"] == demo_data.DEMO_SOW for item in json.loads(result.stdout))
     assert server.stop() == 0
+
+
+@needs_runner
+def test_long_urls_reach_the_application_and_protocol_errors_are_json(start, tmp_path: Path) -> None:
+    db = tmp_path / "e2e.db"
+    server = start(db=db)
+    auth = {"Authorization": f"Bearer {make_token(db)}"}
+    with httpx.Client(base_url=server.url, timeout=5) as client:
+        # gunicorn's default would answer a request line over 4 KiB with 414 and an HTML page.
+        long_id = "0" * 9_000
+        response = client.get("/api/dependencies/chain", params={"sowId": long_id}, headers=auth)
+        assert response.status_code == 404, response.text
+        assert response.json() == {"error": f"SOW {long_id} not found"}
+        response = client.get("/api/dependencies/chain", params={"sowId": "0" * 20_000}, headers=auth)
+        assert response.status_code == 400
+        assert response.json() == {"error": "sowId: string should have at most 10000 characters"}
+        # Headers over gunicorn's field limit never reach the application: still JSON.
+        response = client.get("/api/sows", headers={**auth, "X-Padding": "x" * 20_000})
+        assert response.status_code == 431
+        assert response.headers["content-type"] == "application/json"
+        assert response.json()["error"].startswith("Request Header Fields Too Large")
+    host, port = httpx.URL(server.url).host, httpx.URL(server.url).port
+    with socket.create_connection((host, port), timeout=5) as raw:
+        raw.sendall(b"GET /api/sows HTTP/9.9\r\nHost: x\r\n\r\n")
+        reply = raw.recv(65536).decode("latin-1")
+    head, _, body = reply.partition("\r\n\r\n")
+    assert head.startswith("HTTP/1.1 400 ") and "Content-Type: application/json" in head
+    assert json.loads(body)["error"].startswith("Bad Request")

@@ -7,6 +7,7 @@ names the field, and the same model validates CLI input and HTTP bodies alike.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import Annotated, Any, TypeVar
 
@@ -82,7 +83,14 @@ Timestamp = Annotated[
     ),
 ]
 
-NonEmptyStr = Annotated[StrictStr, AfterValidator(_not_blank), Field(max_length=MAX_TEXT)]
+# The document says what _not_blank checks (a non-space character), without making
+# Pydantic check it first with a less helpful message.
+# max_length before the validator: a str constraint ("at most N characters").
+NonEmptyStr = Annotated[
+    StrictStr,
+    Field(max_length=MAX_TEXT, json_schema_extra={"minLength": 1, "pattern": r"\S"}),
+    AfterValidator(_not_blank),
+]
 
 
 class ApiModel(BaseModel):
@@ -97,6 +105,21 @@ class CamelModel(BaseModel):
     model_config = ConfigDict(
         extra="ignore", alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True
     )
+
+
+def not_nullable(*names: str) -> Callable[[dict[str, Any]], None]:
+    """JSON-schema hook for update models: these fields may be left out, but null is
+    refused (the service checks it), so the document types them without null."""
+
+    def hook(schema: dict[str, Any]) -> None:
+        for name in names:
+            prop = schema["properties"][name]
+            variants = [variant for variant in prop.pop("anyOf", []) if variant != {"type": "null"}]
+            if len(variants) == 1:
+                prop.update(variants[0])
+            prop.pop("default", None)
+
+    return hook
 
 
 M = TypeVar("M", bound=BaseModel)

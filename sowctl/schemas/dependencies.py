@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, ConfigDict
 
 from sowctl.schemas.common import (
     MAX_TEXT,
@@ -22,6 +22,7 @@ from sowctl.schemas.common import (
     StrictBool,
     StrictStr,
     Timestamp,
+    not_nullable,
 )
 
 DependencyType = Literal["depends_on", "blocks", "related_to", "prerequisite", "successor"]
@@ -75,6 +76,8 @@ class DependencyUpdate(CamelModel):
     An explicit null clears slaDate, escalationDate or notes; status and riskLevel
     cannot be cleared (the service refuses null for them).
     """
+
+    model_config = ConfigDict(json_schema_extra=not_nullable("status", "riskLevel"))
 
     status: DependencyStatus | None = None
     risk_level: RiskLevel | None = None

@@ -215,7 +215,10 @@ class PurchaseOrderIn(ApiModel):
     line_items: Annotated[
         list[PurchaseOrderLineIn],
         AfterValidator(_line_count),
-        Field(description=f"1 to {MAX_LINE_ITEMS} line items."),
+        Field(
+            description=f"1 to {MAX_LINE_ITEMS} line items.",
+            json_schema_extra={"minItems": 1, "maxItems": MAX_LINE_ITEMS},  # _line_count checks them
+        ),
     ]
 
     @classmethod

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict
 
 from sowctl.schemas.common import (
     CamelModel,
@@ -11,12 +13,14 @@ from sowctl.schemas.common import (
     StrictInt,
     StrictStr,
     Timestamp,
+    not_nullable,
 )
 
 ItemType = Literal["requirement", "task_item"]
 ItemStatus = Literal["pending", "in_progress", "completed", "cancelled"]
 OrderIndex = StrictInt
 MAX_ORDER_INDEX = 2**31 - 1
+Position = Annotated[OrderIndex, Field(ge=0, le=MAX_ORDER_INDEX)]
 
 
 class ItemCreate(CamelModel):
@@ -30,10 +34,13 @@ class ItemCreate(CamelModel):
 class ItemUpdate(CamelModel):
     """Every field optional; only the fields sent are changed."""
 
+    # Only description can be cleared with null.
+    model_config = ConfigDict(json_schema_extra=not_nullable("title", "status", "orderIndex"))
+
     title: NonEmptyStr | None = None
     description: StrictStr | None = Field(default=None, max_length=100_000)
     status: ItemStatus | None = None
-    order_index: OrderIndex | None = Field(default=None, ge=0, le=MAX_ORDER_INDEX)
+    order_index: Position | None = None
 
 
 class ReorderEntry(CamelModel):

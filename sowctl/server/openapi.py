@@ -11,8 +11,11 @@ from pydantic import TypeAdapter
 from sowctl import __version__
 from sowctl.operations import Operation
 from sowctl.server.auth import PLAIN_SCOPE_HEADER_PATHS
+from sowctl.server.settings import ServerSettings
 
 REF = "#/components/schemas/{model}"
+# The paging limits the document states: the server's defaults.
+PAGING = ServerSettings()
 
 ERROR_SCHEMAS: dict[str, dict] = {
     "ErrorA": {
@@ -184,14 +187,15 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
                 "in": "query",
                 "required": False,
                 "description": "Page number, from 1",
-                "schema": {"type": "integer", "minimum": 1, "default": 1},
+                "schema": {"type": "integer", "minimum": 1, "maximum": PAGING.max_page, "default": 1},
             },
             {
                 "name": "limit",
                 "in": "query",
                 "required": False,
-                "description": "Page size; values above 100 are clamped to 100",
-                "schema": {"type": "integer", "minimum": 1, "default": 20, "maximum": 100},
+                # No "maximum": larger values are accepted and clamped (contract §7.2).
+                "description": f"Page size; larger values are clamped to {PAGING.max_limit}",
+                "schema": {"type": "integer", "minimum": 1, "default": PAGING.default_limit},
             },
         ]
     if op.group == "B":

@@ -103,6 +103,15 @@ def _run_gunicorn(
             # process anyway.
             Worker.handle_quit(self, sig, frame)
 
+        def init_process(self) -> None:
+            # Requests gunicorn refuses before the application sees them (a malformed
+            # request line, oversized headers) get JSON like every other error, not
+            # gunicorn's HTML page. This process serves only sowctl, so patch it here.
+            import gunicorn.util
+
+            gunicorn.util.write_error = _write_json_error
+            super().init_process()
+
     address, port = listener.getsockname()[:2]
     v6 = listener.family == socket.AF_INET6
     hostport = f"[{address}]:{port}" if v6 else f"{address}:{port}"
@@ -136,6 +145,9 @@ def _run_gunicorn(
         "reuse_port": True,
         "backlog": BACKLOG,
         "keepalive": 5,
+        # 0: request lines up to gunicorn's hard cap of 1 MiB reach the application, which
+        # answers an over-long id or query value in the group's JSON envelope, not 414 HTML.
+        "limit_request_line": 0,
         "graceful_timeout": 5,
         "loglevel": "warning",  # no "Booting worker ..." chatter; warnings and errors stay
         "accesslog": None,  # _AccessLog writes it, without headers
@@ -192,6 +204,21 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def _write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's ``util.write_error``, answering in the Group A/B error envelope."""
+    import json
+
+    from gunicorn.util import write_nonblock
+
+    detail = f"{reason}: {mesg}" if mesg else reason
+    body = json.dumps({"error": detail[:500]}).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    write_nonblock(sock, head.encode("latin-1") + body)
 
 
 def _exit_worker(exc: BaseException) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sowctl import clock
 from sowctl import models as m
+from sowctl.db import write_transaction
 from sowctl.errors import InvalidInput, NotFound, Unauthorized
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate
@@ -50,7 +51,9 @@ def create_token(user_id: str, organization_id: str, role: str = "member") -> Is
         raise InvalidInput.for_field("user", f"must be at most {m.User.id.max_length} characters")
     if m.Organization.get_or_none(m.Organization.id == organization_id) is None:
         raise NotFound(f"organization {organization_id} not found")
-    with m.database_proxy.atomic():
+    # BEGIN IMMEDIATE on SQLite: a deferred transaction that reads, then writes, fails at
+    # once ("database is locked") when a running server wrote in between.
+    with write_transaction("credentials"):
         user = m.User.get_or_none(m.User.id == user_id)
         if user is None:
             user = m.User.create(id=user_id, organization=organization_id, name=user_id)
