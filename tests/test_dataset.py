@@ -616,3 +616,15 @@ def test_progress_is_reported_per_batch(db) -> None:
     assert calls[0] == (0, total) and calls[-1] == (total, total)
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
     assert len(calls) >= 4  # the items went in as several batches
+
+
+def test_no_order_index_after_the_largest_one_is_refused(db) -> None:
+    data = minimal()
+    task = {"sowId": "sow-1", "type": "task_item", "parentItemId": "req-1"}
+    data["items"].append({**task, "id": "task-max", "title": "Max", "orderIndex": 2**31 - 1})
+    data["items"].append({**task, "id": "task-after", "title": "After"})
+    with pytest.raises(InvalidInput) as info:
+        import_dataset(data)
+    assert info.value.message.startswith("items[")
+    assert "(id task-after): orderIndex: must be given" in info.value.message
+    assert m.Item.select().count() == 0

@@ -174,6 +174,16 @@ def test_order_index_is_one_more_than_the_largest_sibling(sow):
     assert create(sow, "f")["orderIndex"] == 9  # the largest, not the latest
 
 
+def test_no_order_index_after_the_largest_one_is_refused(sow):
+    create(sow, "last", orderIndex=2**31 - 1)
+    before = snapshot()
+    with pytest.raises(InvalidInput) as info:
+        create(sow, "after it")  # 2**31 fits no INTEGER column (PostgreSQL refused it with a 500)
+    assert info.value.message.startswith("orderIndex: must be given")
+    assert snapshot() == before
+    assert create(sow, "placed", orderIndex=5)["orderIndex"] == 5
+
+
 def test_order_index_counts_only_siblings(sow):
     req = create(sow, "req", "requirement")  # 0
     create(sow, "top", orderIndex=5)

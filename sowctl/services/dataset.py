@@ -762,10 +762,13 @@ class _Importer:
             top = pw.fn.MAX(IT.order_index)
             query = IT.select(IT.sow, IT.parent, top).group_by(IT.sow, IT.parent)
             highest = {(sow, parent): value for sow, parent, value in query.tuples()}
-        for r in records:
+        for i, r in enumerate(records):
             level = (r.sow_id, r.parent_item_id)
             if r.order_index is None:
                 r.order_index = highest[level] + 1 if level in highest else 0
+                if r.order_index > s.MAX_ORDER_INDEX:
+                    message = f"must be given: a sibling already has the largest one ({s.MAX_ORDER_INDEX})"
+                    self.problems.add("items", i, r.id, "orderIndex", message)
             highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
     def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:

@@ -12,6 +12,7 @@ from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import HierarchyViolation, InvalidInput, Issue, NotFound
 from sowctl.schemas.items import (
+    MAX_ORDER_INDEX,
     ItemCreate,
     ItemOut,
     ItemUpdate,
@@ -185,6 +186,10 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
             )
             highest = siblings.scalar()
             order_index = 0 if highest is None else highest + 1
+            if order_index > MAX_ORDER_INDEX:
+                raise InvalidInput.for_field(
+                    "orderIndex", f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
+                )
         moment = clock.now()
         item = m.Item.create(
             id=clock.new_id(),
