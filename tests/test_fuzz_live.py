@@ -32,7 +32,7 @@ CHECKS = ",".join(
 
 
 @needs_runner
-def test_schemathesis_cli_finds_nothing_against_a_real_server(db_url: str) -> None:
+def test_schemathesis_cli_finds_nothing_against_a_real_server(db_url: str, tmp_path: Path) -> None:
     executable = shutil.which("schemathesis", path=str(Path(sys.executable).parent))
     if executable is None:
         pytest.skip("the schemathesis CLI is not installed")
@@ -72,6 +72,7 @@ def test_schemathesis_cli_finds_nothing_against_a_real_server(db_url: str) -> No
             capture_output=True,
             text=True,
             timeout=300,
+            cwd=tmp_path,  # the CLI keeps its state in ./.schemathesis
         )
     finally:
         server.stop()
