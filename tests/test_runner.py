@@ -148,3 +148,21 @@ def test_access_log_escapes_and_counts(capsys: pytest.CaptureFixture[str]) -> No
     # a secret-named query parameter is masked (issue 8)
     assert line.startswith('10.0.0.1 - "GET /a%20b%0A%22x%22/%C3%A9?token=*** HTTP/1.1" 404 4 '), line
     assert line.endswith("ms\n") and line.count("\n") == 1 and "s3cret" not in line
+
+
+@pytest.mark.parametrize(("error", "status"), [(ConnectionResetError, "-"), (RuntimeError, "500")])
+def test_access_log_of_an_app_that_raises(
+    capsys: pytest.CaptureFixture[str], error: type[Exception], status: str
+) -> None:
+    """A dropped connection (the "drop" fault, a client gone) sent no status; a crash is a 500."""
+    from sowctl.server.runner import _AccessLog
+
+    def app(environ, start_response):
+        raise error("gone")
+
+    environ = {"REMOTE_ADDR": "10.0.0.1", "REQUEST_METHOD": "GET", "PATH_INFO": "/x"}
+    environ["SERVER_PROTOCOL"] = "HTTP/1.1"
+    with pytest.raises(error):
+        _AccessLog(app)(environ, lambda status, headers, exc_info=None: None)
+    line = capsys.readouterr().err
+    assert line.startswith(f'10.0.0.1 - "GET /x HTTP/1.1" {status} 0 '), line

@@ -300,6 +300,11 @@ class _AccessLog:
 
         try:
             body = self.app(environ, logging_start_response)
+        except ConnectionError:
+            # The connection is gone (a client hang-up, or the test double's "drop"
+            # fault): no status reached anyone, so none is logged.
+            self._write(environ, "-", 0, started)
+            raise
         except BaseException:
             self._write(environ, "500", 0, started)
             raise
