@@ -600,3 +600,21 @@ def test_json_output_imports_neither_rich_nor_httpx(tmp_path):
     env["SOWCTL_CONFIG"] = str(tmp_path / "config.toml")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_remote_mode_imports_neither_peewee_nor_the_services(tmp_path):
+    """Remote mode reads only the operations' declarations: no models, no database driver."""
+    code = (
+        "import sys\n"
+        "from sowctl.cli import main\n"
+        "code = main(['--server', 'http://127.0.0.1:9', '--token', 't', 'items', 'get', 'x', '--json'])\n"
+        "assert code == 5, code\n"
+        "loaded = [m for m in sys.modules if m in ('peewee', 'psycopg2', 'sowctl.models')\n"
+        "          or m.startswith('sowctl.services')]\n"
+        "assert not loaded, loaded\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    env["SOWCTL_CONFIG"] = str(tmp_path / "config.toml")
+    env["SOWCTL_RETRIES"] = "0"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

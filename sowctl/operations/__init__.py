@@ -11,13 +11,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from sowctl.errors import NotFound
 from sowctl.schemas.common import escape_unstorable, has_unstorable, parse
-from sowctl.services.access import Caller
+
+if TYPE_CHECKING:
+    from sowctl.services.access import Caller
 
 Group = Literal["A", "B", "C"]
 
@@ -32,6 +34,18 @@ MODULES = {
     "projects": "sowctl.operations.listing",
     "clients": "sowctl.operations.listing",
 }
+
+
+class LazyModule:
+    """A module imported on first use. Operation modules reach their services through
+    one, so that remote mode, which only reads the declarations, never imports the
+    services, the models and Peewee behind them."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
 
 
 @dataclass

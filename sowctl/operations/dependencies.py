@@ -7,7 +7,7 @@ register the chain route first (or match literal segments before parameters).
 
 from __future__ import annotations
 
-from sowctl.operations import Request, Result, operation
+from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.schemas.common import dump
 from sowctl.schemas.dependencies import (
     ChainFlat,
@@ -19,8 +19,9 @@ from sowctl.schemas.dependencies import (
     DependencyUpdate,
 )
 from sowctl.schemas.items import Message
-from sowctl.services import chain
-from sowctl.services import dependencies as service
+
+chain = LazyModule("sowctl.services.chain")
+service = LazyModule("sowctl.services.dependencies")
 
 
 @operation(

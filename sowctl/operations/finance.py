@@ -9,7 +9,7 @@ project's own company.
 
 from __future__ import annotations
 
-from sowctl.operations import Request, Result, operation
+from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.schemas.common import dump
 from sowctl.schemas.finance import (
     BudgetViewList,
@@ -23,7 +23,8 @@ from sowctl.schemas.finance import (
     SnapshotQuery,
     SnapshotResponse,
 )
-from sowctl.services import finance as service
+
+service = LazyModule("sowctl.services.finance")
 
 
 @operation(

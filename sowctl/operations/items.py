@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sowctl.operations import Request, Result, operation
+from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.schemas.common import CamelModel, StrictStr, dump
 from sowctl.schemas.items import (
     ItemCreate,
@@ -14,7 +14,8 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.services import items as service
+
+service = LazyModule("sowctl.services.items")
 
 
 class ItemListQuery(CamelModel):

@@ -8,7 +8,7 @@ the remote backend does by following the offsets.
 
 from __future__ import annotations
 
-from sowctl.operations import Request, Result, operation
+from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.schemas.common import dump
 from sowctl.schemas.listing import (
     DEFAULT_LIMIT,
@@ -18,7 +18,8 @@ from sowctl.schemas.listing import (
     ProjectList,
     ProjectListQuery,
 )
-from sowctl.services import listing as service
+
+service = LazyModule("sowctl.services.listing")
 
 
 def page(request: Request) -> tuple[int | None, int]:

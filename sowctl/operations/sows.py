@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from sowctl.operations import Request, Result, operation
+from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.schemas.common import CamelModel, StrictStr, dump
 from sowctl.schemas.sows import SowCreate, SowOut
-from sowctl.services import sows as service
+
+service = LazyModule("sowctl.services.sows")
 
 
 class SowListQuery(CamelModel):
