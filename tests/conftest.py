@@ -16,17 +16,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from sowctl import clock
 from sowctl.db import open_database
 from sowctl.services.access import Caller
+
+# Property tests replay the same examples on every run, so a CI run cannot fail by
+# chance; SOWCTL_TEST_HYPOTHESIS=explore draws new ones (a bug hunt, not a gate).
+hypothesis_settings.register_profile("replay", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False, database=None)
+hypothesis_settings.load_profile(os.environ.get("SOWCTL_TEST_HYPOTHESIS", "replay"))
 
 
 @pytest.fixture(autouse=True)
 def isolation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No test reads the developer's config, colours or terminal width."""
     for name in list(os.environ):
-        if name.startswith("SOWCTL_") and name not in ("SOWCTL_TEST_DB",):
+        # SOWCTL_TEST_* and SOWCTL_FUZZ_* steer the suite itself, not sowctl.
+        if name.startswith("SOWCTL_") and not name.startswith(("SOWCTL_TEST_", "SOWCTL_FUZZ_")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("SOWCTL_CONFIG", str(tmp_path / "config" / "config.toml"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
