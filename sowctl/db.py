@@ -230,11 +230,7 @@ def with_retries(operation: Callable[[], object], attempts: int = 5) -> object:
         try:
             return operation()
         except (pw.OperationalError, pw.InternalError) as exc:
-            transient = (
-                "locked" in str(exc)
-                or "could not serialize" in str(exc)
-                or ("restart transaction" in str(exc))
-            )
+            transient = "locked" in str(exc) or is_serialization_failure(exc)
             if not transient or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * 2**attempt)

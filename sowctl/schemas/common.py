@@ -83,9 +83,9 @@ Timestamp = Annotated[
     ),
 ]
 
-# The document says what _not_blank checks (a non-space character), without making
-# Pydantic check it first with a less helpful message.
-# max_length before the validator: a str constraint ("at most N characters").
+# max_length comes before the validator, so Pydantic applies it as a string constraint
+# ("at most N characters"). The schema extra documents what _not_blank checks (a
+# non-space character) without Pydantic checking it first with a vaguer message.
 NonEmptyStr = Annotated[
     StrictStr,
     Field(max_length=MAX_TEXT, json_schema_extra={"minLength": 1, "pattern": r"\S"}),

@@ -24,7 +24,8 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
-from urllib.parse import unquote_plus
+
+from sowctl.redaction import redact_target  # secrets never reach the log
 
 WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -247,29 +248,6 @@ def _exit_worker(exc: BaseException) -> None:
 _UNSAFE = re.compile(r"[^\x21\x23-\x7e]")
 
 
-# Secrets never reach the log: a sowctl token or key wherever it appears, and the value
-# of any query parameter whose name says it holds one (?token=..., ?api_key=...).
-_SECRET_VALUE = re.compile(r"sow[tk]_[A-Za-z0-9_\-]+")
-_SECRET_PARAMS = frozenset(
-    {"token", "key", "apikey", "xapikey", "secret", "password", "auth", "authorization"}
-)
-
-
-def _redact(path: str, query: str) -> str:
-    target = _SECRET_VALUE.sub(lambda match: match[0][:5] + "***", path)
-    if not query:
-        return target
-    parts = []
-    for part in query.split("&"):
-        name, sep, value = part.partition("=")
-        key = unquote_plus(name).lower().replace("-", "").replace("_", "")
-        secret_name = key in _SECRET_PARAMS or key.endswith(("token", "secret", "password", "apikey"))
-        if sep and value and (secret_name or _SECRET_VALUE.search(unquote_plus(value))):
-            value = "***"
-        parts.append(name + sep + value)
-    return target + "?" + "&".join(parts)
-
-
 def _percent_escape(match: re.Match[str]) -> str:
     # WSGI strings are latin-1 decoded bytes, so ord() is the byte on the wire.
     char = match[0]
@@ -311,7 +289,7 @@ class _AccessLog:
         return _LoggedBody(body, lambda size: self._write(environ, status, size, started))
 
     def _write(self, environ: dict[str, Any], status: str, size: int, started: float) -> None:
-        target = _redact(
+        target = redact_target(
             environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
         )
         line = (

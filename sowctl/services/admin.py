@@ -24,39 +24,15 @@ import peewee as pw
 
 from sowctl import models as m
 from sowctl.db import write_transaction
+from sowctl.redaction import MASK, is_secret_field, redact
 
 RUNTIME_KEYS = ("faults", "clock")
 MAX_BODY_CHARS = 4096
-MASK = "***"
-# Body and query fields whose values are never stored (compared lower-case, without - and _).
-SECRET_FIELDS = frozenset(
-    {
-        "token",
-        "apikey",
-        "key",
-        "password",
-        "secret",
-        "accesstoken",
-        "refreshtoken",
-        "clientsecret",
-        "authorization",
-        "xapikey",
-    }
-)
 _SECRET_TEXT = re.compile(
     r'("(?:token|api[_-]?key|key|password|secret|access[_-]?token|refresh[_-]?token|client[_-]?secret|'
     r'authorization|x-api-key)"\s*:\s*)"(?:[^"\\]|\\.)*"',
     re.IGNORECASE,
 )
-
-# A sowctl token or key wherever it appears (a path, a free-text value), known by its shape.
-_SECRET_VALUE = re.compile(r"sow[tk]_[A-Za-z0-9_\-]+")
-
-
-def redact(text: str) -> str:
-    """``text`` with every sowctl token or key in it cut to its prefix and ``***``."""
-    return _SECRET_VALUE.sub(lambda match: match[0][:5] + MASK, text)
-
 
 # --- reset --------------------------------------------------------------------------
 
@@ -130,10 +106,6 @@ def clear_runtime() -> None:
 
 
 # --- masking and truncating bodies ------------------------------------------------------
-
-
-def is_secret_field(name: str) -> bool:
-    return name.lower().replace("_", "").replace("-", "") in SECRET_FIELDS
 
 
 def mask(value: Any) -> Any:

@@ -13,18 +13,10 @@ from sowctl import models as m
 from sowctl.errors import InvalidInput, Issue, NotFound
 from sowctl.schemas.common import has_unstorable
 from sowctl.services.access import Caller
-from sowctl.services.lookup import Lookup
+from sowctl.services.finance import company_for
 
 ORGANIZATION_HEADER = "x-organization-id"
 COMPANY_HEADER = "x-company-id"
-
-
-# Every Group B request: SQL built once (services.lookup).
-_COMPANY = Lookup(
-    lambda company_id: (
-        m.Company.select(m.Company.id, m.Company.organization).where(m.Company.id == company_id).limit(1)
-    )
-)
 
 
 def _missing_header(name: str) -> InvalidInput:
@@ -46,8 +38,7 @@ def resolve(api_key: m.ApiKey, organization_id: str | None, company_id: str | No
     if organization_id != api_key.organization_id:
         raise NotFound(f"organization {organization_id} not found")
     # A NUL names no company, and PostgreSQL would refuse it as a query parameter.
-    row = None if has_unstorable(company_id) else _COMPANY.first(company_id)
-    if row is None or row[1] != api_key.organization_id:
+    if has_unstorable(company_id):
         raise NotFound(f"company {company_id} not found")
     caller = Caller(user_id=None, organization_id=api_key.organization_id, role="member")
-    return caller, row[0]
+    return caller, company_for(caller, company_id).id
