@@ -24,6 +24,11 @@ def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 
 
+def is_fixed() -> bool:
+    """Whether the clock is frozen (``serve --clock``, ``/_admin/clock``, tests)."""
+    return _fixed_now is not None
+
+
 def today() -> date:
     return now().date()
 

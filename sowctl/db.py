@@ -14,6 +14,7 @@ from typing import TypeVar
 import peewee as pw
 
 from sowctl import models
+from sowctl.db_guards import GuardedSqliteDatabase, check_storage, install_query_deadline
 from sowctl.errors import ServiceUnavailable, SowctlError, UsageError
 
 SQLITE_PRAGMAS = {
@@ -56,6 +57,7 @@ def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
         )
     from playhouse.db_url import connect as connect_url
 
+    install_query_deadline()
     try:
         return connect_url(target)
     except ImportError as exc:  # psycopg2 not installed
@@ -71,7 +73,7 @@ def _sqlite(path: str) -> pw.SqliteDatabase:
         path = str(Path(path).expanduser())
     # Every thread gets its own connection (peewee keeps them thread-local), and the
     # pragmas above are set on each new connection as it opens, whichever thread opens it.
-    return pw.SqliteDatabase(path, pragmas=SQLITE_PRAGMAS, check_same_thread=False)
+    return GuardedSqliteDatabase(path, pragmas=SQLITE_PRAGMAS, check_same_thread=False)
 
 
 def open_database(url_or_path: str | os.PathLike | None, *, migrate: bool = True) -> pw.Database:
@@ -111,6 +113,18 @@ def is_sqlite(database: pw.Database | None = None) -> bool:
 # --- migrations ---------------------------------------------------------------
 
 
+# The database's own clock, to the second: one clock for every instance that shares it.
+_SQLITE_EPOCH = "SELECT CAST(strftime('%s', 'now') AS INTEGER)"
+_SERVER_EPOCH = "SELECT CAST(floor(extract(epoch FROM clock_timestamp())) AS BIGINT)"
+
+
+def database_epoch() -> int:
+    """The database server's current time as epoch seconds (SQLite: this machine's)."""
+    database = models.database_proxy.obj
+    sql = _SQLITE_EPOCH if is_sqlite(database) else _SERVER_EPOCH
+    return int(database.execute_sql(sql).fetchone()[0])
+
+
 def _v1_initial(database: pw.Database) -> None:
     database.create_tables(models.ALL_MODELS, safe=True)
 
@@ -137,8 +151,23 @@ def _v3_item_topo_rank(database: pw.Database) -> None:
     migrate(*operations)
 
 
+def _v4_po_high_water(database: pw.Database) -> None:
+    """``FinancialProject.po_high_water``: purchase-order numbers without a scan."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.FinancialProject._meta.table_name
+    if "po_high_water" not in {column.name for column in database.get_columns(table)}:
+        migrator = SchemaMigrator.from_database(database)
+        migrate(migrator.add_column(table, "po_high_water", pw.BigIntegerField(null=True)))
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
-MIGRATIONS: list[Callable[[pw.Database], None]] = [_v1_initial, _v2_request_log, _v3_item_topo_rank]
+MIGRATIONS: list[Callable[[pw.Database], None]] = [
+    _v1_initial,
+    _v2_request_log,
+    _v3_item_topo_rank,
+    _v4_po_high_water,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -174,8 +203,20 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
     if isinstance(database, pw.SqliteDatabase):
         # IMMEDIATE takes the write lock up front: the check-then-write sequences
         # inside (cycle checks, numbering) see no concurrent writer.
-        with database.atomic("IMMEDIATE"):
-            yield
+        try:
+            with database.atomic("IMMEDIATE"):
+                yield
+                # Checked before the commit: a write into a removed file is refused, not lost.
+                check_storage(database)
+        except pw.OperationalError as exc:
+            # SQLite rolls back by itself after SQLITE_FULL or an I/O error; peewee's own
+            # ROLLBACK then fails and would hide the error that says what happened.
+            cause: BaseException | None = exc
+            while cause is not None and "no transaction is active" in str(cause):
+                cause = cause.__context__
+            if cause is not None and cause is not exc:
+                raise cause from None
+            raise
         return
     with database.atomic():
         if database.transaction_depth() == 1 and _has_advisory_locks(database):

@@ -176,6 +176,9 @@ class FinancialProject(BaseModel):
     company = pw.ForeignKeyField(Company, backref="financial_projects", on_delete="CASCADE")
     name = pw.TextField(default="")
     project = pw.ForeignKeyField(Project, null=True, on_delete="SET NULL")
+    # The highest PO-<id>-<n> number allocated so far, so that a new order costs O(1);
+    # null until the first order is created after a migration or an import (then counted).
+    po_high_water = pw.BigIntegerField(null=True)
 
 
 class Vendor(BaseModel):

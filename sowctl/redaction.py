@@ -8,6 +8,7 @@ library: the WSGI runner uses it without loading the application.
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import unquote_plus
 
 MASK = "***"
@@ -28,8 +29,14 @@ SECRET_FIELDS = frozenset(
     }
 )
 _SECRET_SUFFIXES = ("token", "secret", "password", "apikey")
-# A sowctl token or key wherever it appears (a path, a free-text value), known by its shape.
-_SECRET_VALUE = re.compile(r"sow[tk]_[A-Za-z0-9_\-]+")
+# Every secret sowctl issues starts with one of these: bearer tokens, API keys and the
+# admin token of ``serve --admin``. A secret is known by its shape wherever it appears
+# (a path, a query parameter's name or value, a free-text field).
+TOKEN_PREFIX = "sowt_"
+KEY_PREFIX = "sowk_"
+ADMIN_TOKEN_PREFIX = "sowa_"
+SECRET_PREFIXES = (TOKEN_PREFIX, KEY_PREFIX, ADMIN_TOKEN_PREFIX)
+_SECRET_VALUE = re.compile("(?:" + "|".join(map(re.escape, SECRET_PREFIXES)) + r")[A-Za-z0-9_\-]+")
 
 
 def is_secret_field(name: str) -> bool:
@@ -42,15 +49,32 @@ def redact(text: str) -> str:
     return _SECRET_VALUE.sub(lambda match: match[0][:5] + MASK, text)
 
 
+def redact_value(value: Any) -> Any:
+    """A JSON value for a log or record file: the values of secret-named fields replaced
+    by ``***`` and every sowctl secret (in keys and strings) redacted, at any depth."""
+    if isinstance(value, dict):
+        return {
+            redact(str(k)): (MASK if is_secret_field(str(k)) else redact_value(v)) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_value(v) for v in value]
+    if isinstance(value, str):
+        return redact(value)
+    return value
+
+
 def redact_target(path: str, query: str) -> str:
-    """A request target for a log: tokens in the path redacted, and the value of every
-    query parameter with a secret's name, or holding a sowctl token, replaced by ``***``."""
+    """A request target for a log: secrets in the path and in query parameter names
+    redacted, and the value of every query parameter with a secret's name, or holding
+    a sowctl secret, replaced by ``***``."""
     target = redact(path)
     if not query:
         return target
     parts = []
     for part in query.split("&"):
         name, sep, value = part.partition("=")
+        if _SECRET_VALUE.search(unquote_plus(name)):
+            name = MASK
         if (
             sep
             and value

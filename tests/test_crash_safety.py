@@ -351,10 +351,15 @@ def test_sigkill_during_a_cli_import_leaves_all_or_nothing(db_url: str, tmp_path
             time.sleep(0.01)
         time.sleep(0.3)
         finished = process.poll() is not None
-        os.killpg(process.pid, signal.SIGKILL)
+        if not finished:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:  # it ended between the poll and the kill
+                finished = True
     finally:
         process.wait(timeout=10)
-    assert not finished, "the import finished before the kill"
+    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    assert not finished, f"the import ended before the kill (exit {process.returncode}): {stderr[-2000:]}"
     integrity_ok(db_url)
     database = open_database(db_url)
     try:

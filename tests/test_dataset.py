@@ -252,6 +252,37 @@ def test_purchase_order_defaults(db, demo: dict[str, Any]) -> None:
     assert (exported["line_items"][1]["quantity"], exported["line_items"][1]["unit_cost"]) == (3, "4291.83")
 
 
+def test_purchase_order_numbers_continue_above_imported_ones(db, demo: dict[str, Any]) -> None:
+    from sowctl.schemas.finance import PurchaseOrderIn
+    from sowctl.services import finance
+    from sowctl.services.access import Caller
+
+    import_dataset(demo)
+    order = demo["purchaseOrders"][0]
+    project, caller = int(order["project_id"]), Caller.local()
+    body = PurchaseOrderIn.model_validate(
+        {
+            "project_id": project,
+            "commitment_id": str(order["commitment_id"]),
+            "vendor_id": order["vendor"]["id"],
+            "title": "next",
+            "status": "draft",
+            "line_items": [
+                {
+                    "description": "x",
+                    "amount": "1.00",
+                    "cost_code_id": order["line_items"][0]["cost_code"]["id"],
+                }
+            ],
+        }
+    )
+    first = finance.create_purchase_order(caller, None, body).number
+    later = {**order, "id": 99_999, "number": f"PO-{project}-0950", "line_items": []}
+    import_dataset({"purchaseOrders": [later]})
+    assert finance.create_purchase_order(caller, None, body).number == f"PO-{project}-0951"
+    assert first != f"PO-{project}-0951"
+
+
 # --- refusals: all or nothing, naming record and field ---------------------------
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -19,7 +20,7 @@ from sowctl import models as m
 from sowctl.db import open_database
 from sowctl.errors import UsageError
 from sowctl.services import credentials
-from sowctl.services.ratelimit import RateLimits, RateState, hit
+from sowctl.services.ratelimit import MINUTE, RateLimits, RateState, hit
 
 T0 = datetime(2026, 3, 16, 12, 0, 15)  # 15 s into a minute
 DEFAULT = RateLimits()
@@ -214,3 +215,31 @@ def test_worker_processes_share_the_counters(key, db_url):
         allowed.append(int(out))
     assert sum(allowed) == 100
     assert counts(key) == {"minute": 100, "day": 100}
+
+
+class _DriftingDatetime(datetime):
+    """A process clock that jumps a minute back and forth on every reading, like two
+    instances behind one load balancer whose clocks are a minute apart."""
+
+    readings = 0
+
+    @classmethod
+    def now(cls, tz=None):
+        cls.readings += 1
+        shift = timedelta(seconds=60 if cls.readings % 2 else 0)
+        return datetime.now(tz) + shift
+
+
+def test_windows_follow_the_database_clock_not_a_drifting_process_clock(key, monkeypatch):
+    """Before: the instance ahead pruned the minute the lagging one still counted in,
+    and 200 of 300 requests passed a limit of 100 a minute."""
+    from sowctl.db import database_epoch
+
+    clock.set_fixed_now(None)
+    # 300 requests take well under a second; do not start them at the end of a minute.
+    while database_epoch() % MINUTE > 50:
+        time.sleep(1)
+    monkeypatch.setattr(clock, "datetime", _DriftingDatetime)
+    allowed = sum(hit(key, DEFAULT).allowed for _ in range(300))
+    assert allowed == 100
+    assert counts(key)["minute"] == 100

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,7 @@ def test_record_then_replay_reproduces_the_database(serve, tmp_path: Path, cli) 
     writes = record_session(server.client, credentials)
     assert server.stop() == 0
 
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600  # bodies are business data
     text = record.read_text()
     lines = [json.loads(line) for line in text.splitlines()]
     assert len(lines) == writes

@@ -293,7 +293,9 @@ def _test_double_options(
             raise UsageError(f"--record: cannot write {record}: {exc.strerror or exc}") from None
         record_path = str(record.resolve())
     if admin:
-        admin_token = clock.new_secret("sowa_")
+        from sowctl.redaction import ADMIN_TOKEN_PREFIX
+
+        admin_token = clock.new_secret(ADMIN_TOKEN_PREFIX)
     return {
         "admin_token": admin_token.strip() if admin_token else None,
         "faults": faults if faults.active else None,

@@ -112,7 +112,14 @@ def prime_contract(request: Request) -> Result:
     query=ProjectQuery,
     response=PurchaseOrderList,
     extension=True,
+    paginated=True,
 )
 def list_purchase_orders(request: Request) -> Result:
-    orders = service.list_purchase_orders(request.caller, request.company_id, request.query.project_id)
-    return Result(dump(orders))
+    orders, total = service.list_purchase_orders(
+        request.caller,
+        request.company_id,
+        request.query.project_id,
+        offset=request.offset,
+        limit=request.limit,
+    )
+    return Result(dump(orders), total)

@@ -19,9 +19,11 @@ import bottle
 import peewee as pw
 
 from sowctl import models, operations
-from sowctl.db import open_database, with_retries
+from sowctl.db import open_database, with_retries, write_transaction
+from sowctl.db_guards import check_storage
 from sowctl.errors import SowctlError
 from sowctl.operations import Operation
+from sowctl.redaction import redact
 from sowctl.server import auth, cors
 from sowctl.server.errors import (
     HttpStatusError,
@@ -29,6 +31,7 @@ from sowctl.server.errors import (
     database_error,
     envelope,
     group_of_path,
+    is_storage_error,
 )
 from sowctl.server.http import (
     JSON_CONTENT_TYPE,
@@ -81,6 +84,9 @@ class Dispatcher:
         self.database = database
         self.settings = settings
         self._openapi: bytes | None = None
+        # Set when a write failed for want of storage (disk full, I/O error): /healthz
+        # answers 503 until a probe write succeeds again.
+        self.storage_failure: str | None = None
 
     # --- database -----------------------------------------------------------
 
@@ -153,6 +159,8 @@ class Dispatcher:
             if isinstance(exc, pw.PeeweeException):
                 self.recover_connection()
             if mapped is not None:
+                if is_storage_error(exc):
+                    self.storage_failure = str(exc)
                 log(environ, f"database unavailable: {type(exc).__name__}: {exc}")
                 return error_response(op.group, mapped, headers)
             log_exception(environ)
@@ -171,11 +179,23 @@ class Dispatcher:
         try:
             self.ensure_connection()
             self.database.execute_sql("SELECT 1")
+            check_storage(self.database)
+            if self.storage_failure is not None:
+                self._probe_write()
         except Exception as exc:
             self.recover_connection()
             log(bottle.request.environ, f"health check failed: {type(exc).__name__}: {exc}")
             return json_response(503, json_bytes({"status": "unavailable"}), {"Retry-After": "1"})
         return json_response(200, json_bytes({"status": "ok"}), {})
+
+    def _probe_write(self) -> None:
+        """A write that leaves nothing behind but needs room on the disk (64 KiB): raises
+        while the database cannot take it."""
+        meta = models.Meta
+        with write_transaction("healthz"):
+            meta.insert(key="healthz-probe", value="x" * 65_536).execute()
+            meta.delete().where(meta.key == "healthz-probe").execute()
+        self.storage_failure = None
 
     def openapi(self) -> bottle.HTTPResponse:
         try:
@@ -347,5 +367,5 @@ def _request_id_line(environ: dict) -> None:
 
 def _describe(environ: dict) -> str:
     request_id = environ.get(REQUEST_ID_KEY, "-")
-    path = "".join(c if c.isprintable() and c != " " else "?" for c in environ.get("PATH_INFO", "?"))
+    path = "".join(c if c.isprintable() and c != " " else "?" for c in redact(environ.get("PATH_INFO", "?")))
     return f"{environ.get('REQUEST_METHOD', '?')} {path} request-id={request_id}"

@@ -127,12 +127,27 @@ _TRANSIENT_DB_ERRORS = (
 )
 
 
+# The disk under the database failed: nothing was stored, and retrying later may work.
+_STORAGE_ERRORS = ("disk is full", "disk i/o error", "readonly database", "removed or replaced")
+
+
+def is_storage_error(exc: Exception) -> bool:
+    """Whether ``exc`` says the disk under the database failed (full, I/O error, removed)."""
+    text = str(exc).lower()
+    return isinstance(exc, pw.OperationalError | pw.InternalError) and any(
+        marker in text for marker in _STORAGE_ERRORS
+    )
+
+
 def database_error(exc: Exception) -> SowctlError | None:
-    """A 503 for a database that is busy or unreachable; None for anything else (a 500)."""
+    """A 503 for a database that is busy, unreachable or cannot store; None for anything
+    else (a 500)."""
     if isinstance(exc, pw.InterfaceError):
         return ServiceUnavailable("the database is unavailable; retry later")
     if isinstance(exc, pw.OperationalError | pw.InternalError):
         text = str(exc).lower()
+        if is_storage_error(exc):
+            return ServiceUnavailable("the database cannot store anything now; retry later")
         if any(marker in text for marker in _TRANSIENT_DB_ERRORS):
             return ServiceUnavailable("the database is busy; retry later")
     return None

@@ -27,8 +27,13 @@ MUTATING = frozenset({"POST", "PUT", "DELETE"})
 
 
 def check_writable(path: str) -> None:
-    """Open ``path`` for appending once (creating it): raises OSError when that fails."""
-    os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+    """Open ``path`` for appending once (creating it, readable by its owner only, since
+    request bodies are business data): raises OSError when that fails."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 class Recorder:
@@ -41,7 +46,7 @@ class Recorder:
     def _descriptor(self) -> int:
         # Opened in the process that writes (a worker, after the fork).
         if self._fd is None or self._pid != os.getpid():
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             self._pid = os.getpid()
         return self._fd
 

@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl
 import bottle
 
 from sowctl import clock
+from sowctl.redaction import redact, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
@@ -293,8 +294,8 @@ class TestDouble:
                 "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
                 "request_id": headers.get("X-Request-Id") or environ.get(REQUEST_ID_KEY),
                 "method": method,
-                "path": state.redact(path),
-                "query": json.dumps(state.mask(_query(environ)), ensure_ascii=False),
+                "path": redact(path),
+                "query": json.dumps(redact_value(_query(environ)), ensure_ascii=False),
                 "status": status,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 1),
                 "group": group,
@@ -322,7 +323,6 @@ class TestDouble:
         at: str | None,
     ) -> None:
         from sowctl.server.app import log
-        from sowctl.services.admin import mask
 
         assert self.recorder is not None
         try:
@@ -332,8 +332,8 @@ class TestDouble:
                 {
                     "method": method,
                     "path": path,
-                    "query": mask(_query(environ)),  # a ?token=... never reaches the file
-                    "body": _json_value(request_body),
+                    "query": redact_value(_query(environ)),  # a ?token=... never reaches the file
+                    "body": redact_value(_json_value(request_body)),
                     "status": status,
                     "group": group,
                     "identity": identity(environ, group, path),

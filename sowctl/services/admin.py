@@ -24,7 +24,7 @@ import peewee as pw
 
 from sowctl import models as m
 from sowctl.db import write_transaction
-from sowctl.redaction import MASK, is_secret_field, redact
+from sowctl.redaction import MASK, redact, redact_value
 
 RUNTIME_KEYS = ("faults", "clock")
 MAX_BODY_CHARS = 4096
@@ -108,17 +108,6 @@ def clear_runtime() -> None:
 # --- masking and truncating bodies ------------------------------------------------------
 
 
-def mask(value: Any) -> Any:
-    """``value`` with the values of secret-named fields replaced by ``"***"``, at any depth."""
-    if isinstance(value, dict):
-        return {k: (MASK if is_secret_field(str(k)) else mask(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask(v) for v in value]
-    if isinstance(value, str):
-        return redact(value)
-    return value
-
-
 def body_text(raw: bytes) -> tuple[str | None, bool]:
     """(stored text, truncated) of a body: masked JSON, or masked text; None when empty."""
     if not raw:
@@ -128,7 +117,7 @@ def body_text(raw: bytes) -> tuple[str | None, bool]:
     except UnicodeDecodeError:
         return f"<{len(raw)} bytes, not UTF-8>", False
     try:
-        text = json.dumps(mask(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(redact_value(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
     except (ValueError, RecursionError):
         text = redact(_SECRET_TEXT.sub(lambda match: f'{match[1]}"{MASK}"', text))
     if len(text) > MAX_BODY_CHARS:

@@ -14,11 +14,10 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import InvalidInput, NotFound, Unauthorized
+from sowctl.redaction import KEY_PREFIX, TOKEN_PREFIX  # one list of secret prefixes
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate
 
-TOKEN_PREFIX = "sowt_"
-KEY_PREFIX = "sowk_"
 ROLES = ("viewer", "member", "admin")
 
 

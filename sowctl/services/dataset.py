@@ -423,6 +423,9 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
             importer.problems.raise_if_any()
             importer.insert(progress)
             mark_ranks_stale(importer.ordered_organizations)
+            # Imported numbers may be above a project's mark: count again at the next order.
+            if records["purchaseOrders"]:
+                FP.update(po_high_water=None).where(FP.po_high_water.is_null(False)).execute()
         return importer.counts()
 
 

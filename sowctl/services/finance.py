@@ -236,7 +236,21 @@ def po_number(project_id: int, sequence: int) -> str:
 
 
 def _next_sequence(project_id: int) -> int:
-    """One more than the highest PO-<project>-<n> of the project (run under its lock)."""
+    """One more than the highest PO-<project>-<n> of the project (run under its lock).
+
+    The high-water mark makes this O(1); it is counted once after a migration or an
+    import (which clears it), since imported numbers may be any text.
+    """
+    project = m.FinancialProject
+    highest = project.select(project.po_high_water).where(project.id == project_id).scalar()
+    if highest is None:
+        highest = _highest_number(project_id)
+    project.update(po_high_water=highest + 1).where(project.id == project_id).execute()
+    return highest + 1
+
+
+def _highest_number(project_id: int) -> int:
+    """The highest n of the project's PO-<project>-<n> numbers, 0 when none: a full scan."""
     prefix = f"PO-{project_id}-"
     highest = 0
     numbers = m.PurchaseOrder.select(m.PurchaseOrder.number).where(
@@ -246,7 +260,7 @@ def _next_sequence(project_id: int) -> int:
         suffix = number[len(prefix) :] if number.startswith(prefix) else ""
         if suffix.isascii() and suffix.isdigit():
             highest = max(highest, int(suffix))
-    return highest + 1
+    return highest
 
 
 def create_purchase_order(caller: Caller, company_id: str | None, data: PurchaseOrderIn) -> PurchaseOrderOut:
@@ -307,17 +321,22 @@ def create_purchase_order(caller: Caller, company_id: str | None, data: Purchase
     return _order_out(order, vendor, [(line, cost_codes[line.cost_code_id]) for line in lines])
 
 
-def list_purchase_orders(caller: Caller, company_id: str | None, project_id: int) -> PurchaseOrderList:
-    """The project's purchase orders, oldest first (a sowctl extension)."""
+def list_purchase_orders(
+    caller: Caller, company_id: str | None, project_id: int, *, offset: int = 0, limit: int | None = None
+) -> tuple[PurchaseOrderList, int]:
+    """A page of the project's purchase orders, oldest first, and how many there are
+    (a sowctl extension; ``limit=None`` is every order, for local mode)."""
     project = project_for(caller, company_id, project_id)
-    orders = list(
-        m.PurchaseOrder.select(m.PurchaseOrder, m.Vendor)
-        .join(m.Vendor)
-        .where(m.PurchaseOrder.financial_project == project.id)
-        .order_by(m.PurchaseOrder.id)
-    )
+    of_project = m.PurchaseOrder.financial_project == project.id
+    query = m.PurchaseOrder.select(m.PurchaseOrder, m.Vendor).join(m.Vendor).where(of_project)
+    orders = list(query.order_by(m.PurchaseOrder.id).offset(offset or None).limit(limit))
+    if limit is None or (offset == 0 and len(orders) < limit):
+        total = offset + len(orders)
+    else:
+        total = m.PurchaseOrder.select().where(of_project).count()
     lines = _lines_of([order.id for order in orders])
-    return PurchaseOrderList(data=[_order_out(order, order.vendor, lines[order.id]) for order in orders])
+    page = PurchaseOrderList(data=[_order_out(order, order.vendor, lines[order.id]) for order in orders])
+    return page, total
 
 
 def _lines_of(order_ids: Sequence[int]) -> dict[int, list[tuple[m.PurchaseOrderLine, m.CostCode]]]:

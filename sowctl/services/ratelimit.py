@@ -19,6 +19,11 @@ Semantics, decided here and documented in the README:
   window starts afresh. On a 429, they describe the exhausted window (the one that
   resets last, if both are), ``Remaining`` is 0 and ``Retry-After`` is the number
   of seconds until it resets.
+* **One clock**: windows are computed from the *database's* clock, read inside the
+  key's transaction, not from the clock of the process that serves the request, so
+  instances whose clocks drift apart still agree on every window (and none of them
+  prunes a window another is still counting in). A frozen service clock
+  (``serve --clock``, ``/_admin/clock``) still decides, as it does for every date.
 * **Pruning**: when a key opens a new window, its older windows of that kind are
   deleted; on a key's first request of a day, finished windows of every key are
   deleted too (best effort).
@@ -33,7 +38,7 @@ import peewee as pw
 
 from sowctl import clock
 from sowctl import models as m
-from sowctl.db import retry_serialization_failures, write_transaction
+from sowctl.db import database_epoch, retry_serialization_failures, write_transaction
 from sowctl.errors import UsageError
 from sowctl.services.lookup import Lookup
 
@@ -104,13 +109,22 @@ def hit(api_key_id: str, limits: RateLimits) -> RateState:
     return retry_serialization_failures(lambda: _hit(api_key_id, limits))
 
 
+def window_clock() -> int:
+    """Epoch seconds that decide the windows: the frozen clock, else the database's."""
+    if clock.is_fixed():
+        return epoch_now()
+    return database_epoch()
+
+
 def _hit(api_key_id: str, limits: RateLimits) -> RateState:
-    now = epoch_now()
-    windows = (
-        _Window("minute", limits.per_minute, now - now % MINUTE, MINUTE),
-        _Window("day", limits.per_day, now - now % DAY, DAY),
-    )
     with write_transaction(f"ratelimit:{api_key_id}"):
+        # Read after the lock is taken: a request that waited for the lock must not
+        # count itself in a window that has already closed.
+        now = window_clock()
+        windows = (
+            _Window("minute", limits.per_minute, now - now % MINUTE, MINUTE),
+            _Window("day", limits.per_day, now - now % DAY, DAY),
+        )
         counts = dict(_COUNTS.all(api_key_id, windows[0].start, windows[1].start))
 
         exhausted = [w for w in windows if counts.get(w.name, 0) >= w.limit]

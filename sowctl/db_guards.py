@@ -1,0 +1,99 @@
+"""Guards that turn a failing disk or database server into a clear refusal, never a lost write.
+
+* **A SQLite file removed or replaced while open**: the open connections keep writing
+  into the deleted inode, so every write would be acknowledged and then lost at the
+  next start. ``GuardedSqliteDatabase`` remembers the file's identity (device and
+  inode) and ``check_file`` refuses writes, and ``/healthz``, once the path no
+  longer names that file.
+* **A database server that stops answering** (frozen, partitioned): libpq has no
+  deadline of its own for a query, so psycopg2 runs with a wait callback that gives
+  every call, connecting included, ``DB_TIMEOUT_SECONDS`` (``SOWCTL_DB_TIMEOUT``),
+  after which the call fails and the server answers 503 instead of hanging.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+
+import peewee as pw
+
+from sowctl.errors import ServiceUnavailable
+
+DB_TIMEOUT_SECONDS = float(os.environ.get("SOWCTL_DB_TIMEOUT") or 30)
+
+
+class GuardedSqliteDatabase(pw.SqliteDatabase):
+    """A SQLite database that notices when its file is removed or replaced."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._identity: tuple[int, int] | None = None
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            info = os.stat(self.database)
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
+    def _connect(self):
+        connection = super()._connect()
+        if self.database not in ("", ":memory:"):
+            identity = self._file_identity()
+            if self._identity is None:
+                self._identity = identity
+            elif identity != self._identity:
+                connection.close()
+                raise pw.OperationalError(f"database file {self.database} was removed or replaced")
+        return connection
+
+    def check_file(self) -> None:
+        """Raise ServiceUnavailable when the path no longer names the file that was opened."""
+        if self._identity is None or self.database in ("", ":memory:"):
+            return
+        if self._file_identity() != self._identity:
+            raise ServiceUnavailable(
+                f"the database file {self.database} was removed or replaced; "
+                "nothing more can be stored until the server restarts"
+            )
+
+
+def check_storage(database: pw.Database) -> None:
+    """Raise ServiceUnavailable when writes to ``database`` could not be kept."""
+    if isinstance(database, GuardedSqliteDatabase):
+        database.check_file()
+
+
+def install_query_deadline() -> None:
+    """Give every psycopg2 call a deadline (idempotent; a no-op without psycopg2)."""
+    try:
+        import psycopg2.extensions as extensions
+    except ImportError:
+        return
+    if extensions.get_wait_callback() is not _wait_with_deadline:
+        extensions.set_wait_callback(_wait_with_deadline)
+
+
+def _wait_with_deadline(connection) -> None:
+    import psycopg2
+    import psycopg2.extensions as extensions
+
+    deadline = time.monotonic() + DB_TIMEOUT_SECONDS
+    while True:
+        state = connection.poll()
+        if state == extensions.POLL_OK:
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise psycopg2.OperationalError(
+                f"timeout: the database did not answer within {DB_TIMEOUT_SECONDS:g} s"
+            )
+        fileno = connection.fileno()
+        if state == extensions.POLL_READ:
+            select.select([fileno], [], [], remaining)
+        elif state == extensions.POLL_WRITE:
+            select.select([], [fileno], [], remaining)
+        else:  # pragma: no cover - psycopg2 documents no other state
+            raise psycopg2.OperationalError(f"bad poll state {state}")
