@@ -1,6 +1,6 @@
 """Diagram sources of a dependency chain: Mermaid (paste into Markdown) and Graphviz DOT.
 
-Both take the API body of ``GET /api/dependencies/chain?format=flat``, so they
+Both take the API body of ``GET /api/dependencies/chain?format=flat&include=criticalPath``, so they
 work the same in local and remote mode. Each dependency is an arrow from its
 source item to its target (an item, or an external party drawn as a separate
 shape, one per distinct name), labelled with its type. Highlighted:
@@ -32,7 +32,7 @@ class _Chart:
         self.edges: list[tuple[str, str, dict[str, Any]]] = []
         for entry in report["dependencies"]:
             source = self._node(entry["sourceItem"]["id"], entry["sourceItem"]["title"], False)
-            if entry.get("isExternal") or entry["targetItem"]["id"] is None:
+            if entry.get("isExternal") or entry["targetItem"].get("id") is None:
                 name = entry.get("externalTarget") or entry["targetItem"]["title"] or "external"
                 target = self._node("external:" + name, name, True)
             else:

@@ -31,7 +31,7 @@ def exit_code_for_status(status: int) -> ExitCode:
         return ExitCode.NOT_FOUND
     if status in (401, 403):
         return ExitCode.AUTH
-    if status in (400, 405, 409, 413, 415, 422):
+    if status in (400, 405, 409, 413, 415, 422):  # 409/415/422: a server other than sowctl
         return ExitCode.INVALID_INPUT
     return ExitCode.FAILURE
 
@@ -107,7 +107,7 @@ class Forbidden(SowctlError):
 
 class MethodNotAllowed(SowctlError):
     status = 405
-    code = "METHOD_NOT_ALLOWED"
+    code = "METHOD_NOT_SUPPORTED"
 
 
 class PayloadTooLarge(SowctlError):

@@ -42,23 +42,39 @@ def status(dep_id: str, new: str) -> None:
     operations.call_local("deps.update", MEMBER, {"dependencyId": dep_id}, body={"status": new})
 
 
-def get_chain(sow_id: str, fmt: str | None = None, caller: Caller = MEMBER) -> dict:
+EVERYTHING = "criticalPath,external"
+
+
+def get_chain(
+    sow_id: str, fmt: str | None = None, caller: Caller = MEMBER, include: str | None = EVERYTHING
+) -> dict:
     query = {"sowId": sow_id} if fmt is None else {"sowId": sow_id, "format": fmt}
+    if include is not None:
+        query["include"] = include
     return operations.call_local("chain.get", caller, query=query)
 
 
 def entry(
     dep_id: str, source: tuple[str, str], target: tuple[str | None, str], kind: str, risk: str, state: str
 ):
+    """An entry of the plain body: the spec's fields only; an external target has only a title."""
     return {
         "id": dep_id,
         "sourceItem": {"id": source[0], "title": source[1]},
-        "targetItem": {"id": target[0], "title": target[1]},
+        "targetItem": {"title": target[1]} if target[0] is None else {"id": target[0], "title": target[1]},
         "dependencyType": kind,
         "riskLevel": risk,
         "status": state,
-        "isExternal": target[0] is None,
-        **({"externalTarget": target[1]} if target[0] is None else {}),
+    }
+
+
+def extended(plain: dict) -> dict:
+    """The entry with include=external: isExternal, and externalTarget on an external one."""
+    external = "id" not in plain["targetItem"]
+    return {
+        **plain,
+        "isExternal": external,
+        **({"externalTarget": plain["targetItem"]["title"]} if external else {}),
     }
 
 
@@ -96,14 +112,33 @@ def test_flat_chain_exactly(site) -> None:
     e3 = entry(s["d3"], steel, (None, "Steel mill"), "depends_on", "medium", "active")
     e4 = entry(s["d4"], roof, steel, "related_to", "critical", "resolved")
     e5 = entry(s["d5"], frame, roof, "blocks", "critical", "cancelled")
-    assert body == {
+    plain = get_chain(s["sow"], include=None)
+    assert plain == {  # the spec's fields, no more
         "sowId": s["sow"],
         "dependencies": [e1, e2, e3, e4, e5],
         "issues": {"circular": [], "overdue": [e2, e3], "critical": [e1]},
+    }
+    x1, x2, x3, x4, x5 = map(extended, (e1, e2, e3, e4, e5))
+    assert body == {
+        "sowId": s["sow"],
+        "dependencies": [x1, x2, x3, x4, x5],
+        "issues": {"circular": [], "overdue": [x2, x3], "critical": [x1]},
         "criticalPath": [s["steel"], s["deck"], s["roof"]],
     }
+    assert get_chain(s["sow"], include="criticalPath") == {**plain, "criticalPath": body["criticalPath"]}
     json.dumps(body)  # the body is plain JSON
     ChainFlat.model_validate(body)  # and matches the shape documented in OpenAPI
+    ChainFlat.model_validate(plain)
+
+
+@pytest.mark.parametrize("include", ["bogus", "criticalPath,bogus", "criticalpath"])
+def test_an_unknown_include_is_refused_naming_it(site, include: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        get_chain(site["sow"], include=include)
+    assert (
+        caught.value.message.startswith("include: unknown")
+        and "criticalPath, external" in caught.value.message
+    )
 
 
 def test_tree_chain_nests_items_with_their_dependencies(site) -> None:

@@ -338,7 +338,7 @@ def test_concurrent_purchase_orders_never_share_a_number(srv: Live, clients) -> 
         project_id = new_financial_project()
         headers = {"x-api-key": new_key(), "organization-id": ORG, "company-id": COMPANY}
         body = {
-            "project_id": project_id,
+            "project_id": str(project_id),
             "commitment_id": f"c{project_id}",
             "title": "Steel package",
             "vendor_id": VENDOR,

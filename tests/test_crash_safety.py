@@ -103,7 +103,7 @@ def seed_demo(db_url: str) -> tuple[str, str]:
 
 def po_body(index: int) -> dict:
     return {
-        "project_id": demo_data.DEMO_PROJECT_ID,
+        "project_id": str(demo_data.DEMO_PROJECT_ID),
         "commitment_id": "5001",
         "title": f"crash {index}",
         "vendor_id": 7,

@@ -262,7 +262,7 @@ def test_purchase_order_numbers_continue_above_imported_ones(db, demo: dict[str,
     project, caller = int(order["project_id"]), Caller.local()
     body = PurchaseOrderIn.model_validate(
         {
-            "project_id": project,
+            "project_id": str(project),
             "commitment_id": str(order["commitment_id"]),
             "vendor_id": order["vendor"]["id"],
             "title": "next",

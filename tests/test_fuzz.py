@@ -183,13 +183,13 @@ def test_fuzzed_document_is_the_served_one(env: Env) -> None:
     assert served.json() == DOCUMENT
 
 
-def test_group_b_documents_429_and_every_write_documents_413_and_415() -> None:
+def test_group_b_documents_429_and_every_body_documents_413() -> None:
     for op in operations.load_all().values():
         statuses = DOCUMENT["paths"][op.path][op.method.lower()]["responses"]
         if op.group == "B":
             assert "429" in statuses, op.name
         if op.body is not None:
-            assert {"413", "415"} <= set(statuses), op.name
+            assert "413" in statuses and "415" not in statuses, op.name
         assert "500" in statuses, op.name
 
 

@@ -106,8 +106,15 @@ def test_create_records_the_calling_user(sow):
     assert m.Item.get_by_id(item["id"]).created_by_user_id == "ada"
 
 
-def test_create_without_description_gives_null(sow):
-    assert create(sow, "T")["description"] is None
+def test_create_without_description_leaves_the_field_out(sow):
+    item = create(sow, "T")
+    assert "description" not in item and item["parentItemId"] is None  # the spec's null stays
+    assert set(item) == ITEM_FIELDS - {"description"}
+
+
+@pytest.mark.parametrize("order_index", [2.0, 2e0, 2])
+def test_a_whole_json_number_is_an_order_index(sow, order_index):
+    assert create(sow, "T", orderIndex=order_index)["orderIndex"] == 2
 
 
 @pytest.mark.parametrize(
@@ -204,6 +211,10 @@ def test_order_index_counts_only_siblings(sow):
         ({"title": "T", "type": "epic"}, "type", "must be one of: requirement, task_item"),
         ({"title": "T", "type": "task_item", "orderIndex": -1}, "orderIndex", "greater than or equal to 0"),
         ({"title": "T", "type": "task_item", "orderIndex": "2"}, "orderIndex", "must be an integer"),
+        ({"title": "T", "type": "task_item", "orderIndex": 2.5}, "orderIndex", "must be an integer"),
+        ({"title": "T", "type": "task_item", "orderIndex": None}, "orderIndex", "must not be null"),
+        ({"title": "T", "type": "task_item", "description": None}, "description", "must not be null"),
+        ({"title": None, "type": "task_item"}, "title", "must not be null"),
         ({"title": "T", "type": "task_item", "parentItemId": 3}, "parentItemId", "must be a string"),
         ({"title": "T", "type": "task_item", "description": 3}, "description", "must be a string"),
     ],
@@ -234,7 +245,7 @@ def test_list_comes_in_order_index_order(sow):
     b = create(sow, "b", orderIndex=1)
     listed = api("items.list", {"sowId": sow})
     assert [item["id"] for item in listed] == [a["id"], b["id"], c["id"]]
-    assert all(set(item) == ITEM_FIELDS for item in listed)
+    assert all(set(item) == ITEM_FIELDS - {"description"} for item in listed)
 
 
 def test_list_filters_by_type_and_parent(sow):
@@ -300,7 +311,7 @@ def test_update_changes_the_sent_fields_and_refreshes_updated_at(sow):
     [
         ({"title": "T2"}, {"title": "T2"}),
         ({"description": "d2"}, {"description": "d2"}),
-        ({"description": None}, {"description": None}),
+        ({"description": ""}, {"description": ""}),
         ({"status": "completed"}, {"status": "completed"}),
         ({"status": "cancelled"}, {"status": "cancelled"}),
         ({"orderIndex": 9}, {"orderIndex": 9}),

@@ -348,8 +348,8 @@ def test_bulk_and_cross_references_cannot_reach_another_organization(orgs) -> No
     globex_vendor = next(v["id"] for v in DEMO["vendors"] if v["companyId"] == demo_data.GLOBEX_COMPANY)
     globex_code = next(c["id"] for c in DEMO["costCodes"] if c["companyId"] == demo_data.GLOBEX_COMPANY)
     good = {
-        "project_id": globex_project,
-        "commitment_id": globex_commitment,
+        "project_id": str(globex_project),
+        "commitment_id": str(globex_commitment),
         "title": "t",
         "vendor_id": globex_vendor,
         "status": "draft",
@@ -360,7 +360,7 @@ def test_bulk_and_cross_references_cannot_reach_another_organization(orgs) -> No
         {"vendor_id": 7},
         {"commitment_id": "5001"},
         {"line_items": [{"description": "d", "amount": "1.00", "cost_code_id": 3}]},
-        {"project_id": demo_data.DEMO_PROJECT_ID},
+        {"project_id": str(demo_data.DEMO_PROJECT_ID)},
     ):
         reply = foreign_send(env, op, token, key, "globex", body={**good, **change})
         assert reply.status == 404, (change, reply.body)

@@ -45,12 +45,27 @@ def _flags(report: dict) -> dict[str, str]:
 
 
 def _item(ref: dict) -> str:
-    return ref["title"] if ref["id"] is None else f"{ref['title']} ({ref['id']})"
+    return ref["title"] if ref.get("id") is None else f"{ref['title']} ({ref['id']})"
+
+
+def _is_external(entry: dict) -> bool:
+    return entry.get("isExternal", entry["targetItem"].get("id") is None)
 
 
 def _target(entry: dict) -> str:
     ref = entry["targetItem"]
-    return f"external: {ref['title']}" if entry.get("isExternal") else ref["id"] or ""
+    return f"external: {ref['title']}" if _is_external(entry) else ref["id"]
+
+
+# What the CLI's own views ask the chain for, on top of the API's plain body.
+EXTENSIONS = "criticalPath,external"
+
+
+def _chain(ctx: typer.Context, sow_id: str, fmt: str, include: str | None = EXTENSIONS) -> dict:
+    query = {"sowId": sow_id, "format": fmt}
+    if include:
+        query["include"] = include
+    return app_context(ctx).call("chain.get", query=query)
 
 
 @app.command("show")
@@ -67,20 +82,33 @@ def show(
         ),
     ] = Format.table,
     json_: Json = False,
+    include: Annotated[
+        str | None,
+        typer.Option(
+            "--include",
+            help="With --json: extensions to add to the API body, comma-separated: criticalPath "
+            "(the longest ordering chain), external (isExternal and externalTarget on entries).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Show the dependencies of a SOW with their issues and critical path."""
-    call = app_context(ctx).call
+    """Show the dependencies of a SOW with their issues and critical path.
+
+    --json prints the API's body for the chain (sowId, dependencies, issues),
+    with the extensions named by --include. An external dependency's targetItem
+    has only a title: the external party's name.
+    """
     if json_ or fmt is Format.json:
-        emit_json(call("chain.get", query={"sowId": sow_id, "format": "flat"}))
+        emit_json(_chain(ctx, sow_id, "flat", include))
     elif fmt is Format.tree:
-        _show_tree(call("chain.get", query={"sowId": sow_id, "format": "tree"}))
+        _show_tree(_chain(ctx, sow_id, "tree"))
     elif fmt in (Format.mermaid, Format.dot):
         from sowctl.chart import to_dot, to_mermaid
 
-        report = call("chain.get", query={"sowId": sow_id, "format": "flat"})
+        report = _chain(ctx, sow_id, "flat")
         sys.stdout.write(to_mermaid(report) if fmt is Format.mermaid else to_dot(report))
     else:
-        _show_table(call("chain.get", query={"sowId": sow_id, "format": "flat"}))
+        _show_table(_chain(ctx, sow_id, "flat"))
 
 
 def _show_table(report: dict) -> None:
@@ -98,7 +126,7 @@ def _show_table(report: dict) -> None:
         emit_rows(report["dependencies"], columns)
         return
     columns[1] = Column("SOURCE", lambda e: _item(e["sourceItem"]))
-    columns[2] = Column("TARGET", lambda e: _item(e["targetItem"]) if not e.get("isExternal") else _target(e))
+    columns[2] = Column("TARGET", lambda e: _target(e) if _is_external(e) else _item(e["targetItem"]))
     columns[-1] = Column(
         "ISSUES", lambda e: flags.get(e["id"], ""), style=lambda e: "bold red" if e["id"] in flags else None
     )
@@ -190,8 +218,7 @@ def check(
     from sowctl.services.chain import check_chain, parse_fail_on
 
     kinds = parse_fail_on(fail_on)  # before any call: a typo is exit 2 even for a missing SOW
-    report = app_context(ctx).call("chain.get", query={"sowId": sow_id, "format": "flat"})
-    summary = check_chain(report, kinds)
+    summary = check_chain(_chain(ctx, sow_id, "flat"), kinds)
     if json_:
         emit_json(summary)
     elif is_tty():
@@ -211,7 +238,7 @@ def describe(kind: str, issue: Any, *, with_id: bool = True) -> str:
         return "circular dependency: " + " -> ".join([*issue, issue[0]])
     return (
         f"{issue['id'] + ': ' if with_id else ''}{_item(issue['sourceItem'])} {issue['dependencyType']} "
-        f"{_target(issue) if issue.get('isExternal') else _item(issue['targetItem'])} "
+        f"{_target(issue) if _is_external(issue) else _item(issue['targetItem'])} "
         f"(risk {issue['riskLevel']}, {issue['status']})"
     )
 

@@ -144,7 +144,7 @@ def update_dep(
     body = _without_none(status=status, riskLevel=risk, notes=notes)
     for key, value in (("slaDate", sla), ("escalationDate", escalation)):
         if value is not None:
-            body[key] = None if value.strip().lower() == "none" else value
+            body[key] = "" if value.strip().lower() == "none" else value  # "" removes the date
     dep = app_context(ctx).call("deps.update", {"dependencyId": dependency_id}, body=body)
     emit_object(dep, json_mode=json_)
 

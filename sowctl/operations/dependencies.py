@@ -29,12 +29,15 @@ service = LazyModule("sowctl.services.dependencies")
     method="GET",
     path="/api/dependencies/chain",
     group="A",
-    summary="Dependency chain of a SOW, with circular, overdue and critical issues and the critical path",
+    summary="Dependency chain of a SOW, with circular, overdue and critical issues "
+    "(and, with include=criticalPath, the critical path)",
     query=ChainQuery,
     response=ChainFlat | ChainTree,
 )
 def get_chain(request: Request) -> Result:
-    return Result(chain.chain_report(request.caller, request.query.sow_id, request.query.format))
+    query = request.query
+    include = chain.parse_include(query.include)
+    return Result(chain.chain_report(request.caller, query.sow_id, query.format, include))
 
 
 @operation(

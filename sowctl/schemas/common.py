@@ -7,9 +7,8 @@ names the field, and the same model validates CLI input and HTTP bodies alike.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import date, datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -18,11 +17,15 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    SerializerFunctionWrapHandler,
     StrictBool,
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
+    model_serializer,
 )
 from pydantic.alias_generators import to_camel
 
@@ -30,8 +33,12 @@ from sowctl.clock import format_timestamp
 from sowctl.errors import InvalidInput, Issue
 
 __all__ = [
+    "ApiBody",
     "ApiModel",
+    "ApiOut",
+    "CamelBody",
     "CamelModel",
+    "CamelOut",
     "DateStr",
     "Field",
     "NonEmptyStr",
@@ -39,6 +46,7 @@ __all__ = [
     "StrictInt",
     "StrictStr",
     "Timestamp",
+    "WholeNumber",
     "dump",
     "parse",
 ]
@@ -47,7 +55,7 @@ _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 MAX_TEXT = 10_000  # titles and other short text; long notes get their own limit
 
 
-def _parse_date(value: Any) -> date:
+def parse_date(value: Any) -> date:
     if isinstance(value, date) and not isinstance(value, datetime):
         return value
     if not isinstance(value, str) or not _DATE_RE.match(value):
@@ -66,7 +74,7 @@ def _not_blank(value: str) -> str:
 
 DateStr = Annotated[
     date,
-    BeforeValidator(_parse_date),
+    BeforeValidator(parse_date),
     PlainSerializer(lambda d: d.isoformat(), return_type=str),
     WithJsonSchema({"type": "string", "format": "date", "example": "2026-12-01"}),
 ]
@@ -82,6 +90,18 @@ Timestamp = Annotated[
         }
     ),
 ]
+
+
+def _whole_number(value: Any) -> Any:
+    """2.0 and 2e0 are the JSON number 2: accepted where an integer is needed."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer sent as any JSON number with no fraction (2, 2.0, 2e0); strings, booleans
+# and fractions are refused with "must be an integer".
+WholeNumber = Annotated[StrictInt, BeforeValidator(_whole_number)]
 
 # max_length comes before the validator, so Pydantic applies it as a string constraint
 # ("at most N characters"). The schema extra documents what _not_blank checks (a
@@ -107,19 +127,92 @@ class CamelModel(BaseModel):
     )
 
 
-def not_nullable(*names: str) -> Callable[[dict[str, Any]], None]:
-    """JSON-schema hook for update models: these fields may be left out, but null is
-    refused (the service checks it), so the document types them without null."""
+def _optional_not_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """JSON-schema hook: optional fields are optional, not nullable, except the spec's nulls."""
+    keep = set(getattr(model, "_keep_null", ()))
+    for name in getattr(model, "null_allowed", ()):
+        keep.update((name, model.model_fields[name].alias or name))
+    for name, prop in schema.get("properties", {}).items():
+        if name in keep:
+            continue
+        variants = [variant for variant in prop.get("anyOf", ()) if variant != {"type": "null"}]
+        if "anyOf" in prop and len(variants) < len(prop["anyOf"]):
+            del prop["anyOf"]
+            prop.update(variants[0] if len(variants) == 1 else {"anyOf": variants})
+        if prop.get("default", ...) is None:
+            del prop["default"]
 
-    def hook(schema: dict[str, Any]) -> None:
-        for name in names:
-            prop = schema["properties"][name]
-            variants = [variant for variant in prop.pop("anyOf", []) if variant != {"type": "null"}]
-            if len(variants) == 1:
-                prop.update(variants[0])
-            prop.pop("default", None)
 
-    return hook
+class _RefusesNull(BaseModel):
+    """Request bodies: a field may be left out, but null is not a value of its type.
+
+    The spec types every request field (a string, a number, a date), so null gets a
+    400 naming the field, like any other wrong type. The fields the spec shows as
+    null (an item's ``parentItemId``, an internal target's ``targetItemId``) are
+    named in ``null_allowed`` (Python names).
+    """
+
+    null_allowed: ClassVar[frozenset[str]] = frozenset()
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _refuse_null(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None and info.field_name not in cls.null_allowed:
+            raise ValueError("must not be null")
+        return value
+
+
+class CamelBody(CamelModel, _RefusesNull):
+    """A Group A request body (camelCase on the wire; null refused)."""
+
+    model_config = ConfigDict(json_schema_extra=_optional_not_null)
+
+
+class ApiBody(ApiModel, _RefusesNull):
+    """A Group B request body (the API's snake_case names; null refused)."""
+
+    model_config = ConfigDict(json_schema_extra=_optional_not_null)
+
+
+class _OmitsAbsent(BaseModel):
+    """Response models: a field with no value is left out of the body, not sent as null.
+
+    The spec types every field (a date, a uuid, a string), so a typed client cannot
+    parse null in them ("a list response may omit fields that have no value"). The
+    few fields the spec itself shows as null (an external dependency's
+    ``targetItemId``, a top-level item's ``parentItemId``, a project's ``endDate``)
+    are named in ``wire_nulls`` (Python names) and keep their null. In the JSON
+    schema an omissible field is optional and not nullable.
+    """
+
+    wire_nulls: ClassVar[frozenset[str]] = frozenset()
+    _keep_null: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        names = set(cls.wire_nulls)
+        names.update(cls.model_fields[name].alias or name for name in cls.wire_nulls)
+        cls._keep_null = frozenset(names)
+
+    # No return annotation: Pydantic would take it as the JSON schema of the whole model.
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler):
+        data = handler(self)
+        keep = self._keep_null
+        return {key: value for key, value in data.items() if value is not None or key in keep}
+
+
+class CamelOut(CamelModel, _OmitsAbsent):
+    """A Group A/C response object (camelCase on the wire, absent values left out)."""
+
+    model_config = ConfigDict(json_schema_extra=_optional_not_null)
+
+
+class ApiOut(ApiModel, _OmitsAbsent):
+    """A Group B response object (the API's snake_case names, absent values left out)."""
+
+    model_config = ConfigDict(json_schema_extra=_optional_not_null)
 
 
 M = TypeVar("M", bound=BaseModel)

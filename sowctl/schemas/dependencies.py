@@ -9,20 +9,23 @@ same way whichever rule fails.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from datetime import date
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, ConfigDict
+from pydantic import AfterValidator, PlainSerializer, PlainValidator, WithJsonSchema
 
 from sowctl.schemas.common import (
     MAX_TEXT,
+    CamelBody,
     CamelModel,
+    CamelOut,
     DateStr,
     Field,
     NonEmptyStr,
     StrictBool,
     StrictStr,
     Timestamp,
-    not_nullable,
+    parse_date,
 )
 
 DependencyType = Literal["depends_on", "blocks", "related_to", "prerequisite", "successor"]
@@ -52,9 +55,13 @@ Notes = Annotated[StrictStr, Field(max_length=MAX_NOTES)]
 Text = Annotated[StrictStr, Field(max_length=MAX_TEXT)]
 
 
-class DependencyCreate(CamelModel):
+class DependencyCreate(CamelBody):
     """POST /api/dependencies. ``isExternal`` omitted means "external when only
-    ``externalTarget`` is given", so a client may send either form."""
+    ``externalTarget`` is given", so a client may send either form. ``targetItemId``
+    may be null (the spec's value for an external dependency); other fields may be
+    left out but not sent as null."""
+
+    null_allowed = frozenset({"target_item_id"})
 
     source_item_id: NonEmptyStr
     target_item_id: StrictStr | None = None
@@ -70,25 +77,46 @@ class DependencyCreate(CamelModel):
     notes: Notes | None = None
 
 
-class DependencyUpdate(CamelModel):
+def _clearable_date(value: object) -> date | None:
+    return None if value == "" else parse_date(value)
+
+
+# A date, or "" to remove it: sowctl's extension, since the spec types the field as a
+# date and gives no way to clear one. Null is refused, as for every typed field.
+ClearableDate = Annotated[
+    date | None,
+    PlainValidator(_clearable_date),
+    PlainSerializer(lambda d: d.isoformat() if d else None),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date",
+            "description": 'YYYY-MM-DD; "" removes the date (sowctl extension)',
+        }
+    ),
+]
+
+
+class DependencyUpdate(CamelBody):
     """PUT /api/dependencies/{id}: every field optional; only the fields sent change.
 
-    An explicit null clears slaDate, escalationDate or notes; status and riskLevel
-    cannot be cleared (the service refuses null for them).
+    null is refused for every field. An empty string clears ``notes``, and, as a
+    sowctl extension, ``slaDate`` or ``escalationDate``.
     """
-
-    model_config = ConfigDict(json_schema_extra=not_nullable("status", "riskLevel"))
 
     status: DependencyStatus | None = None
     risk_level: RiskLevel | None = None
-    sla_date: DateStr | None = None
-    escalation_date: DateStr | None = None
+    sla_date: ClearableDate = None
+    escalation_date: ClearableDate = None
     notes: Notes | None = None
 
 
-class DependencyOut(CamelModel):
-    """The dependency object. Every key is always present (null when empty), so
-    scripts can index it without guards; ``updatedAt`` is null until the first update."""
+class DependencyOut(CamelOut):
+    """The dependency object (spec 2.1). A field without a value is left out;
+    ``targetItemId`` is null for an external dependency, as the spec shows, and
+    ``updatedAt`` appears once the dependency has been updated."""
+
+    wire_nulls: ClassVar[frozenset[str]] = frozenset({"target_item_id"})
 
     id: str
     source_item_id: str
@@ -97,16 +125,16 @@ class DependencyOut(CamelModel):
     risk_level: RiskLevel
     status: DependencyStatus
     is_external: bool
-    external_target: str | None
-    external_owner: str | None
-    contact_email: str | None
-    vendor: str | None
-    sla_date: DateStr | None
-    escalation_date: DateStr | None
-    notes: str | None
+    external_target: str | None = None
+    external_owner: str | None = None
+    contact_email: str | None = None
+    vendor: str | None = None
+    sla_date: DateStr | None = None
+    escalation_date: DateStr | None = None
+    notes: str | None = None
     created_at: Timestamp
-    created_by_user_id: str | None
-    updated_at: Timestamp | None
+    created_by_user_id: str | None = None
+    updated_at: Timestamp | None = None
 
 
 class DependencyListQuery(CamelModel):
@@ -119,6 +147,12 @@ class DependencyListQuery(CamelModel):
 class ChainQuery(CamelModel):
     sow_id: NonEmptyStr
     format: Literal["flat", "tree"] = "flat"
+    include: StrictStr | None = Field(
+        default=None,
+        description="Extensions, comma-separated: criticalPath (the body's criticalPath), "
+        "external (isExternal on every entry, externalTarget on external ones).",
+        json_schema_extra={"example": "criticalPath,external"},
+    )
 
 
 # --- chain (GET /api/dependencies/chain) ------------------------------------------
@@ -126,46 +160,51 @@ class ChainQuery(CamelModel):
 # these models document the shape for OpenAPI rather than validate it per request.
 
 
-class ChainItemRef(CamelModel):
-    id: str | None = Field(description="item id; null when the target is external")
-    title: str | None = Field(description="item title, or the external target's name")
+class ChainItemRef(CamelOut):
+    id: str | None = Field(default=None, description="item id; left out when the target is external")
+    title: str = Field(description="item title, or the external target's name")
 
 
-class ChainDependency(CamelModel):
+class ChainDependency(CamelOut):
     id: str
     source_item: ChainItemRef
     target_item: ChainItemRef
     dependency_type: DependencyType
     risk_level: RiskLevel
     status: DependencyStatus
-    is_external: bool
-    external_target: str | None = Field(default=None, description="present on external entries only")
+    is_external: bool | None = Field(default=None, description="with include=external")
+    external_target: str | None = Field(
+        default=None, description="with include=external, on external dependencies"
+    )
 
 
-class ChainIssues(CamelModel):
+class ChainIssues(CamelOut):
     circular: list[list[str]] = Field(description="one cycle of item ids per tangled group")
     overdue: list[ChainDependency]
     critical: list[ChainDependency]
 
 
-class ChainFlat(CamelModel):
+_CRITICAL_PATH = "with include=criticalPath: the longest ordering chain of item ids, first item first"
+
+
+class ChainFlat(CamelOut):
     sow_id: str
     dependencies: list[ChainDependency]
     issues: ChainIssues
-    critical_path: list[str] = Field(description="longest ordering chain, first item first")
+    critical_path: list[str] | None = Field(default=None, description=_CRITICAL_PATH)
 
 
-class ChainTreeItem(CamelModel):
+class ChainTreeItem(CamelOut):
     id: str
     title: str
     type: Literal["requirement", "task_item"]
-    status: str
+    status: Literal["pending", "in_progress", "completed", "cancelled"]
     dependencies: list[ChainDependency]
     children: list[ChainTreeItem]
 
 
-class ChainTree(CamelModel):
+class ChainTree(CamelOut):
     sow_id: str
     items: list[ChainTreeItem]
     issues: ChainIssues
-    critical_path: list[str]
+    critical_path: list[str] | None = Field(default=None, description=_CRITICAL_PATH)

@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from sowctl import money
 from sowctl.errors import Issue
-from sowctl.schemas.common import ApiModel, Field, NonEmptyStr, Timestamp
+from sowctl.schemas.common import ApiBody, ApiModel, ApiOut, Field, NonEmptyStr, Timestamp
 
 MAX_ID = 2**63 - 1  # the id columns are 64-bit integers
 MAX_LINE_ITEMS = 1000
@@ -58,32 +58,48 @@ def _missing() -> PydanticCustomError:
     return PydanticCustomError("missing", "Field required")
 
 
-def _parse_id(value: Any) -> int:
-    """An integer id, sent as a JSON integer or a string of digits (query strings)."""
+def _parse_query_id(value: Any) -> int:
+    """An integer id in a query string: a string of digits."""
     if value is None or value == "":
         raise _missing()
-    if isinstance(value, bool):
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
         raise ValueError("must be an integer")
-    if isinstance(value, str):
-        if not value.isascii() or not value.isdigit():
-            raise ValueError("must be an integer")
+    return _id_in_range(int(value) if len(value) < 25 else MAX_ID + 1)
+
+
+def _parse_body_id(value: Any) -> int:
+    """An integer id in a JSON body: a JSON number without a fraction (7, 7.0 or 7e0).
+
+    The spec types these ids as numbers, so a string ("7") is refused like any wrong type.
+    """
+    if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if not isinstance(value, int):
-        raise ValueError("must be an integer")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be an integer (a JSON number)")
+    return _id_in_range(value)
+
+
+def _id_in_range(value: int) -> int:
     if value < 0 or value > MAX_ID:
         raise ValueError(f"must be an integer between 0 and {MAX_ID}")
     return value
 
 
-def _parse_commitment_id(value: Any) -> str:
-    if value is None or value == "":
-        raise _missing()
-    if isinstance(value, bool) or not isinstance(value, str | int):
+def _parse_body_text_id(value: Any) -> str:
+    """An id the spec types as a string (project_id, commitment_id): numbers are refused."""
+    if not isinstance(value, str):
         raise ValueError("must be a string")
-    text = str(value)
-    if not text.strip() or len(text) > 64:
+    if not value.strip() or len(value) > 64:
         raise ValueError("must be a non-empty id of at most 64 characters")
-    return text
+    return value
+
+
+def _parse_project_id(value: Any) -> int:
+    """The purchase order's project_id: a string (spec 2.3) naming a numeric project."""
+    text = _parse_body_text_id(value)
+    if not text.isascii() or not text.isdigit():
+        raise ValueError('must be a string of digits naming a project, such as "101"')
+    return _id_in_range(int(text) if len(text) < 25 else MAX_ID + 1)
 
 
 def _parse_money(value: Any) -> Decimal:
@@ -93,6 +109,8 @@ def _parse_money(value: Any) -> Decimal:
 
 
 def _parse_quantity(value: Any) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
     quantity = money.from_number(value)
     if quantity < 0:
         raise ValueError("must not be negative")
@@ -101,21 +119,26 @@ def _parse_quantity(value: Any) -> Decimal:
     return quantity
 
 
-IdInt = Annotated[
+QueryId = Annotated[
     int,
-    PlainValidator(_parse_id),
+    PlainValidator(_parse_query_id),
     WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_ID}),
 ]
-# project_id is a string in spec §2.3 but an integer everywhere else: both are accepted.
+BodyId = Annotated[
+    int,
+    PlainValidator(_parse_body_id),
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_ID}),
+]
+# project_id is a string in the purchase-order request (spec 2.3), an integer elsewhere.
 ProjectIdIn = Annotated[
     int,
-    PlainValidator(_parse_id),
-    WithJsonSchema({"anyOf": [{"type": "string", "pattern": r"^\d+$"}, {"type": "integer", "minimum": 0}]}),
+    PlainValidator(_parse_project_id),
+    WithJsonSchema({"type": "string", "pattern": r"^\d+$", "example": "101"}),
 ]
 CommitmentId = Annotated[
     str,
-    PlainValidator(_parse_commitment_id),
-    WithJsonSchema({"type": "string", "example": "5001"}),
+    PlainValidator(_parse_body_text_id),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 64, "example": "5001"}),
 ]
 MoneyIn = Annotated[
     Decimal,
@@ -185,32 +208,33 @@ class _QueryModel(ApiModel):
 
 
 class ProjectQuery(_QueryModel):
-    project_id: IdInt = Field(description="Financial project id.")
+    project_id: QueryId = Field(description="Financial project id.")
 
 
 class SnapshotQuery(ProjectQuery):
-    snapshot_id: IdInt = Field(description="Budget view snapshot id.")
+    snapshot_id: QueryId = Field(description="Budget view snapshot id.")
 
 
 class PrimeContractQuery(ProjectQuery):
-    prime_contract_id: IdInt = Field(description="Prime contract id.")
+    prime_contract_id: QueryId = Field(description="Prime contract id.")
 
 
-class PurchaseOrderLineIn(ApiModel):
+class PurchaseOrderLineIn(ApiBody):
     description: NonEmptyStr
     amount: MoneyIn = Field(description="Decimal string, at most 4 fraction digits, not negative.")
-    cost_code_id: IdInt
+    cost_code_id: BodyId
     quantity: QuantityIn | None = None
     unit_cost: MoneyIn | None = None
 
 
-class PurchaseOrderIn(ApiModel):
-    """Spec §2.3. Ids may be sent as JSON integers or strings of digits."""
+class PurchaseOrderIn(ApiBody):
+    """Spec 2.3, with its JSON types: project_id and commitment_id strings, vendor_id
+    and cost_code_id numbers (a whole number, 7 or 7.0), amounts decimal strings."""
 
     project_id: ProjectIdIn
     commitment_id: CommitmentId
     title: NonEmptyStr
-    vendor_id: IdInt
+    vendor_id: BodyId
     status: PurchaseOrderStatus
     line_items: Annotated[
         list[PurchaseOrderLineIn],
@@ -229,25 +253,25 @@ class PurchaseOrderIn(ApiModel):
 # --- responses --------------------------------------------------------------------
 
 
-class VendorRef(ApiModel):
+class VendorRef(ApiOut):
     id: int
     name: str
 
 
-class CostCodeRef(ApiModel):
+class CostCodeRef(ApiOut):
     id: int
     full_code: str
     name: str
 
 
-class PurchaseOrderLineOut(ApiModel):
+class PurchaseOrderLineOut(ApiOut):
     id: int
     description: str
     amount: MoneyString
     cost_code: CostCodeRef
 
 
-class PurchaseOrderOut(ApiModel):
+class PurchaseOrderOut(ApiOut):
     id: int
     number: str
     status: str
@@ -259,40 +283,40 @@ class PurchaseOrderOut(ApiModel):
     line_items: list[PurchaseOrderLineOut]
 
 
-class PurchaseOrderList(ApiModel):
+class PurchaseOrderList(ApiOut):
     data: list[PurchaseOrderOut]
 
 
-class BudgetViewOut(ApiModel):
+class BudgetViewOut(ApiOut):
     id: int
     name: str
-    description: str | None
+    description: str | None = None
     created_at: Timestamp
     updated_at: Timestamp
     project_id: int
 
 
-class BudgetViewList(ApiModel):
+class BudgetViewList(ApiOut):
     data: list[BudgetViewOut]
 
 
-class UserRef(ApiModel):
-    id: int | str | None = None
+class UserRef(ApiOut):
+    id: int | None = None
     name: str | None = None
     email: str | None = None
 
 
-class SnapshotSummary(ApiModel):
+class SnapshotSummary(ApiOut):
     id: int
     name: str
-    description: str | None
+    description: str | None = None
     created_at: Timestamp
     budget_view_id: int
     project_id: int
-    created_by: UserRef | None
+    created_by: UserRef | None = None
 
 
-class SnapshotTotals(ApiModel):
+class SnapshotTotals(ApiOut):
     original_budget: MoneyNumber
     current_budget: MoneyNumber
     committed: MoneyNumber
@@ -301,10 +325,10 @@ class SnapshotTotals(ApiModel):
     variance: MoneyNumber
 
 
-class SnapshotLine(ApiModel):
+class SnapshotLine(ApiOut):
     id: int
     code: str
-    description: str | None
+    description: str | None = None
     original_budget: MoneyNumber
     current_budget: MoneyNumber
     committed: MoneyNumber
@@ -318,48 +342,48 @@ class SnapshotDetail(SnapshotSummary):
     totals: SnapshotTotals
 
 
-class SnapshotList(ApiModel):
+class SnapshotList(ApiOut):
     data: list[SnapshotSummary]
 
 
-class SnapshotResponse(ApiModel):
+class SnapshotResponse(ApiOut):
     data: SnapshotDetail
 
 
-class Customer(ApiModel):
-    id: int | str | None = None
+class Customer(ApiOut):
+    id: int | None = None
     name: str | None = None
     contact_name: str | None = None
     contact_email: str | None = None
     contact_phone: str | None = None
 
 
-class PaymentTerms(ApiModel):
+class PaymentTerms(ApiOut):
     type: str | None = None
     payment_schedule: str | None = None
     retention_percentage: MoneyNumber | None = None
     days_until_due: int | None = None
 
 
-class PrimeContractOut(ApiModel):
+class PrimeContractOut(ApiOut):
     id: int
     title: str
-    description: str | None
-    contract_number: str | None
+    description: str | None = None
+    contract_number: str | None = None
     status: str
-    contract_date: Timestamp | None
-    start_date: Timestamp | None
-    estimated_completion_date: Timestamp | None
+    contract_date: Timestamp | None = None
+    start_date: Timestamp | None = None
+    estimated_completion_date: Timestamp | None = None
     original_contract_value: MoneyNumber
     current_contract_value: MoneyNumber
     executed_change_orders_value: MoneyNumber
     pending_change_orders_value: MoneyNumber
     project_id: int
-    customer: Customer | None
-    payment_terms: PaymentTerms | None
+    customer: Customer | None = None
+    payment_terms: PaymentTerms | None = None
 
 
-class PrimeContractResponse(ApiModel):
+class PrimeContractResponse(ApiOut):
     data: list[PrimeContractOut]
 
 

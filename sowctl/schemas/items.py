@@ -2,60 +2,65 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from pydantic import ConfigDict
+from typing import Annotated, ClassVar, Literal
 
 from sowctl.schemas.common import (
-    CamelModel,
+    CamelBody,
+    CamelOut,
     Field,
     NonEmptyStr,
-    StrictInt,
     StrictStr,
     Timestamp,
-    not_nullable,
+    WholeNumber,
 )
 
 ItemType = Literal["requirement", "task_item"]
 ItemStatus = Literal["pending", "in_progress", "completed", "cancelled"]
-OrderIndex = StrictInt
 MAX_ORDER_INDEX = 2**31 - 1
-Position = Annotated[OrderIndex, Field(ge=0, le=MAX_ORDER_INDEX)]
+# A whole JSON number (2, 2.0 or 2e0) from 0 to 2^31 - 1.
+Position = Annotated[WholeNumber, Field(ge=0, le=MAX_ORDER_INDEX)]
+Description = Annotated[StrictStr, Field(max_length=100_000)]
 
 
-class ItemCreate(CamelModel):
+class ItemCreate(CamelBody):
+    """``parentItemId`` null or absent: a top-level item."""
+
+    null_allowed = frozenset({"parent_item_id"})
+
     title: NonEmptyStr
     type: ItemType
-    description: StrictStr | None = Field(default=None, max_length=100_000)
+    description: Description | None = None
     parent_item_id: StrictStr | None = None
-    order_index: OrderIndex | None = Field(default=None, ge=0, le=MAX_ORDER_INDEX)
+    order_index: Position | None = None
 
 
-class ItemUpdate(CamelModel):
-    """Every field optional; only the fields sent are changed."""
-
-    # Only description can be cleared with null.
-    model_config = ConfigDict(json_schema_extra=not_nullable("title", "status", "orderIndex"))
+class ItemUpdate(CamelBody):
+    """Every field optional; only the fields sent are changed. An empty description
+    clears it; null is refused for every field."""
 
     title: NonEmptyStr | None = None
-    description: StrictStr | None = Field(default=None, max_length=100_000)
+    description: Description | None = None
     status: ItemStatus | None = None
     order_index: Position | None = None
 
 
-class ReorderEntry(CamelModel):
+class ReorderEntry(CamelBody):
     id: StrictStr
-    order_index: OrderIndex = Field(ge=0, le=MAX_ORDER_INDEX)
+    order_index: Position
 
 
-class ReorderRequest(CamelModel):
+class ReorderRequest(CamelBody):
     items: list[ReorderEntry] = Field(min_length=1, max_length=10_000)
 
 
-class ItemOut(CamelModel):
+class ItemOut(CamelOut):
+    """The item object (spec 2.2); ``parentItemId`` is null for a top-level item."""
+
+    wire_nulls: ClassVar[frozenset[str]] = frozenset({"parent_item_id"})
+
     id: str
     title: str
-    description: str | None
+    description: str | None = None
     type: ItemType
     sow_id: str
     parent_item_id: str | None
@@ -63,18 +68,18 @@ class ItemOut(CamelModel):
     status: ItemStatus
     created_at: Timestamp
     updated_at: Timestamp
-    created_by_user_id: str | None
+    created_by_user_id: str | None = None
 
 
-class ReorderedItem(CamelModel):
+class ReorderedItem(CamelOut):
     id: str
     order_index: int
 
 
-class ReorderResult(CamelModel):
+class ReorderResult(CamelOut):
     message: str
     items: list[ReorderedItem]
 
 
-class Message(CamelModel):
+class Message(CamelOut):
     message: str

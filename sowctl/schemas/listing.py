@@ -9,11 +9,11 @@ of digits"}``.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, WithJsonSchema
 
-from sowctl.schemas.common import CamelModel, Timestamp
+from sowctl.schemas.common import CamelModel, CamelOut, Timestamp
 
 ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
 
@@ -71,24 +71,28 @@ class ClientListQuery(Page):
 # --- responses --------------------------------------------------------------------
 
 
-class ContactOut(CamelModel):
+class ContactOut(CamelOut):
     id: str
     client_id: str
     name: str
-    email: str | None
-    phone: str | None
-    role: str | None
+    email: str | None = None
+    phone: str | None = None
+    role: str | None = None
     is_primary: bool
     created_at: Timestamp
     updated_at: Timestamp
 
 
-class ClientOut(CamelModel):
+class ClientOut(CamelOut):
+    """A client (spec 2.9); ``pinnedAt`` is null while it is not pinned."""
+
+    wire_nulls: ClassVar[frozenset[str]] = frozenset({"pinned_at"})
+
     id: str
     name: str
-    description: str | None
-    website: str | None
-    industry: str | None
+    description: str | None = None
+    website: str | None = None
+    industry: str | None = None
     organization_id: str
     is_pinned: bool
     pinned_at: Timestamp | None
@@ -97,17 +101,21 @@ class ClientOut(CamelModel):
     updated_at: Timestamp
 
 
-class ProjectOut(CamelModel):
+class ProjectOut(CamelOut):
+    """A project (spec 2.8); ``endDate`` and ``pinnedAt`` are null while unset."""
+
+    wire_nulls: ClassVar[frozenset[str]] = frozenset({"end_date", "pinned_at"})
+
     id: str
     name: str
-    description: str | None
-    status: str
-    client_id: str | None
-    client_name: str | None
-    contact_id: str | None
-    start_date: Timestamp | None
+    description: str | None = None
+    status: ProjectStatus
+    client_id: str | None = None
+    client_name: str | None = None
+    contact_id: str | None = None
+    start_date: Timestamp | None = None
     end_date: Timestamp | None
-    owner_user_id: str | None
+    owner_user_id: str | None = None
     organization_id: str
     is_pinned: bool
     pinned_at: Timestamp | None
@@ -116,11 +124,11 @@ class ProjectOut(CamelModel):
     updated_at: Timestamp
 
 
-class ProjectList(CamelModel):
+class ProjectList(CamelOut):
     projects: list[ProjectOut]
     total: int
 
 
-class ClientList(CamelModel):
+class ClientList(CamelOut):
     clients: list[ClientOut]
     total: int

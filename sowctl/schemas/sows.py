@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from sowctl.schemas.common import CamelModel, Field, NonEmptyStr, StrictStr, Timestamp
+from sowctl.schemas.common import CamelModel, CamelOut, Field, NonEmptyStr, StrictStr, Timestamp
 
 # The id column holds 64 characters (PostgreSQL refuses more; SQLite would keep them).
 SowId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
@@ -16,7 +16,7 @@ class SowCreate(CamelModel):
     id: SowId | None = None
 
 
-class SowOut(CamelModel):
+class SowOut(CamelOut):
     id: str
     project_id: str
     title: str

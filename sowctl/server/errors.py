@@ -14,29 +14,29 @@ import peewee as pw
 
 from sowctl.errors import Issue, ServiceUnavailable, SowctlError
 
-# Fixed message texts of the Group C codes (spec §7.3), plus our own for the others.
+# Fixed message texts of the Group C codes (spec §7.3). The envelope is tRPC's
+# (trpc-openapi), so the statuses beyond the spec's table take tRPC's code names.
 GROUP_C_MESSAGES = {
     "BAD_REQUEST": "invalid input data",
     "UNAUTHORIZED": "authorization not provided",
     "FORBIDDEN": "insufficient access",
     "NOT_FOUND": "not found",
     "INTERNAL_SERVER_ERROR": "internal server error",
-    "METHOD_NOT_ALLOWED": "method not allowed",
+    "METHOD_NOT_SUPPORTED": "method not supported",
     "PAYLOAD_TOO_LARGE": "payload too large",
-    "UNSUPPORTED_MEDIA_TYPE": "unsupported media type",
     "TOO_MANY_REQUESTS": "too many requests",
     "SERVICE_UNAVAILABLE": "service unavailable",
 }
 
-# The Group C code of a status, for errors that do not come with one (Bottle's own).
+# The Group C code of each status any route answers; every error is mapped through it,
+# so a code and its status can never disagree.
 CODE_FOR_STATUS = {
     400: "BAD_REQUEST",
     401: "UNAUTHORIZED",
     403: "FORBIDDEN",
     404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
+    405: "METHOD_NOT_SUPPORTED",
     413: "PAYLOAD_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
     429: "TOO_MANY_REQUESTS",
     500: "INTERNAL_SERVER_ERROR",
     503: "SERVICE_UNAVAILABLE",
@@ -46,13 +46,6 @@ INTERNAL_ERROR_MESSAGE = "internal server error"
 
 # Paths of Group C (the listing API); everything else answers in Group A/B style.
 GROUP_C_PREFIXES = ("/projects", "/clients")
-
-
-class UnsupportedMediaType(SowctlError):
-    """A request body that is not JSON (a Content-Type other than application/json)."""
-
-    status = 415
-    code = "UNSUPPORTED_MEDIA_TYPE"
 
 
 class InternalError(SowctlError):
@@ -86,7 +79,7 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
     """The response for ``error`` in ``group``'s envelope, with the headers it implies."""
     status = error.status
     if group == "C":
-        code = error.code if error.code in GROUP_C_MESSAGES else CODE_FOR_STATUS.get(status, "BAD_REQUEST")
+        code = CODE_FOR_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR")
         if status >= 500:
             issues: list[dict] = []  # nothing the caller sent is at fault
         else:

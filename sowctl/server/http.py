@@ -7,8 +7,9 @@ Decisions (documented in the README's server section):
   streams it (chunked, refused once the limit is passed).
 * A body must be UTF-8 JSON without duplicated object keys, NaN or Infinity;
   otherwise 400. A body sent with a ``Content-Type`` other than
-  ``application/json`` (or ``*/*+json``) is refused with 415; a body without any
-  ``Content-Type`` is read as JSON.
+  ``application/json`` (or ``*/*+json``) is refused with 400 (the spec's answer
+  to an invalid request; no group lists 415); a body without any ``Content-Type``
+  is read as JSON.
 * A query parameter given twice is refused with 400 naming it (an ambiguous
   request is an error, not a guess).
 * Group A/B lists take ``page`` (default 1) and ``limit`` (default 20; larger
@@ -24,7 +25,6 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from sowctl.errors import InvalidInput, Issue, PayloadTooLarge
-from sowctl.server.errors import UnsupportedMediaType
 
 JSON_CONTENT_TYPE = "application/json"
 _CHUNK = 64 * 1024
@@ -114,7 +114,7 @@ def drain_body(environ: dict, max_bytes: int) -> None:
 def require_json_content_type(environ: dict) -> None:
     content_type = (environ.get("CONTENT_TYPE") or "").split(";", 1)[0].strip().lower()
     if content_type and content_type != JSON_CONTENT_TYPE and not content_type.endswith("+json"):
-        raise UnsupportedMediaType(
+        raise InvalidInput(
             f"request body must be JSON (Content-Type: {JSON_CONTENT_TYPE}), not {content_type}",
             [Issue(("Content-Type",), f"must be {JSON_CONTENT_TYPE}")],
         )

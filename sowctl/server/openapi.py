@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 from sowctl import __version__
 from sowctl.operations import Operation
 from sowctl.server.auth import PLAIN_SCOPE_HEADER_PATHS
+from sowctl.server.errors import GROUP_C_MESSAGES
 from sowctl.server.settings import ServerSettings
 
 REF = "#/components/schemas/{model}"
@@ -30,16 +31,7 @@ ERROR_SCHEMAS: dict[str, dict] = {
         "properties": {
             "code": {
                 "type": "string",
-                "enum": [
-                    "BAD_REQUEST",
-                    "UNAUTHORIZED",
-                    "FORBIDDEN",
-                    "NOT_FOUND",
-                    "METHOD_NOT_ALLOWED",
-                    "PAYLOAD_TOO_LARGE",
-                    "INTERNAL_SERVER_ERROR",
-                    "SERVICE_UNAVAILABLE",
-                ],
+                "enum": list(GROUP_C_MESSAGES),
             },
             "message": {"type": "string", "description": "The fixed text of the code."},
             "issues": {
@@ -64,7 +56,6 @@ ERROR_DESCRIPTIONS = {
     403: "Insufficient permissions (a viewer token writing)",
     404: "Not found, or not visible to the caller's organization",
     413: "Request body larger than 1 MiB",
-    415: "Request body is not JSON",
     429: "Rate limit exceeded (see Retry-After)",
     500: "Unexpected server error (no details in the body)",
     503: "Database busy or unavailable; retry later",
@@ -268,7 +259,7 @@ def _error_statuses(op: Operation) -> list[int]:
         statuses.append(403)
     statuses.append(404)
     if op.body is not None:
-        statuses += [413, 415]
+        statuses.append(413)
     if op.group == "B":
         statuses.append(429)
     return [*statuses, 500, 503]

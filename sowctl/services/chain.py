@@ -15,25 +15,27 @@ Flat format (``format=flat``, the default)::
         "overdue": [ENTRY, ...],
         "critical": [ENTRY, ...]
       },
-      "criticalPath": ["item-1", "item-4", "item-9"]
     }
 
     ENTRY = {"id", "sourceItem": {"id", "title"}, "targetItem": {"id", "title"},
-             "dependencyType", "riskLevel", "status", "isExternal"}
+             "dependencyType", "riskLevel", "status"}
 
-Choices the spec leaves open, fixed here:
+These are the spec's fields and no more, so a strict client of the real service
+reads the body. Choices the spec leaves open, fixed here:
 
 * An external dependency has no target item, so its ``targetItem`` is
-  ``{"id": null, "title": <externalTarget>}`` and the entry also carries
-  ``"externalTarget"``. Every entry carries ``isExternal`` so a reader need not
-  infer it from a null id.
+  ``{"title": <externalTarget>}``: the id is left out rather than null, so every
+  field keeps the spec's type (a string).
+* Extensions come only when asked for, with ``include=`` (comma-separated):
+  ``criticalPath`` adds the body's ``criticalPath``; ``external`` adds
+  ``isExternal`` to every entry and ``externalTarget`` to the external ones.
 * ``issues.circular`` lists cycles in the *stored* data (an import may bring
   them; the API never creates one): one per tangled group of items, as item ids
   in waits-for order (each waits for the next, the last for the first), starting
   at the group's smallest id. See ``graph.find_cycles``.
 * ``issues.overdue`` and ``issues.critical`` list the matching entries with the
   contract's definitions (open = status active or blocked).
-* ``criticalPath`` (an extension) is the longest chain of items that must follow
+* ``criticalPath`` (``include=criticalPath``) is the longest chain of items that must follow
   one another, counted in items, first item first, over the non-cancelled
   ordering edges minus those inside a cycle; ``[]`` when nothing is ordered.
 
@@ -45,7 +47,7 @@ with the dependencies it is the source of::
       "items": [{"id", "title", "type", "status", "dependencies": [ENTRY, ...],
                  "children": [ITEM, ...]}, ...],
       "issues": {...},                          # as in the flat format
-      "criticalPath": [...]
+      "criticalPath": [...]                     # with include=criticalPath
     }
 
 Items come in ``orderIndex`` order within a level, and requirements show their
@@ -71,6 +73,7 @@ from sowctl.services.items import calculated_statuses
 
 OPEN_STATUSES = frozenset({"active", "blocked"})
 FORMATS = ("flat", "tree")
+INCLUDES = ("criticalPath", "external")  # the extensions a chain body adds on request
 _CHUNK = 500  # ids per IN (...): under every backend's parameter limit
 
 # Issue kinds a CI check can fail on (contract §6), and the default set.
@@ -78,13 +81,24 @@ ISSUE_KINDS = ("circular", "critical", "overdue", "blocked")
 DEFAULT_FAIL_ON = ("circular", "critical", "overdue")
 
 
-def chain_report(caller: Caller, sow_id: str, fmt: str = "flat") -> dict[str, Any]:
-    """The SOW's dependency chain as the API body of ``format`` (see the module doc)."""
+def chain_report(
+    caller: Caller, sow_id: str, fmt: str = "flat", include: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The SOW's dependency chain as the API body of ``format`` with the extensions
+    named in ``include`` (see the module doc)."""
     if fmt not in FORMATS:
         raise InvalidInput.for_field("format", "must be one of: flat, tree")
+    unknown = [name for name in include if name not in INCLUDES]
+    if unknown:
+        raise InvalidInput.for_field("include", f"unknown {unknown[0]!r} (choose from {', '.join(INCLUDES)})")
     sow_for(caller, sow_id)
     with _collector_paused():
-        return _report(sow_id, fmt)
+        return _report(sow_id, fmt, frozenset(include))
+
+
+def parse_include(text: str | None) -> tuple[str, ...]:
+    """``include=a,b`` as a tuple of names (unchecked: ``chain_report`` names a bad one)."""
+    return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
 
 
 @contextlib.contextmanager
@@ -105,7 +119,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _report(sow_id: str, fmt: str) -> dict[str, Any]:
+def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
     # SQLite hands dates back as ISO text and PostgreSQL as date objects; ISO text
     # compares like the date, so one comparison value per kind serves both.
     today = clock.today()
@@ -125,19 +139,21 @@ def _report(sow_id: str, fmt: str) -> dict[str, Any]:
             found = refs[item_id] = {"id": item_id, "title": titles.get(item_id)}
         return found
 
+    with_external = "external" in include
     for dep_id, source_id, target_id, dep_type, risk, status, external, external_target, sla_date in rows:
         is_external = bool(external)
         entry: dict[str, Any] = {
             "id": dep_id,
             "sourceItem": ref(source_id),
-            "targetItem": {"id": None, "title": external_target} if is_external else ref(target_id),
+            "targetItem": {"title": external_target} if is_external else ref(target_id),
             "dependencyType": dep_type,
             "riskLevel": risk,
             "status": status,
-            "isExternal": is_external,
         }
-        if is_external:
-            entry["externalTarget"] = external_target
+        if with_external:
+            entry["isExternal"] = is_external
+            if is_external:
+                entry["externalTarget"] = external_target
         entries.append(entry)
         # Computed from the row, not read from before/after columns: the report must be
         # right even for rows a writer stored without those columns.
@@ -152,8 +168,12 @@ def _report(sow_id: str, fmt: str) -> dict[str, Any]:
     cycles, path = graph.analyse(edges)
     issues = {"circular": cycles, "overdue": overdue, "critical": critical}
     if fmt == "flat":
-        return {"sowId": sow_id, "dependencies": entries, "issues": issues, "criticalPath": path}
-    return {"sowId": sow_id, "items": _item_tree(sow_id, entries), "issues": issues, "criticalPath": path}
+        body = {"sowId": sow_id, "dependencies": entries, "issues": issues}
+    else:
+        body = {"sowId": sow_id, "items": _item_tree(sow_id, entries), "issues": issues}
+    if "criticalPath" in include:
+        body["criticalPath"] = path
+    return body
 
 
 def _chain_rows(sow_id: str) -> tuple[list[tuple], dict[str, str]]:

@@ -262,11 +262,7 @@ def update_dependency(caller: Caller, dependency_id: str, data: DependencyUpdate
     change must pass the cycle check exactly like a create.
     """
     caller.require_write()
-    sent = data.model_fields_set & set(_UPDATABLE)
-    if "status" in sent and data.status is None:
-        raise InvalidInput.for_field("status", "must be one of: " + ", ".join(DEPENDENCY_STATUSES))
-    if "risk_level" in sent and data.risk_level is None:
-        raise InvalidInput.for_field("riskLevel", "must be one of: low, medium, high, critical")
+    sent = data.model_fields_set & set(_UPDATABLE)  # null was refused; None here is a cleared date
     _, organization_id = _visible(caller, dependency_id)
     with write_transaction(f"org:{organization_id}"):
         # Re-read under the lock: the reactivation check must see the current status.

@@ -45,7 +45,8 @@ def list_projects(
     if status is not None:
         conditions.append(p.status == status)
     if client_id is not None:
-        conditions.append(p.client == client_id)
+        # Uuid hex digits are case-insensitive on input (RFC 4122); ids are kept as imported.
+        conditions.append(pw.fn.LOWER(p.client) == client_id.lower())
     if conditions:
         query = query.where(*conditions)
     query = query.order_by(p.is_pinned.desc(), pw.fn.LOWER(p.name), p.name, p.id).objects()
