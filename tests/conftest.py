@@ -104,3 +104,17 @@ def cli(db_url: str, monkeypatch: pytest.MonkeyPatch):
         return CliResult(code, out.getvalue(), err.getvalue())
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def wire_guard() -> Iterator[None]:
+    """Every response of the service's routes must match the service's own description
+    (tests/service_spec.py): statuses, shapes, types, no extra fields, no stray null."""
+    from tests import wire_guard
+
+    wire_guard.install()
+    wire_guard.FINDINGS.take()  # nothing carried over from a previous test
+    yield
+    found = wire_guard.FINDINGS.take()
+    if found:
+        pytest.fail("responses that differ from the service's description:\n" + "\n".join(found[:20]))

@@ -224,7 +224,7 @@ def test_sigkill_during_writes_keeps_every_acknowledged_write_whole(db_url: str,
 
 
 def big_dataset(items: int) -> dict:
-    org, project, sow = "org-crash", "proj-crash", "sow-crash"
+    org, project, sow = "org-crash", "6f1c2a9e-0b7d-4c1e-9a51-3d2f8e4b7c11", "sow-crash"
     now = "2026-01-05T09:00:00Z"
     return {
         "organizations": [{"id": org, "name": "Crash"}],

@@ -67,22 +67,22 @@ def minimal() -> dict[str, Any]:
         "users": [{"id": "user-1", "organizationId": "org-1", "name": "Ada"}],
         "clients": [
             {
-                "id": "client-1",
+                "id": "00000000-0000-4000-8000-00000000c001",
                 "organizationId": "org-1",
                 "name": "Client",
-                "contacts": [{"id": "contact-1", "name": "Cleo"}],
+                "contacts": [{"id": "00000000-0000-4000-8000-00000000d001", "name": "Cleo"}],
             }
         ],
         "projects": [
             {
-                "id": "project-1",
+                "id": "00000000-0000-4000-8000-00000000a001",
                 "organizationId": "org-1",
                 "name": "Project",
-                "clientId": "client-1",
-                "contactId": "contact-1",
+                "clientId": "00000000-0000-4000-8000-00000000c001",
+                "contactId": "00000000-0000-4000-8000-00000000d001",
             }
         ],
-        "sows": [{"id": "sow-1", "projectId": "project-1", "title": "SOW"}],
+        "sows": [{"id": "sow-1", "projectId": "00000000-0000-4000-8000-00000000a001", "title": "SOW"}],
         "items": [
             {"id": "req-1", "sowId": "sow-1", "title": "Requirement", "type": "requirement"},
             {"id": "task-1", "sowId": "sow-1", "title": "Task", "type": "task_item", "parentItemId": "req-1"},
@@ -204,8 +204,8 @@ def test_missing_values_get_the_api_defaults(db) -> None:
     assert items["task-1"].created_at == items["task-1"].updated_at == NOW
     dep = m.Dependency.get_by_id("dep-1")
     assert (dep.status, dep.is_external, dep.created_at, dep.updated_at) == ("active", False, NOW, None)
-    contact = m.Contact.get_by_id("contact-1")
-    assert contact.client_id == "client-1" and contact.is_primary is False
+    contact = m.Contact.get_by_id("00000000-0000-4000-8000-00000000d001")
+    assert contact.client_id == "00000000-0000-4000-8000-00000000c001" and contact.is_primary is False
 
 
 def test_children_may_come_before_their_parents(db) -> None:
@@ -322,8 +322,16 @@ REFERENCE_ERRORS = [
     ("users.0.organizationId", "org-x", "organization org-x not found"),
     ("clients.0.organizationId", "org-x", "organization org-x not found"),
     ("projects.0.organizationId", "org-x", "organization org-x not found"),
-    ("projects.0.clientId", "client-x", "client client-x not found"),
-    ("projects.0.contactId", "contact-x", "contact contact-x not found"),
+    (
+        "projects.0.clientId",
+        "00000000-0000-4000-8000-00000000c0ff",
+        "client 00000000-0000-4000-8000-00000000c0ff not found",
+    ),
+    (
+        "projects.0.contactId",
+        "00000000-0000-4000-8000-00000000d0ff",
+        "contact 00000000-0000-4000-8000-00000000d0ff not found",
+    ),
     ("sows.0.projectId", "project-x", "project project-x not found"),
     ("items.1.sowId", "sow-x", "SOW sow-x not found"),
     ("items.1.parentItemId", "item-9", "item item-9 not found"),
@@ -371,12 +379,15 @@ def test_external_dependency_needs_an_external_target(db) -> None:
 def test_references_across_organizations_are_refused(db) -> None:
     data = minimal()
     data["organizations"].append({"id": "org-2", "name": "Other"})
-    data["clients"].append({"id": "client-2", "organizationId": "org-2", "name": "Theirs"})
-    data["projects"][0]["clientId"] = "client-2"
+    data["clients"].append(
+        {"id": "00000000-0000-4000-8000-00000000c002", "organizationId": "org-2", "name": "Theirs"}
+    )
+    data["projects"][0]["clientId"] = "00000000-0000-4000-8000-00000000c002"
     data["projects"][0]["contactId"] = None
     error = refused(data)
     assert error.message == (
-        "projects[0] (id project-1): clientId: client client-2 belongs to organization org-2, not org-1"
+        "projects[0] (id 00000000-0000-4000-8000-00000000a001): clientId: client "
+        "00000000-0000-4000-8000-00000000c002 belongs to organization org-2, not org-1"
     )
 
 
@@ -448,7 +459,7 @@ def test_an_item_cannot_be_its_own_parent(db) -> None:
 
 def test_a_parent_in_another_sow_is_refused(db) -> None:
     data = minimal()
-    data["sows"].append({"id": "sow-2", "projectId": "project-1"})
+    data["sows"].append({"id": "sow-2", "projectId": "00000000-0000-4000-8000-00000000a001"})
     data["items"][2]["sowId"] = "sow-2"
     data["dependencies"] = []
     error = refused(data)
@@ -467,10 +478,11 @@ def test_duplicate_ids_in_the_file_are_refused(db) -> None:
 
 def test_duplicate_contact_ids_are_refused(db) -> None:
     data = minimal()
-    data["clients"][0]["contacts"].append({"id": "contact-1", "name": "Twin"})
+    data["clients"][0]["contacts"].append({"id": "00000000-0000-4000-8000-00000000d001", "name": "Twin"})
     error = refused(data)
     assert error.message == (
-        "clients[0] (id client-1): contacts[1].id: duplicate contact id (also clients[0].contacts[0])"
+        "clients[0] (id 00000000-0000-4000-8000-00000000c001): contacts[1].id: "
+        "duplicate contact id (also clients[0].contacts[0])"
     )
 
 

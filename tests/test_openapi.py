@@ -134,3 +134,37 @@ def test_group_c_routes_use_the_group_c_envelope(registry) -> None:
 def test_query_models_are_flattened_into_parameters(document: dict) -> None:
     assert "ItemListQuery" not in document["components"]["schemas"]
     assert "SowListQuery" not in document["components"]["schemas"]
+
+
+# The only values the service itself shows as null; every other field is left out when
+# it has no value, so the document must type it optional and not nullable.
+SPEC_NULLS = {
+    ("DependencyOut", "targetItemId"),
+    ("DependencyCreate", "targetItemId"),
+    ("ItemOut", "parentItemId"),
+    ("ItemCreate", "parentItemId"),
+    ("ProjectOut", "endDate"),
+    ("ProjectOut", "pinnedAt"),
+    ("ClientOut", "pinnedAt"),
+}
+
+
+def test_only_the_spec_nulls_are_nullable(document: dict) -> None:
+    nullable = {
+        (name, prop)
+        for name, schema in document["components"]["schemas"].items()
+        for prop, spec in schema.get("properties", {}).items()
+        if {"type": "null"} in spec.get("anyOf", []) or "null" in spec.get("type", [])
+    }
+    assert nullable == SPEC_NULLS
+
+
+def test_optional_response_fields_are_not_required(document: dict) -> None:
+    schemas = document["components"]["schemas"]
+    dependency = schemas["DependencyOut"]
+    assert set(dependency["required"]) == {
+        "id", "sourceItemId", "targetItemId", "dependencyType", "riskLevel", "status", "isExternal", "createdAt",
+    }  # fmt: skip
+    assert "description" not in schemas["ItemOut"]["required"]
+    assert "criticalPath" not in schemas["ChainFlat"]["required"]
+    assert "include" in [p["name"] for p in document["paths"]["/api/dependencies/chain"]["get"]["parameters"]]

@@ -75,8 +75,8 @@ def test_multi_row_inserts_in_several_batches_round_trip(db) -> None:
     count = BATCH_ROWS * 2 + 37  # two full batches and a short one
     data: dict[str, Any] = {
         "organizations": [{"id": "org-1", "name": "Acme"}],
-        "projects": [{"id": "p-1", "organizationId": "org-1", "name": "P"}],
-        "sows": [{"id": "sow-1", "projectId": "p-1", "title": "S"}],
+        "projects": [{"id": "6f1c2a9e-0b7d-4c1e-9a51-3d2f8e4b7c12", "organizationId": "org-1", "name": "P"}],
+        "sows": [{"id": "sow-1", "projectId": "6f1c2a9e-0b7d-4c1e-9a51-3d2f8e4b7c12", "title": "S"}],
         "items": [
             {
                 "id": f"item-{n:05d}",
@@ -154,7 +154,13 @@ def test_the_second_writer_sees_the_first_writer_s_row(db) -> None:
     def first() -> None:
         try:
             with db_module.write_transaction("org:org-1"):
-                m.Project.create(id="p-1", organization="org-1", name="P", created_at=now, updated_at=now)
+                m.Project.create(
+                    id="6f1c2a9e-0b7d-4c1e-9a51-3d2f8e4b7c12",
+                    organization="org-1",
+                    name="P",
+                    created_at=now,
+                    updated_at=now,
+                )
                 entered.set()
                 release.wait(10)
         finally:

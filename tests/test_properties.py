@@ -157,11 +157,22 @@ class DomainMachine(RuleBasedStateMachine):
         self.step = 0
         clock.set_fixed_now(T0)
         wipe()
-        for org, project in ((ORG, "proj-a"), (OTHER_ORG, "proj-b")):
+        for org, project in (
+            (ORG, "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7b0a"),
+            (OTHER_ORG, "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7b0b"),
+        ):
             m.Organization.create(id=org, name=org)
             m.Project.create(id=project, organization=org, name=project, created_at=T0, updated_at=T0)
         self.sows = ["sow-1", "sow-2", "sow-foreign"]
-        for sow_id, project in zip(self.sows, ("proj-a", "proj-a", "proj-b"), strict=True):
+        for sow_id, project in zip(
+            self.sows,
+            (
+                "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7b0a",
+                "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7b0a",
+                "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7b0b",
+            ),
+            strict=True,
+        ):
             operations.call_local(
                 "sows.create", LOCAL, body={"title": sow_id, "projectId": project, "id": sow_id}
             )

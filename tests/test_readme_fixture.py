@@ -15,8 +15,15 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 DATASET = {
     "organizations": [{"id": "org-1", "name": "Acme Build"}],
     "users": [{"id": "user-1", "organizationId": "org-1", "name": "Ada", "email": "ada@example.com"}],
-    "projects": [{"id": "proj-1", "organizationId": "org-1", "name": "Tower A", "status": "active"}],
-    "sows": [{"id": "sow-1", "projectId": "proj-1", "title": "Phase 1"}],
+    "projects": [
+        {
+            "id": "6f1c2a9e-0b7d-4c1e-9a51-3d2f8e4b7c10",
+            "organizationId": "org-1",
+            "name": "Tower A",
+            "status": "active",
+        }
+    ],
+    "sows": [{"id": "sow-1", "projectId": "6f1c2a9e-0b7d-4c1e-9a51-3d2f8e4b7c10", "title": "Phase 1"}],
     "items": [{"id": "item-1", "sowId": "sow-1", "title": "Foundations", "type": "requirement"}],
 }
 

@@ -53,15 +53,20 @@ class Api:
         return self.client.request(method, path, headers=headers, **kwargs)
 
 
+# Projects are uuids in the service (spec 2.8).
+PROJECTS = {"org-a": "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7a01", "org-b": "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7a02"}
+PROJECT_A, PROJECT_B = PROJECTS["org-a"], PROJECTS["org-b"]
+
+
 def seed() -> None:
     now = clock.now()
-    for org in ("org-a", "org-b"):
+    for org, project in PROJECTS.items():
         m.Organization.create(id=org, name=org)
         m.Project.create(
-            id=f"proj-{org}", organization=org, name="P", status="active", created_at=now, updated_at=now
+            id=project, organization=org, name="P", status="active", created_at=now, updated_at=now
         )
-    sow_service.create_sow(LOCAL, SowCreate(title="Tower A", project_id="proj-org-a", id="sow-a"))
-    sow_service.create_sow(LOCAL, SowCreate(title="Globex", project_id="proj-org-b", id="sow-b"))
+    sow_service.create_sow(LOCAL, SowCreate(title="Tower A", project_id=PROJECT_A, id="sow-a"))
+    sow_service.create_sow(LOCAL, SowCreate(title="Globex", project_id=PROJECT_B, id="sow-b"))
     item_service.create_item(LOCAL, "sow-b", ItemCreate(title="Other org item", type="task_item"))
 
 
@@ -168,17 +173,15 @@ def test_item_lifecycle_over_http(api: Api) -> None:
 
 
 def test_sow_routes(api: Api) -> None:
-    created = api.request(
-        "POST", "/api/sows", api.member, json={"title": "Phase 2", "projectId": "proj-org-a"}
-    )
+    created = api.request("POST", "/api/sows", api.member, json={"title": "Phase 2", "projectId": PROJECT_A})
     assert created.status_code == 201, created.text
-    assert created.json()["projectId"] == "proj-org-a"
+    assert created.json()["projectId"] == PROJECT_A
     listed = api.get("/api/sows", api.member).json()
     assert {sow["id"] for sow in listed} == {"sow-a", created.json()["id"]}  # not org-b's
     assert_group_a_error(api.request("POST", "/api/sows", api.member, json={}), 400, "title")
     assert_group_a_error(api.request("POST", "/api/sows", api.viewer, json={"title": "x"}), 403)
     assert_group_a_error(
-        api.request("POST", "/api/sows", api.member, json={"title": "x", "projectId": "proj-org-b"}), 404
+        api.request("POST", "/api/sows", api.member, json={"title": "x", "projectId": PROJECT_B}), 404
     )
 
 
@@ -466,7 +469,7 @@ def test_bad_page_or_limit_is_400_naming_it(many: Api, query: str, name: str) ->
 
 
 def test_link_header_quotes_the_path(api: Api) -> None:
-    sow_service.create_sow(LOCAL, SowCreate(title="Spaced", project_id="proj-org-a", id="sow a&b"))
+    sow_service.create_sow(LOCAL, SowCreate(title="Spaced", project_id=PROJECT_A, id="sow a&b"))
     for index in range(3):
         item_service.create_item(LOCAL, "sow a&b", ItemCreate(title=f"i{index}", type="task_item"))
     response = api.get("/api/sow/sow%20a%26b/items?limit=2", api.member)
@@ -552,7 +555,7 @@ def test_group_c_lists_only_the_callers_organization(api: Api) -> None:
     response = api.get("/projects", api.member)
     assert response.status_code == 200, response.text
     body = response.json()
-    assert [project["id"] for project in body["projects"]] == ["proj-org-a"]
+    assert [project["id"] for project in body["projects"]] == [PROJECT_A]
     assert body["total"] == 1
     assert "x-total-count" not in response.headers  # Group C puts the total in the body
 

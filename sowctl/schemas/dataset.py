@@ -23,7 +23,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import PlainValidator, TypeAdapter
+from pydantic import AfterValidator, PlainValidator, TypeAdapter
 
 from sowctl.clock import parse_timestamp
 from sowctl.schemas.common import (
@@ -95,6 +95,18 @@ DecimalString = Annotated[Decimal, PlainValidator(_decimal_string)]
 Number = Annotated[Decimal, PlainValidator(_number)]
 JsonNumber = Annotated[int | float, PlainValidator(_json_number)]  # kept as written (inside JSON columns)
 RecordId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+
+
+def _uuid(value: str) -> str:
+    if not _UUID_RE.match(value):
+        raise ValueError("must be a uuid, such as 3f2b8c1e-7d4a-4e5b-9c6f-0a1b2c3d4e5f")
+    return value
+
+
+# Projects, clients and contacts are identified by uuids in the service (spec 2.8, 2.9),
+# and clients generated from its description parse them as such.
+UuidId = Annotated[StrictStr, AfterValidator(_uuid)]
 IntId = Annotated[StrictInt, Field(ge=0, le=MAX_BIGINT)]
 ShortText = Annotated[StrictStr, Field(max_length=64)]
 
@@ -115,9 +127,9 @@ class UserRecord(CamelModel):
 
 
 class ContactRecord(CamelModel):
-    id: RecordId
+    id: UuidId
     # Optional: the enclosing client is the contact's client; when given it must agree.
-    client_id: RecordId | None = None
+    client_id: UuidId | None = None
     name: StrictStr
     email: StrictStr | None = None
     phone: StrictStr | None = None
@@ -128,7 +140,7 @@ class ContactRecord(CamelModel):
 
 
 class ClientRecord(CamelModel):
-    id: RecordId
+    id: UuidId
     organization_id: RecordId
     name: StrictStr
     description: StrictStr | None = None
@@ -142,13 +154,13 @@ class ClientRecord(CamelModel):
 
 
 class ProjectRecord(CamelModel):
-    id: RecordId
+    id: UuidId
     organization_id: RecordId
     name: StrictStr
     description: StrictStr | None = None
     status: ProjectStatus = "active"
-    client_id: RecordId | None = None
-    contact_id: RecordId | None = None
+    client_id: UuidId | None = None
+    contact_id: UuidId | None = None
     start_date: TimestampIn | None = None
     end_date: TimestampIn | None = None
     # A free string, as in the API: not checked against the users (like createdByUserId).

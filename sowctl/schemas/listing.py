@@ -48,6 +48,9 @@ Uuid = Annotated[
     WithJsonSchema({"type": "string", "format": "uuid"}),
 ]
 
+# Responses: documented as uuids (spec 2.8, 2.9; imports check them), not re-checked.
+UuidOut = Annotated[str, WithJsonSchema({"type": "string", "format": "uuid"})]
+
 
 # --- queries ----------------------------------------------------------------------
 
@@ -72,8 +75,8 @@ class ClientListQuery(Page):
 
 
 class ContactOut(CamelOut):
-    id: str
-    client_id: str
+    id: UuidOut
+    client_id: UuidOut
     name: str
     email: str | None = None
     phone: str | None = None
@@ -88,7 +91,7 @@ class ClientOut(CamelOut):
 
     wire_nulls: ClassVar[frozenset[str]] = frozenset({"pinned_at"})
 
-    id: str
+    id: UuidOut
     name: str
     description: str | None = None
     website: str | None = None
@@ -106,13 +109,13 @@ class ProjectOut(CamelOut):
 
     wire_nulls: ClassVar[frozenset[str]] = frozenset({"end_date", "pinned_at"})
 
-    id: str
+    id: UuidOut
     name: str
     description: str | None = None
     status: ProjectStatus
-    client_id: str | None = None
+    client_id: UuidOut | None = None
     client_name: str | None = None
-    contact_id: str | None = None
+    contact_id: UuidOut | None = None
     start_date: Timestamp | None = None
     end_date: Timestamp | None
     owner_user_id: str | None = None
