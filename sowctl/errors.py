@@ -36,6 +36,21 @@ def exit_code_for_status(status: int) -> ExitCode:
     return ExitCode.FAILURE
 
 
+# Fixed message texts of the Group C codes (spec §7.3). The envelope is tRPC's
+# (trpc-openapi), so the statuses beyond the spec's table take tRPC's code names.
+GROUP_C_MESSAGES = {
+    "BAD_REQUEST": "invalid input data",
+    "UNAUTHORIZED": "authorization not provided",
+    "FORBIDDEN": "insufficient access",
+    "NOT_FOUND": "not found",
+    "INTERNAL_SERVER_ERROR": "internal server error",
+    "METHOD_NOT_SUPPORTED": "method not supported",
+    "PAYLOAD_TOO_LARGE": "payload too large",
+    "TOO_MANY_REQUESTS": "too many requests",
+    "SERVICE_UNAVAILABLE": "service unavailable",
+}
+
+
 @dataclass(frozen=True)
 class Issue:
     """One offending input: where it is and what is wrong with it."""

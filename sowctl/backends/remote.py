@@ -32,6 +32,7 @@ from sowctl import __version__ as _version
 from sowctl import operations
 from sowctl.config import mask_url
 from sowctl.errors import (
+    GROUP_C_MESSAGES,
     Forbidden,
     InvalidInput,
     Issue,
@@ -58,15 +59,7 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 PURCHASE_ORDER_PATH = "/api/external/create-purchase-order"
 
 # Group C's message texts (spec §7.3): they say less than the issues that come with them.
-GENERIC_MESSAGES = frozenset(
-    (
-        "invalid input data",
-        "authorization not provided",
-        "insufficient access",
-        "not found",
-        "internal server error",
-    )
-)
+GENERIC_MESSAGES = frozenset(GROUP_C_MESSAGES.values())
 
 _sleep = time.sleep  # tests replace it to record the waits
 

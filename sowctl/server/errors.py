@@ -12,21 +12,7 @@ from dataclasses import dataclass, field
 
 import peewee as pw
 
-from sowctl.errors import Issue, ServiceUnavailable, SowctlError
-
-# Fixed message texts of the Group C codes (spec §7.3). The envelope is tRPC's
-# (trpc-openapi), so the statuses beyond the spec's table take tRPC's code names.
-GROUP_C_MESSAGES = {
-    "BAD_REQUEST": "invalid input data",
-    "UNAUTHORIZED": "authorization not provided",
-    "FORBIDDEN": "insufficient access",
-    "NOT_FOUND": "not found",
-    "INTERNAL_SERVER_ERROR": "internal server error",
-    "METHOD_NOT_SUPPORTED": "method not supported",
-    "PAYLOAD_TOO_LARGE": "payload too large",
-    "TOO_MANY_REQUESTS": "too many requests",
-    "SERVICE_UNAVAILABLE": "service unavailable",
-}
+from sowctl.errors import GROUP_C_MESSAGES, Issue, ServiceUnavailable, SowctlError
 
 # The Group C code of each status any route answers; every error is mapped through it,
 # so a code and its status can never disagree.
