@@ -127,12 +127,7 @@ def _source(ctx: typer.Context, name: str) -> str | None:
 
 def _register() -> None:
     for module_name, attribute, name in GROUPS + COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:  # not built yet
-                continue
-            raise
+        module = importlib.import_module(module_name)  # a missing command module is a bug: fail loudly
         target = getattr(module, attribute)
         if isinstance(target, typer.Typer):
             app.add_typer(target, name=name)

@@ -26,7 +26,7 @@ def document(db_url: str) -> dict:
 
 
 def test_document_is_valid_openapi_3_1(document: dict) -> None:
-    validator = pytest.importorskip("openapi_spec_validator")
+    import openapi_spec_validator as validator
     assert document["openapi"].startswith("3.1")
     validator.validate(document)
 
@@ -99,8 +99,7 @@ def test_extensions_are_marked(document: dict, registry) -> None:
 
 def test_group_b_routes_document_headers_and_rate_limits(document: dict, registry) -> None:
     group_b = [op for op in registry.values() if op.group == "B"]
-    if not group_b:
-        pytest.skip("no Group B operation registered yet")
+    assert len(group_b) == 6
     for op in group_b:
         spec = spec_of(document, registry, op.name)
         headers = {p["name"] for p in spec["parameters"] if p["in"] == "header"}

@@ -38,7 +38,7 @@ from tests.test_bad_input import (
     make_env,
     query_params,
 )
-from tests.test_server_e2e import Server, needs_runner
+from tests.test_server_e2e import Server
 
 DEMO = demo_data.demo_dataset(datetime.date(2026, 1, 15))
 GLOBEX_ITEMS = {item["id"] for item in DEMO["items"] if item["sowId"] == demo_data.GLOBEX_SOW}
@@ -136,7 +136,6 @@ def test_listings_show_only_a_short_hint(cli, db_url: str) -> None:
 # --- secrets never in the logs -----------------------------------------------------------------
 
 
-@needs_runner
 def test_secrets_never_reach_the_logs_of_a_real_server(db_url: str, tmp_path: Path) -> None:
     database = open_database(db_url)
     import_dataset(DEMO)

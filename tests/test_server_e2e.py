@@ -7,7 +7,6 @@ server with ``python -m sowctl serve --port 0`` and talk to it with httpx.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import queue
@@ -82,7 +81,6 @@ def test_serve_rejects_bad_options(cli, fake_runner: dict, args: list[str]) -> N
 
 
 def test_serve_reports_a_port_in_use(cli) -> None:
-    pytest.importorskip("sowctl.server.runner")
     import socket
 
     with socket.socket() as taken:
@@ -95,13 +93,6 @@ def test_serve_reports_a_port_in_use(cli) -> None:
     assert "in use" in result.stderr
 
 
-needs_importer = pytest.mark.skipif(
-    importlib.util.find_spec("sowctl.services.dataset") is None,
-    reason="the dataset importer is not written yet",
-)
-
-
-@needs_importer
 def test_serve_demo_loads_once_and_prints_working_credentials(cli, fake_runner: dict) -> None:
     first = cli("serve", "--demo", "--port", "8123")
     assert first.exit_code == 0, first.stderr
@@ -156,12 +147,6 @@ def demo_secrets(stdout: str) -> tuple[str, str]:
 
 
 # --- the real server -------------------------------------------------------------------------------
-
-needs_runner = pytest.mark.skipif(
-    importlib.util.find_spec("sowctl.server.runner") is None,
-    reason="the production runner (sowctl/server/runner.py) is not written yet",
-)
-
 
 class Server:
     """``sowctl --db DB serve ARGS`` in a subprocess, its output collected by threads."""
@@ -274,7 +259,6 @@ def make_token(db: Path) -> str:
         database.close()
 
 
-@needs_runner
 def test_real_server_serves_logs_and_stops_cleanly(start, tmp_path: Path) -> None:
     db = tmp_path / "e2e.db"
     server = start(db=db)
@@ -309,7 +293,6 @@ def test_real_server_serves_logs_and_stops_cleanly(start, tmp_path: Path) -> Non
     assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines
 
 
-@needs_runner
 def test_quiet_server_has_no_access_log_and_stops_on_sigint(start) -> None:
     server = start("--quiet")
     with httpx.Client(base_url=server.url, timeout=5) as client:
@@ -319,8 +302,6 @@ def test_quiet_server_has_no_access_log_and_stops_on_sigint(start) -> None:
     assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines
 
 
-@needs_runner
-@needs_importer
 def test_demo_server_prints_a_token_that_works(start) -> None:
     server = start("--demo", "--quiet")
     lines = server.read_stdout_until("/api/external/budget-views")
@@ -358,7 +339,6 @@ def test_demo_server_prints_a_token_that_works(start) -> None:
     assert server.stop() == 0
 
 
-@needs_runner
 def test_long_urls_reach_the_application_and_protocol_errors_are_json(start, tmp_path: Path) -> None:
     db = tmp_path / "e2e.db"
     server = start(db=db)

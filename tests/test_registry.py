@@ -1,0 +1,51 @@
+"""The API and the CLI, pinned: a lost module fails here instead of shipping a smaller tool."""
+
+from __future__ import annotations
+
+import typer.main
+
+from sowctl import operations
+
+# Every operation: name, method, route. The service's routes plus sowctl's extensions.
+OPERATIONS = {
+    ("items.list", "GET", "/api/sow/{sowId}/items"),
+    ("items.get", "GET", "/api/items/{itemId}"),
+    ("items.create", "POST", "/api/sow/{sowId}/items"),
+    ("items.update", "PUT", "/api/items/{itemId}"),
+    ("items.delete", "DELETE", "/api/items/{itemId}"),
+    ("items.reorder", "PUT", "/api/sow/{sowId}/items/reorder"),
+    ("sows.list", "GET", "/api/sows"),
+    ("sows.create", "POST", "/api/sows"),
+    ("chain.get", "GET", "/api/dependencies/chain"),
+    ("deps.list", "GET", "/api/dependencies"),
+    ("deps.get", "GET", "/api/dependencies/{dependencyId}"),
+    ("deps.create", "POST", "/api/dependencies"),
+    ("deps.update", "PUT", "/api/dependencies/{dependencyId}"),
+    ("deps.delete", "DELETE", "/api/dependencies/{dependencyId}"),
+    ("finance.create_po", "POST", "/api/external/create-purchase-order"),
+    ("finance.budget_views", "GET", "/api/external/budget-views"),
+    ("finance.snapshots", "GET", "/api/external/budget-view-snapshots"),
+    ("finance.snapshot", "GET", "/api/external/budget-view-snapshot"),
+    ("finance.prime_contract", "GET", "/api/external/prime-contract-details"),
+    ("finance.list_pos", "GET", "/api/external/purchase-orders"),
+    ("projects.list", "GET", "/projects"),
+    ("clients.list", "GET", "/clients"),
+}
+EXTENSIONS = {"sows.list", "sows.create", "finance.list_pos"}
+
+COMMANDS = {
+    "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",
+    "po", "projects", "replay", "serve", "sows", "status", "tokens",
+}  # fmt: skip
+
+
+def test_every_operation_is_registered_with_its_route() -> None:
+    registry = operations.load_all()
+    assert {(op.name, op.method, op.path) for op in registry.values()} == OPERATIONS
+    assert {op.name for op in registry.values() if op.extension} == EXTENSIONS
+
+
+def test_every_command_is_registered() -> None:
+    from sowctl.cli import app
+
+    assert set(typer.main.get_command(app).commands) == COMMANDS
