@@ -27,6 +27,7 @@ def document(db_url: str) -> dict:
 
 def test_document_is_valid_openapi_3_1(document: dict) -> None:
     import openapi_spec_validator as validator
+
     assert document["openapi"].startswith("3.1")
     validator.validate(document)
 

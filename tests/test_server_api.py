@@ -525,6 +525,7 @@ def test_group_c_paths_get_the_group_c_envelope(api: Api) -> None:
 
 # --- Group C -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ["/projects", "/clients"])
 def test_group_c_auth_errors(api: Api, path: str) -> None:
     issues = assert_group_c_error(api.get(path), 401, "UNAUTHORIZED", "authorization not provided")

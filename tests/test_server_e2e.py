@@ -148,6 +148,7 @@ def demo_secrets(stdout: str) -> tuple[str, str]:
 
 # --- the real server -------------------------------------------------------------------------------
 
+
 class Server:
     """``sowctl --db DB serve ARGS`` in a subprocess, its output collected by threads."""
 
