@@ -338,7 +338,12 @@ REFERENCE_ERRORS = [
     ("dependencies.0.sourceItemId", "item-x", "item item-x not found"),
     ("dependencies.0.targetItemId", "item-x", "item item-x not found"),
     ("dependencies.0.targetItemId", "task-2", "an item cannot depend on itself"),
-    ("dependencies.0.targetItemId", None, "is required for an internal dependency"),
+    (
+        "dependencies.0.targetItemId",
+        None,
+        "is required for an internal dependency "
+        "(for an external one send isExternal: true and externalTarget)",
+    ),
 ]
 
 
@@ -374,6 +379,27 @@ def test_external_dependency_needs_an_external_target(db) -> None:
     assert (
         error.message == "dependencies[0] (id dep-1): externalTarget: is required for an external dependency"
     )
+
+
+def test_an_internal_dependency_with_an_external_target_is_refused_as_the_api_refuses_it(db) -> None:
+    data = minimal()
+    data["dependencies"][0].update(isExternal=False, externalTarget="Steel mill")
+    error = refused(data)
+    assert error.message == (
+        "dependencies[0] (id dep-1): externalTarget: "
+        "is only allowed on an external dependency (isExternal: true)"
+    )
+    assert m.Dependency.select().count() == 0
+
+
+def test_an_external_target_without_is_external_is_external_as_in_the_api(db) -> None:
+    data = minimal()
+    data["dependencies"][0].pop("targetItemId")
+    data["dependencies"][0].pop("isExternal", None)
+    data["dependencies"][0]["externalTarget"] = "Steel mill"
+    import_dataset(data)
+    dep = m.Dependency.get_by_id("dep-1")
+    assert (dep.is_external, dep.target_item_id, dep.external_target) == (True, None, "Steel mill")
 
 
 def test_references_across_organizations_are_refused(db) -> None:

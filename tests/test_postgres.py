@@ -51,8 +51,8 @@ def test_imported_purchase_orders_move_the_sequences_past_their_ids(db) -> None:
         company,
         PurchaseOrderIn.model_validate(
             {
-                "project_id": order["project_id"],
-                "commitment_id": order["commitment_id"],
+                "project_id": str(order["project_id"]),
+                "commitment_id": str(order["commitment_id"]),
                 "title": "After the import",
                 "vendor_id": order["vendor"]["id"],
                 "status": "draft",

@@ -200,7 +200,8 @@ class DependencyRecord(CamelModel):
     dependency_type: DependencyType
     risk_level: RiskLevel
     status: DependencyStatus = "active"
-    is_external: StrictBool = False
+    # Absent: external when only externalTarget is given, as the API decides.
+    is_external: StrictBool | None = None
     external_target: StrictStr | None = None
     external_owner: StrictStr | None = None
     contact_email: StrictStr | None = None

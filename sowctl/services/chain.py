@@ -67,11 +67,11 @@ import peewee as pw
 from sowctl import clock
 from sowctl import models as m
 from sowctl.errors import InvalidInput
+from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, sow_for
 from sowctl.services.items import calculated_statuses
 
-OPEN_STATUSES = frozenset({"active", "blocked"})
 FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external")  # the extensions a chain body adds on request
 _CHUNK = 500  # ids per IN (...): under every backend's parameter limit
@@ -120,10 +120,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
-    # SQLite hands dates back as ISO text and PostgreSQL as date objects; ISO text
-    # compares like the date, so one comparison value per kind serves both.
     today = clock.today()
-    today_text = today.isoformat()
     entries: list[dict[str, Any]] = []
     edges: list[graph.Edge] = []
     overdue: list[dict[str, Any]] = []
@@ -160,11 +157,10 @@ def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
         edge = graph.ordering_edge(dep_type, source_id, target_id, status, is_external)
         if edge is not None:
             edges.append(edge)
-        if status in OPEN_STATUSES:
-            if risk == "critical":
-                critical.append(entry)
-            if sla_date is not None and sla_date < (today_text if isinstance(sla_date, str) else today):
-                overdue.append(entry)
+        if rules.is_critical(risk, status):
+            critical.append(entry)
+        if rules.is_overdue(sla_date, status, today):
+            overdue.append(entry)
     cycles, path = graph.analyse(edges)
     issues = {"circular": cycles, "overdue": overdue, "critical": critical}
     if fmt == "flat":

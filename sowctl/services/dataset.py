@@ -57,6 +57,7 @@ from sowctl.schemas.common import (
     unstorable_text,
     validation_error,
 )
+from sowctl.services import dependency_rules as rules
 from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
     ordering_edge,  # the one rule for before/after (contract §7.2)
@@ -787,25 +788,27 @@ class _Importer:
             if source is None:
                 self._missing(kind, i, r.id, "sourceItemId", "item", r.source_item_id)
             target_id = r.target_item_id
-            if r.is_external:
-                if target_id is not None:
-                    add(kind, i, r.id, "targetItemId", "must be null for an external dependency")
-                if not (r.external_target or "").strip():
-                    add(kind, i, r.id, "externalTarget", "is required for an external dependency")
-            elif target_id is None:
-                add(kind, i, r.id, "targetItemId", "is required for an internal dependency")
-            elif target_id == r.source_item_id:
-                add(kind, i, r.id, "targetItemId", "an item cannot depend on itself")
-            elif target_id not in item_info:
-                self._missing(kind, i, r.id, "targetItemId", "item", target_id)
-            elif source is not None and _differ(sow_org.get(source[0]), sow_org.get(item_info[target_id][0])):
-                message = f"item {target_id} belongs to another organization than item {r.source_item_id}"
-                add(kind, i, r.id, "targetItemId", message)
+            # The API's rules for the shape (dependency_rules), so an import refuses what it refuses.
+            r.is_external = rules.is_external(r.is_external, target_id, r.external_target)
+            shape = rules.shape_problems(r.is_external, r.source_item_id, target_id, r.external_target)
+            for field, message in shape:
+                add(kind, i, r.id, field, message)
+            if not shape and not r.is_external:
+                self._check_target(i, r, source, item_info, sow_org)
             edge = ordering_edge(r.dependency_type, r.source_item_id, target_id, r.status, r.is_external)
             before, after = edge if edge is not None else (None, None)
             rows.append((*getter(r), source[0] if source else None, before, after))
         self._table(kind, rows, extra=(D.sow, D.before_item_id, D.after_item_id))
         self.ordered_organizations = {sow_org.get(row[-3]) for row in rows if row[-2] is not None} - {None}
+
+    def _check_target(self, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]) -> None:
+        """An internal dependency's target exists and is in the source item's organization."""
+        target_id = r.target_item_id
+        if target_id not in item_info:
+            self._missing("dependencies", i, r.id, "targetItemId", "item", target_id)
+        elif source is not None and _differ(sow_org.get(source[0]), sow_org.get(item_info[target_id][0])):
+            message = f"item {target_id} belongs to another organization than item {r.source_item_id}"
+            self.problems.add("dependencies", i, r.id, "targetItemId", message)
 
     # -- Group B --
 

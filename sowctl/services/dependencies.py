@@ -32,11 +32,9 @@ from sowctl.schemas.dependencies import (
     DependencyUpdate,
 )
 from sowctl.schemas.items import Message
+from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, sow_for
-
-# Statuses in which a dependency still matters: counted as critical or overdue.
-OPEN_STATUSES = ("active", "blocked")
 
 
 def to_out(dep: m.Dependency) -> DependencyOut:
@@ -121,10 +119,10 @@ def list_dependencies(
 
 
 def kind_condition(kind: str) -> pw.Expression:
-    """The SQL condition of a ``type`` filter value (contract §7.2)."""
-    open_ = m.Dependency.status.in_(OPEN_STATUSES)
+    """The SQL condition of a ``type`` filter value: ``dependency_rules`` written as SQL."""
+    open_ = m.Dependency.status.in_(rules.OPEN_STATUSES)
     if kind == "critical":
-        return (m.Dependency.risk_level == "critical") & open_
+        return (m.Dependency.risk_level == rules.CRITICAL_RISK) & open_
     if kind == "overdue":
         return (m.Dependency.sla_date < clock.today()) & open_
     if kind == "external":
@@ -140,32 +138,14 @@ def get_dependency(caller: Caller, dependency_id: str) -> DependencyOut:
 
 
 def _is_external(data: DependencyCreate) -> bool:
-    """Explicit ``isExternal`` wins; without it, a target name and no target item mean external."""
-    if data.is_external is not None:
-        return data.is_external
-    return data.target_item_id is None and data.external_target is not None
+    return rules.is_external(data.is_external, data.target_item_id, data.external_target)
 
 
 def _check_shape(data: DependencyCreate, external: bool) -> None:
     """Internal/external rules that need no database, each naming its field."""
-    if external:
-        if data.target_item_id is not None:
-            raise InvalidInput.for_field("targetItemId", "must be null for an external dependency")
-        if data.external_target is None:
-            raise InvalidInput.for_field("externalTarget", "is required for an external dependency")
-        return
-    if data.target_item_id is None:
-        raise InvalidInput.for_field(
-            "targetItemId",
-            "is required for an internal dependency "
-            "(for an external one send isExternal: true and externalTarget)",
-        )
-    if data.external_target is not None:
-        raise InvalidInput.for_field(
-            "externalTarget", "is only allowed on an external dependency (isExternal: true)"
-        )
-    if data.target_item_id == data.source_item_id:
-        raise InvalidInput.for_field("targetItemId", "an item cannot depend on itself")
+    problems = rules.shape_problems(external, data.source_item_id, data.target_item_id, data.external_target)
+    if problems:
+        raise InvalidInput.for_field(*problems[0])
 
 
 def _locate(item_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
