@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sowctl import models as m
 from sowctl import money, operations
 from sowctl.errors import Forbidden, InvalidInput, NotFound
-from sowctl.schemas.finance import PO_STATUSES
+from sowctl.schemas.vocabulary import PO_STATUSES
 from sowctl.services import external_scope
 from sowctl.services.access import Caller
 from tests.test_finance_data import (

@@ -156,6 +156,9 @@ class DomainMachine(RuleBasedStateMachine):
         super().__init__()
         self.step = 0
         clock.set_fixed_now(T0)
+        # The same ids on every replay of an example: orders by id must not differ between
+        # runs, or Hypothesis sees the same choices lead elsewhere ("flaky strategy").
+        clock.seed(20260316)
         wipe()
         for org, project in (
             (ORG, "0d0a4c2e-5b1f-4f43-9c3e-6a0d2f1b7b0a"),

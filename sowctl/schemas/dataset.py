@@ -21,7 +21,7 @@ import math
 import re
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, PlainValidator, TypeAdapter
 
@@ -36,16 +36,17 @@ from sowctl.schemas.common import (
     StrictInt,
     StrictStr,
 )
+from sowctl.schemas.vocabulary import (
+    MAX_BIGINT,
+    MAX_ORDER_INDEX,
+    DependencyStatus,
+    DependencyType,
+    ItemStatus,
+    ItemType,
+    ProjectStatus,
+    RiskLevel,
+)
 
-ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
-ItemType = Literal["requirement", "task_item"]
-ItemStatus = Literal["pending", "in_progress", "completed", "cancelled"]
-DependencyType = Literal["depends_on", "blocks", "related_to", "prerequisite", "successor"]
-RiskLevel = Literal["low", "medium", "high", "critical"]
-DependencyStatus = Literal["active", "resolved", "cancelled", "blocked"]
-
-MAX_BIGINT = 2**63 - 1
-MAX_ORDER_INDEX = 2**31 - 1
 _DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?\Z", re.ASCII)  # as sowctl.money reads them
 
 

@@ -27,16 +27,14 @@ from sowctl.schemas.common import (
     Timestamp,
     parse_date,
 )
-
-DependencyType = Literal["depends_on", "blocks", "related_to", "prerequisite", "successor"]
-RiskLevel = Literal["low", "medium", "high", "critical"]
-DependencyStatus = Literal["active", "resolved", "cancelled", "blocked"]
-DependencyKind = Literal["critical", "overdue", "external"]
-
-DEPENDENCY_TYPES: tuple[str, ...] = DependencyType.__args__
-RISK_LEVELS: tuple[str, ...] = RiskLevel.__args__
-DEPENDENCY_STATUSES: tuple[str, ...] = DependencyStatus.__args__
-DEPENDENCY_KINDS: tuple[str, ...] = DependencyKind.__args__
+from sowctl.schemas.vocabulary import (
+    DependencyKind,
+    DependencyStatus,
+    DependencyType,
+    ItemStatus,
+    ItemType,
+    RiskLevel,
+)
 
 # Deliberately simple (one "@", a dot in the domain, no spaces): it catches typos
 # without rejecting the odd but valid addresses a full RFC 5322 parser would allow.
@@ -197,8 +195,8 @@ class ChainFlat(CamelOut):
 class ChainTreeItem(CamelOut):
     id: str
     title: str
-    type: Literal["requirement", "task_item"]
-    status: Literal["pending", "in_progress", "completed", "cancelled"]
+    type: ItemType
+    status: ItemStatus
     dependencies: list[ChainDependency]
     children: list[ChainTreeItem]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, PlainSerializer, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -18,38 +18,11 @@ from pydantic_core import PydanticCustomError
 from sowctl import money
 from sowctl.errors import Issue
 from sowctl.schemas.common import ApiBody, ApiModel, ApiOut, Field, NonEmptyStr, Timestamp
+from sowctl.schemas.vocabulary import MAX_BIGINT, PO_STATUSES, PurchaseOrderStatus
 
-MAX_ID = 2**63 - 1  # the id columns are 64-bit integers
+MAX_ID = MAX_BIGINT
 MAX_LINE_ITEMS = 1000
 DECIMAL_PATTERN = rf"^\d{{1,{money.MAX_INTEGER_DIGITS}}}(\.\d{{1,{money.MAX_FRACTION_DIGITS}}})?$"
-
-# Spec §3 shows draft and issued as examples only; these are the statuses we accept
-# (the usual purchase-order life cycle). Anything else is a 400 naming the choices.
-PO_STATUSES = (
-    "draft",
-    "pending",
-    "processing",
-    "submitted",
-    "issued",
-    "approved",
-    "partially_received",
-    "received",
-    "closed",
-    "void",
-)
-PurchaseOrderStatus = Literal[
-    "draft",
-    "pending",
-    "processing",
-    "submitted",
-    "issued",
-    "approved",
-    "partially_received",
-    "received",
-    "closed",
-    "void",
-]
-
 
 # --- field types ------------------------------------------------------------------
 

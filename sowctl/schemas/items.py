@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar
 
 from sowctl.schemas.common import (
     CamelBody,
@@ -13,10 +13,8 @@ from sowctl.schemas.common import (
     Timestamp,
     WholeNumber,
 )
+from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemStatus, ItemType
 
-ItemType = Literal["requirement", "task_item"]
-ItemStatus = Literal["pending", "in_progress", "completed", "cancelled"]
-MAX_ORDER_INDEX = 2**31 - 1
 # A whole JSON number (2, 2.0 or 2e0) from 0 to 2^31 - 1.
 Position = Annotated[WholeNumber, Field(ge=0, le=MAX_ORDER_INDEX)]
 Description = Annotated[StrictStr, Field(max_length=100_000)]

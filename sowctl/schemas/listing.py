@@ -9,13 +9,12 @@ of digits"}``.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, WithJsonSchema
 
 from sowctl.schemas.common import CamelModel, CamelOut, Timestamp
-
-ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
+from sowctl.schemas.vocabulary import ProjectStatus
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100  # larger values are clamped, as for Group A (contract §7.2)

@@ -57,6 +57,7 @@ from sowctl.schemas.common import (
     unstorable_text,
     validation_error,
 )
+from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
 from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
@@ -770,8 +771,8 @@ class _Importer:
             level = (r.sow_id, r.parent_item_id)
             if r.order_index is None:
                 r.order_index = highest[level] + 1 if level in highest else 0
-                if r.order_index > s.MAX_ORDER_INDEX:
-                    message = f"must be given: a sibling already has the largest one ({s.MAX_ORDER_INDEX})"
+                if r.order_index > MAX_ORDER_INDEX:
+                    message = f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
                     self.problems.add("items", i, r.id, "orderIndex", message)
             highest[level] = max(r.order_index, highest.get(level, r.order_index))
 

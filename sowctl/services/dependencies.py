@@ -24,14 +24,9 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import CycleDetected, InvalidInput, NotFound
-from sowctl.schemas.dependencies import (
-    DEPENDENCY_KINDS,
-    DEPENDENCY_STATUSES,
-    DependencyCreate,
-    DependencyOut,
-    DependencyUpdate,
-)
+from sowctl.schemas.dependencies import DependencyCreate, DependencyOut, DependencyUpdate
 from sowctl.schemas.items import Message
+from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DEPENDENCY_STATUSES
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, sow_for

@@ -12,7 +12,6 @@ from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import HierarchyViolation, InvalidInput, Issue, NotFound
 from sowctl.schemas.items import (
-    MAX_ORDER_INDEX,
     ItemCreate,
     ItemOut,
     ItemUpdate,
@@ -21,6 +20,7 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
+from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services.access import Caller, item_for, sow_for
 
 ITEM_TYPES = ("requirement", "task_item")

@@ -1,0 +1,39 @@
+"""The service's value sets and limits, defined once for requests, responses and datasets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ItemType = Literal["requirement", "task_item"]
+ItemStatus = Literal["pending", "in_progress", "completed", "cancelled"]
+DependencyType = Literal["depends_on", "blocks", "related_to", "prerequisite", "successor"]
+RiskLevel = Literal["low", "medium", "high", "critical"]
+DependencyStatus = Literal["active", "resolved", "cancelled", "blocked"]
+DependencyKind = Literal["critical", "overdue", "external"]  # the list filter's "type"
+ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
+# The spec shows draft and issued as examples only; these are the statuses accepted
+# (the usual purchase-order life cycle). Anything else is a 400 naming the choices.
+PurchaseOrderStatus = Literal[
+    "draft",
+    "pending",
+    "processing",
+    "submitted",
+    "issued",
+    "approved",
+    "partially_received",
+    "received",
+    "closed",
+    "void",
+]
+
+ITEM_TYPES: tuple[str, ...] = ItemType.__args__
+ITEM_STATUSES: tuple[str, ...] = ItemStatus.__args__
+DEPENDENCY_TYPES: tuple[str, ...] = DependencyType.__args__
+RISK_LEVELS: tuple[str, ...] = RiskLevel.__args__
+DEPENDENCY_STATUSES: tuple[str, ...] = DependencyStatus.__args__
+DEPENDENCY_KINDS: tuple[str, ...] = DependencyKind.__args__
+PROJECT_STATUSES: tuple[str, ...] = ProjectStatus.__args__
+PO_STATUSES: tuple[str, ...] = PurchaseOrderStatus.__args__
+
+MAX_ORDER_INDEX = 2**31 - 1  # orderIndex is a 32-bit integer column
+MAX_BIGINT = 2**63 - 1  # the integer id columns are 64-bit
