@@ -26,6 +26,8 @@ import datetime
 from decimal import Decimal
 from typing import Any
 
+from sowctl.services.item_rules import calculated_statuses
+
 DEMO_ORG = "org-acme"
 DEMO_COMPANY = "comp-acme-llc"
 DEMO_USER = "user-ada"
@@ -93,31 +95,6 @@ def _money(value: str) -> float:
     for Decimal(str(x)) to give back the intended cents.
     """
     return float(Decimal(value))
-
-
-def _requirement_status(item_id: str, children: dict[str, list[dict[str, Any]]], stored: str) -> str:
-    """Calculated requirement status (contract §7.2), from all descendant task items.
-
-    The demo stores the calculated value so that the dataset agrees with what
-    the API shows; an importer that recalculates gets the same answer.
-    """
-    task_statuses: list[str] = []
-    stack = list(children.get(item_id, []))
-    while stack:
-        child = stack.pop()
-        if child["type"] == "task_item":
-            task_statuses.append(child["status"])
-        stack.extend(children.get(child["id"], []))
-    if not task_statuses:
-        return stored
-    live = [s for s in task_statuses if s != "cancelled"]
-    if not live:
-        return "cancelled"
-    if all(s == "completed" for s in live):
-        return "completed"
-    if all(s == "pending" for s in live):
-        return "pending"
-    return "in_progress"
 
 
 # --------------------------------------------------------------------------- Group A/C
@@ -666,13 +643,10 @@ def _items(today: datetime.date) -> list[dict[str, Any]]:
             }
         )
 
-    children: dict[str, list[dict[str, Any]]] = {}
+    # The demo stores the calculated status, so the dataset agrees with what the API shows.
+    shown = calculated_statuses((i["id"], i["parentItemId"], i["type"], i["status"]) for i in items)
     for item in items:
-        if item["parentItemId"] is not None:
-            children.setdefault(item["parentItemId"], []).append(item)
-    for item in items:
-        if item["type"] == "requirement":
-            item["status"] = _requirement_status(item["id"], children, item["status"])
+        item["status"] = shown[item["id"]]
     return items
 
 

@@ -15,7 +15,7 @@ from sowctl import clock, operations
 from sowctl import models as m
 from sowctl.errors import Forbidden, HierarchyViolation, InvalidInput, NotFound
 from sowctl.services.access import Caller
-from sowctl.services.items import aggregate_status
+from sowctl.services.item_rules import aggregate_status
 
 T0 = datetime(2026, 3, 16, 9, 30, 0)
 TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")

@@ -18,7 +18,7 @@ from sowctl import clock, operations
 from sowctl import models as m
 from sowctl.errors import HierarchyViolation, InvalidInput, NotFound
 from sowctl.services.access import Caller
-from sowctl.services.items import calculated_statuses
+from sowctl.services.item_rules import calculated_statuses
 
 TYPES = ("requirement", "task_item")
 STATUSES = ("pending", "in_progress", "completed", "cancelled")

@@ -70,7 +70,7 @@ from sowctl.errors import InvalidInput
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, sow_for
-from sowctl.services.items import calculated_statuses
+from sowctl.services.item_rules import calculated_statuses
 
 FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external")  # the extensions a chain body adds on request
