@@ -55,11 +55,16 @@ DEFAULT_TIMEOUT = 10.0
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
-# The one Group B route whose organization/company headers have no "x-" prefix (spec §5.2).
-PURCHASE_ORDER_PATH = "/api/external/create-purchase-order"
 
 # Group C's message texts (spec §7.3): they say less than the issues that come with them.
 GENERIC_MESSAGES = frozenset(GROUP_C_MESSAGES.values())
+
+
+def group_b_headers(op: Operation, key: str, org: str, company: str) -> dict[str, str]:
+    """The API key and the scope headers under the names ``op``'s route documents."""
+    organization_header, company_header = operations.scope_headers(op.path)
+    return {"x-api-key": key, organization_header: org, company_header: company}
+
 
 _sleep = time.sleep  # tests replace it to record the waits
 
@@ -174,8 +179,7 @@ class RemoteBackend:
         key = _need(s.api_key, "--api-key", "SOWCTL_API_KEY")
         org = _need(s.org, "--org", "SOWCTL_ORG")
         company = _need(s.company, "--company", "SOWCTL_COMPANY")
-        prefix = "" if op.path == PURCHASE_ORDER_PATH else "x-"
-        return {"x-api-key": key, f"{prefix}organization-id": org, f"{prefix}company-id": company}
+        return group_b_headers(op, key, org, company)
 
     # --- paging -------------------------------------------------------------------------
 

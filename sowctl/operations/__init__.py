@@ -109,6 +109,26 @@ class Operation:
 
 REGISTRY: dict[str, Operation] = {}
 
+# The purchase-order endpoint names its scope headers without the x- prefix (spec §5.2).
+PLAIN_SCOPE_HEADER_PATHS = frozenset({"/api/external/create-purchase-order"})
+
+
+def scope_headers(path: str) -> tuple[str, str]:
+    """The organization and company header names a Group B route documents.
+
+    The server accepts either spelling on every route; clients send the documented one.
+    """
+    prefix = "" if path in PLAIN_SCOPE_HEADER_PATHS else "x-"
+    return f"{prefix}organization-id", f"{prefix}company-id"
+
+
+def other_scope_headers(path: str) -> tuple[str, str]:
+    """The spelling a route also accepts (the one it does not document)."""
+    organization, company = (
+        name.removeprefix("x-") if name.startswith("x-") else "x-" + name for name in scope_headers(path)
+    )
+    return organization, company
+
 
 def operation(**spec: Any) -> Callable[[Callable[[Request], Result]], Callable]:
     """Register the decorated handler as the operation described by ``spec``."""

@@ -30,6 +30,7 @@ import peewee as pw
 
 from sowctl import clock
 from sowctl.errors import InvalidInput, Issue, SowctlError, Unauthorized
+from sowctl.server import auth
 from sowctl.server.errors import InternalError, database_error
 from sowctl.server.faults import FaultConfig
 from sowctl.server.http import drain_body, json_bytes, parse_query, read_json_body
@@ -103,10 +104,10 @@ class AdminApi:
         return route
 
     def authenticate(self, authorization: str | None) -> None:
-        scheme, _, secret = (authorization or "").strip().partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
+        secret = auth.bearer_secret(authorization)
+        if secret is None:
             raise Unauthorized("missing admin token (send Authorization: Bearer <admin token>)")
-        if not hmac.compare_digest(secret.strip().encode("utf-8"), self._token):
+        if not hmac.compare_digest(secret.encode("utf-8"), self._token):
             raise Unauthorized("invalid admin token")
 
     def body(self, max_bytes: int | None = None) -> Any:

@@ -5,25 +5,32 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sowctl.errors import Issue, RateLimited, Unauthorized
+from sowctl.operations import other_scope_headers, scope_headers
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 
 if TYPE_CHECKING:
     from sowctl.server.settings import ServerSettings
 
-# The purchase-order endpoint names its scope headers without the x- prefix (spec §5.2).
-PLAIN_SCOPE_HEADER_PATHS = frozenset({"/api/external/create-purchase-order"})
+
+def bearer_secret(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme in any case); None if
+    the header is missing or of another form. Every bearer check reads the header here."""
+    scheme, _, secret = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        return None
+    return secret.strip()
 
 
 def bearer_caller(authorization: str | None) -> Caller:
     """The Caller of an ``Authorization: Bearer <token>`` header; 401 otherwise."""
     if not authorization or not authorization.strip():
         raise _unauthorized("missing bearer token (send Authorization: Bearer <token>)")
-    scheme, _, secret = authorization.strip().partition(" ")
-    if scheme.lower() != "bearer" or not secret.strip():
+    secret = bearer_secret(authorization)
+    if secret is None:
         raise _unauthorized("the Authorization header must be 'Bearer <token>'")
     try:
-        return credentials.authenticate_token(secret.strip())
+        return credentials.authenticate_token(secret)
     except Unauthorized as exc:
         raise _unauthorized(exc.message) from None
 
@@ -35,9 +42,12 @@ def _unauthorized(message: str) -> Unauthorized:
 
 def scope_header_names(path: str) -> tuple[tuple[str, str], tuple[str, str]]:
     """(documented, alternative) WSGI names of the organization and company headers."""
-    if path in PLAIN_SCOPE_HEADER_PATHS:
-        return ("HTTP_ORGANIZATION_ID", "HTTP_X_ORGANIZATION_ID"), ("HTTP_COMPANY_ID", "HTTP_X_COMPANY_ID")
-    return ("HTTP_X_ORGANIZATION_ID", "HTTP_ORGANIZATION_ID"), ("HTTP_X_COMPANY_ID", "HTTP_COMPANY_ID")
+    (organization, company), (other_org, other_company) = scope_headers(path), other_scope_headers(path)
+    return (_wsgi(organization), _wsgi(other_org)), (_wsgi(company), _wsgi(other_company))
+
+
+def _wsgi(header: str) -> str:
+    return "HTTP_" + header.upper().replace("-", "_")
 
 
 def _header(environ: dict, names: tuple[str, str]) -> str | None:

@@ -9,8 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from sowctl import __version__
-from sowctl.operations import Operation
-from sowctl.server.auth import PLAIN_SCOPE_HEADER_PATHS
+from sowctl.operations import Operation, other_scope_headers, scope_headers
 from sowctl.server.errors import GROUP_C_MESSAGES
 from sowctl.server.settings import ServerSettings
 
@@ -299,13 +298,7 @@ def _not_null(schema: dict) -> dict:
 
 
 def _scope_headers(path: str) -> list[dict]:
-    plain = path in PLAIN_SCOPE_HEADER_PATHS
-    organization, company = (
-        ("organization-id", "company-id") if plain else ("x-organization-id", "x-company-id")
-    )
-    other_org, other_company = (
-        ("x-organization-id", "x-company-id") if plain else ("organization-id", "company-id")
-    )
+    (organization, company), (other_org, other_company) = scope_headers(path), other_scope_headers(path)
     return [
         {
             "name": organization,

@@ -364,10 +364,10 @@ def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
                 (environ[n].strip() for n in company_names if (environ.get(n) or "").strip()), None
             )
             return {"apiKeyId": key.id, "organizationId": key.organization_id, "companyId": company}
-        scheme, _, secret = (environ.get("HTTP_AUTHORIZATION") or "").strip().partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
+        secret = auth.bearer_secret(environ.get("HTTP_AUTHORIZATION"))
+        if secret is None:
             return None
-        token = m.ApiToken.get_or_none(m.ApiToken.token_hash == hash_secret(secret.strip()))
+        token = m.ApiToken.get_or_none(m.ApiToken.token_hash == hash_secret(secret))
         if token is None:
             return None
         return {"userId": token.user_id, "organizationId": token.organization_id, "role": token.role}

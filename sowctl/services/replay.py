@@ -254,7 +254,7 @@ def run_local(op: Operation, params: dict[str, str], query: dict[str, str], body
 
 def remote_runner(backend: RemoteBackend) -> Runner:
     """Replay entries as HTTP requests through ``backend`` (its retries and error mapping)."""
-    from sowctl.backends.remote import PURCHASE_ORDER_PATH
+    from sowctl.backends.remote import group_b_headers
 
     def run(op: Operation, params: dict[str, str], query: dict[str, str], body: Any, entry: Entry) -> Any:
         if op.group == "B":
@@ -267,8 +267,7 @@ def remote_runner(backend: RemoteBackend) -> Runner:
             company = settings.company or identity.get("companyId")
             if not org or not company:
                 raise UsageError(f"{entry.describe()}: needs --org and --company (not in the record)")
-            prefix = "" if op.path == PURCHASE_ORDER_PATH else "x-"
-            headers = {"x-api-key": key, f"{prefix}organization-id": org, f"{prefix}company-id": company}
+            headers = group_b_headers(op, key, org, company)
         else:
             headers = backend.auth_headers(op)
         response = backend.request(op, backend.url_for(op, params), query, body, headers=headers)
