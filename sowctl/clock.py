@@ -67,6 +67,21 @@ def format_timestamp(moment: datetime | None) -> str | None:
     return moment.strftime(TIMESTAMP_FORMAT)
 
 
+def parse_clock(text: object, field: str) -> datetime:
+    """The time to freeze the clock at (``serve --clock``, ``replay --clock``,
+    ``/_admin/clock``); InvalidInput naming ``field`` when ``text`` is not a timestamp."""
+    from sowctl.errors import InvalidInput
+
+    if not isinstance(text, str):
+        raise InvalidInput.for_field(field, "must be a timestamp string such as 2026-01-01T00:00:00Z")
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        raise InvalidInput.for_field(
+            field, f"{text!r} is not a timestamp such as 2026-01-01T00:00:00Z"
+        ) from None
+
+
 def parse_timestamp(text: str) -> datetime:
     """Parse an ISO 8601 timestamp to naive UTC; raises ValueError when malformed."""
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))

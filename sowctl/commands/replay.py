@@ -59,12 +59,7 @@ def replay(
     else:
         context.open_local_database("replay")
         if fixed_clock is not None:
-            try:
-                clock.set_fixed_now(clock.parse_timestamp(fixed_clock))
-            except ValueError:
-                raise UsageError(
-                    f"--clock: {fixed_clock!r} is not a timestamp such as 2026-01-01T00:00:00Z"
-                ) from None
+            clock.set_fixed_now(clock.parse_clock(fixed_clock, "--clock"))
         if seed is not None:
             clock.seed(seed)
         run = service.run_local

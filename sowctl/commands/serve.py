@@ -275,14 +275,7 @@ def _test_double_options(
             str(exc.issues[0].path[0]), "--fault-route"
         )
         raise UsageError(f"{option}: {exc.issues[0].message}") from None
-    fixed_now = None
-    if fixed_clock is not None:
-        try:
-            fixed_now = clock.parse_timestamp(fixed_clock)
-        except ValueError:
-            raise UsageError(
-                f"--clock: {fixed_clock!r} is not a timestamp such as 2026-01-01T00:00:00Z"
-            ) from None
+    fixed_now = clock.parse_clock(fixed_clock, "--clock") if fixed_clock is not None else None
     record_path = None
     if record is not None:
         from sowctl.server.recorder import check_writable

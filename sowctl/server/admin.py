@@ -205,15 +205,7 @@ class AdminApi:
             )
         value = body["now"]
         if value is not None:
-            if not isinstance(value, str):
-                raise InvalidInput.for_field("now", "must be a timestamp string or null")
-            try:
-                moment = clock.parse_timestamp(value)
-            except ValueError:
-                raise InvalidInput.for_field(
-                    "now", f"{value!r} is not a timestamp such as 2026-01-01T00:00:00Z"
-                ) from None
-            value = clock.format_timestamp(moment)
+            value = clock.format_timestamp(clock.parse_clock(value, "now"))
         state.write_runtime("clock", {"now": value})
         self.layer.sync()
         return self._clock_json()
