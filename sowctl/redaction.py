@@ -1,7 +1,7 @@
 """What counts as a secret in logs and recordings, decided once.
 
 The access log (``server.runner``) and the test double's request log and recordings
-(``services.admin``) both hide secrets with these rules. No imports beyond the standard
+(``testdouble.state``) both hide secrets with these rules. No imports beyond the standard
 library: the WSGI runner uses it without loading the application.
 """
 

@@ -53,7 +53,7 @@ def in_process(db_url: str, *, admin: bool = True, **settings: Any) -> httpx.Cli
     """A client of an in-process app on ``db_url`` (admin API on by default), emptied first."""
     from sowctl.server.app import create_app
     from sowctl.server.settings import ServerSettings
-    from sowctl.services.admin import reset_database
+    from sowctl.testdouble.state import reset_database
 
     app = create_app(db_url, ServerSettings(admin_token=ADMIN_TOKEN if admin else None, **settings))
     reset_database()  # a shared PostgreSQL test database keeps other tests' request log and settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sowctl.server.faults import FaultConfig
+from sowctl.testdouble.faults import FaultConfig
 from tests.doubles import SOW, bearer, fake_runner, in_process, load  # noqa: F401 (fake_runner: a fixture)
 
 APP = "https://app.example"

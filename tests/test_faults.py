@@ -9,7 +9,7 @@ import pytest
 
 from sowctl import models as m
 from sowctl.errors import InvalidInput
-from sowctl.server.faults import FaultConfig, parse_latency
+from sowctl.testdouble.faults import FaultConfig, parse_latency
 from tests.doubles import (
     ADMIN,
     ADMIN_TOKEN,

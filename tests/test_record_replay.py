@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from sowctl.errors import InvalidInput
-from sowctl.server.recorder import Recorder
-from sowctl.services import replay as service
 from sowctl.services.access import Caller
+from sowctl.testdouble import replay as service
+from sowctl.testdouble.recorder import Recorder
 from tests.doubles import (
     COMPANY,
     ORG,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sowctl.redaction import SECRET_PREFIXES, is_secret_field, redact, redact_target, redact_value
-from sowctl.server.recorder import Recorder, check_writable
+from sowctl.testdouble.recorder import Recorder, check_writable
 
 
 @pytest.mark.parametrize("name", ["token", "api_key", "X-API-Key", "password", "refresh_token", "csrfToken"])
@@ -61,7 +61,7 @@ def test_every_prefix_sowctl_issues_is_recognised() -> None:
 
 def test_the_diagnostic_log_line_hides_a_token_in_the_path() -> None:
     """Before: faults, 500s and 503s logged ``[sowctl] GET /api/items/sowt_… request-id``."""
-    from sowctl.server.app import log
+    from sowctl.server.responses import log
 
     stream = io.StringIO()
     log({"REQUEST_METHOD": "GET", "PATH_INFO": "/api/items/sowt_SECRET", "wsgi.errors": stream}, "fault")

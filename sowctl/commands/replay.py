@@ -46,7 +46,7 @@ def replay(
     """
     from sowctl import clock
     from sowctl.errors import UsageError
-    from sowctl.services import replay as service
+    from sowctl.testdouble import replay as service
 
     context = app_context(ctx)
     entries = service.read_file(file)

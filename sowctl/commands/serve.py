@@ -143,7 +143,7 @@ def serve(
         clock.set_fixed_now(double["fixed_now"])  # --demo data is stamped with it too
     credentials = _demo_credentials() if demo else None
     if double["admin_token"]:
-        from sowctl.services.admin import clear_runtime
+        from sowctl.testdouble.state import clear_runtime
 
         clear_runtime()  # faults and clock set through /_admin by an earlier run do not carry over
     models.database_proxy.obj.close()  # each worker opens its own connection after the fork
@@ -244,10 +244,10 @@ def _test_double_options(
     fixed_clock: str | None,
     record: Path | None,
 ) -> dict[str, Any]:
-    """ServerSettings fields of the test-double options (sowctl.server.testdouble); exit 2 when wrong."""
+    """ServerSettings fields of the test-double options (sowctl.testdouble.layer); exit 2 when wrong."""
     from sowctl import clock
     from sowctl.errors import InvalidInput, UsageError
-    from sowctl.server.faults import FaultConfig, parse_latency
+    from sowctl.testdouble.faults import FaultConfig, parse_latency
 
     if admin and admin_token is not None:
         raise UsageError("use --admin (a generated token) or --admin-token TOKEN, not both")
@@ -278,7 +278,7 @@ def _test_double_options(
     fixed_now = clock.parse_clock(fixed_clock, "--clock") if fixed_clock is not None else None
     record_path = None
     if record is not None:
-        from sowctl.server.recorder import check_writable
+        from sowctl.testdouble.recorder import check_writable
 
         try:
             check_writable(str(record))

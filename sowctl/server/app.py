@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
-import traceback
 from typing import Any
 
 import bottle
@@ -23,7 +21,6 @@ from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import check_storage
 from sowctl.errors import SowctlError
 from sowctl.operations import Operation
-from sowctl.redaction import redact
 from sowctl.server import auth, cors
 from sowctl.server.errors import (
     HttpStatusError,
@@ -43,9 +40,16 @@ from sowctl.server.http import (
     parse_query,
     read_json_body,
 )
+from sowctl.server.responses import (
+    REQUEST_ID_KEY,
+    error_response,
+    json_response,
+    log,
+    log_exception,
+    request_id_line,
+)
 from sowctl.server.settings import ServerSettings
 
-REQUEST_ID_KEY = "sowctl.request_id"
 EXPOSED_HEADERS = cors.EXPOSE_HEADERS
 
 
@@ -70,8 +74,8 @@ def create_app(
             # safe to build before a fork (no connection shared between processes).
             database.close()
     app = SowctlBottle(Dispatcher(database, settings))
-    if settings.test_double:  # serve --admin, faults, clock, seed, --record: sowctl.server.testdouble
-        from sowctl.server.testdouble import install
+    if settings.test_double:  # serve --admin, faults, clock, seed, --record: sowctl.testdouble.layer
+        from sowctl.testdouble.layer import install
 
         install(app)
     return app
@@ -248,7 +252,7 @@ class SowctlBottle(bottle.Bottle):
             )
         elif status >= 500:
             if res.traceback:  # Bottle caught an exception (already written to wsgi.errors)
-                _request_id_line(environ)
+                request_id_line(environ)
             error = InternalError()
         else:
             error = HttpStatusError(status, str(res.body or bottle.HTTP_CODES.get(status, "error")))
@@ -324,48 +328,13 @@ def _allowed_methods(allow: str) -> list[str]:
     return sorted(methods)
 
 
+def _start_request() -> None:
+    bottle.request.environ[REQUEST_ID_KEY] = secrets.token_hex(8)
+
+
 def _in_memory(database: pw.Database) -> bool:
     return isinstance(database, pw.SqliteDatabase) and database.database in (":memory:", "")
 
 
 def _length(body: Any) -> int:
     return len(body) if isinstance(body, list) else 0
-
-
-def json_response(status: int, payload: bytes, headers: dict[str, str]) -> bottle.HTTPResponse:
-    response = bottle.HTTPResponse(body=payload, status=status, headers=headers)
-    response.content_type = JSON_CONTENT_TYPE
-    return response
-
-
-def error_response(group: str, error: SowctlError, headers: dict[str, str]) -> bottle.HTTPResponse:
-    response = envelope(group, error)
-    return json_response(response.status, json_bytes(response.body), {**headers, **response.headers})
-
-
-def _start_request() -> None:
-    bottle.request.environ[REQUEST_ID_KEY] = secrets.token_hex(8)
-
-
-def log(environ: dict, message: str) -> None:
-    stream = environ.get("wsgi.errors") or sys.stderr
-    try:
-        stream.write(f"[sowctl] {_describe(environ)}: {message}\n")
-        stream.flush()
-    except Exception:  # a closed log stream must not turn a response into a crash
-        pass
-
-
-def log_exception(environ: dict) -> None:
-    """The traceback of the exception being handled, once, in the server's log."""
-    log(environ, "unexpected error\n" + traceback.format_exc().rstrip())
-
-
-def _request_id_line(environ: dict) -> None:
-    log(environ, "unexpected error (traceback above)")
-
-
-def _describe(environ: dict) -> str:
-    request_id = environ.get(REQUEST_ID_KEY, "-")
-    path = "".join(c if c.isprintable() and c != " " else "?" for c in redact(environ.get("PATH_INFO", "?")))
-    return f"{environ.get('REQUEST_METHOD', '?')} {path} request-id={request_id}"

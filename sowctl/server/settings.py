@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sowctl.server.faults import FaultConfig
+    from sowctl.testdouble.faults import FaultConfig
 
 MIB = 1024 * 1024
 
@@ -41,7 +41,7 @@ class ServerSettings:
     # this many times in all before answering 503.
     read_attempts: int = 3
 
-    # --- the test double (``serve --admin ...``; sowctl.server.testdouble) -------------
+    # --- the test double (``serve --admin ...``; sowctl.testdouble.layer) -------------
     # Bearer token of the /_admin API; None: no /_admin routes at all (404).
     admin_token: str | None = None
     # Latency and faults injected from the start (/_admin/faults changes them at run time).

@@ -32,12 +32,13 @@ from sowctl import clock
 from sowctl.errors import InvalidInput, Issue, SowctlError, Unauthorized
 from sowctl.server import auth
 from sowctl.server.errors import InternalError, database_error
-from sowctl.server.faults import FaultConfig
 from sowctl.server.http import drain_body, json_bytes, parse_query, read_json_body
+from sowctl.server.responses import error_response, json_response, log, log_exception
+from sowctl.testdouble.faults import FaultConfig
 
 if TYPE_CHECKING:
     from sowctl.server.app import SowctlBottle
-    from sowctl.server.testdouble import TestDouble
+    from sowctl.testdouble.layer import TestDouble
 
 # A dataset document may be far larger than an API request body (1 MiB).
 MAX_DATASET_BYTES = 256 * 1024 * 1024
@@ -77,7 +78,6 @@ class AdminApi:
 
     def wrap(self, handler: Callable[[], Any]) -> Callable[[], bottle.HTTPResponse]:
         def route() -> bottle.HTTPResponse:
-            from sowctl.server.app import error_response, json_response, log, log_exception
 
             environ = bottle.request.environ
             try:
@@ -119,7 +119,7 @@ class AdminApi:
     # --- data ------------------------------------------------------------------------------
 
     def reset(self) -> dict[str, Any]:
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         state.reset_database()
         self.layer.restart()
@@ -132,8 +132,8 @@ class AdminApi:
 
     def load(self) -> dict[str, Any]:
         from sowctl.db import write_transaction
-        from sowctl.services import admin as state
         from sowctl.services.dataset import import_dataset
+        from sowctl.testdouble import state
 
         replace = self.query().get("replace", "").strip().lower() in TRUE_WORDS
         data = self.body(MAX_DATASET_BYTES)
@@ -178,7 +178,7 @@ class AdminApi:
         return self.layer.faults.to_json()
 
     def set_faults(self) -> dict[str, Any]:
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         config = FaultConfig.from_json(self.body())
         state.write_runtime("faults", config.to_json())
@@ -186,7 +186,7 @@ class AdminApi:
         return self.layer.faults.to_json()
 
     def clear_faults(self) -> dict[str, Any]:
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         state.write_runtime("faults", FaultConfig().to_json())
         self.layer.sync()
@@ -196,7 +196,7 @@ class AdminApi:
         return self._clock_json()
 
     def set_clock(self) -> dict[str, Any]:
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         body = _object(self.body())
         if "now" not in body:
@@ -205,6 +205,8 @@ class AdminApi:
             )
         value = body["now"]
         if value is not None:
+            if not isinstance(value, str):
+                raise InvalidInput.for_field("now", "must be a timestamp string or null")
             value = clock.format_timestamp(clock.parse_clock(value, "now"))
         state.write_runtime("clock", {"now": value})
         self.layer.sync()
@@ -216,7 +218,7 @@ class AdminApi:
     # --- request log -------------------------------------------------------------------------
 
     def requests(self) -> list[dict[str, Any]]:
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         text = self.query().get("limit", str(DEFAULT_REQUESTS)).strip()
         keep = self.settings.request_log_size
@@ -226,7 +228,7 @@ class AdminApi:
         return state.recent_requests(min(int(text), keep))
 
     def clear_requests(self) -> dict[str, Any]:
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         return {"deleted": state.clear_requests()}
 

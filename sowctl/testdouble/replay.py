@@ -1,6 +1,6 @@
 """Replaying a ``serve --record`` file (``sowctl replay``), in local or remote mode.
 
-Each line of the file is one successful write request (``sowctl.server.recorder``).
+Each line of the file is one successful write request (``sowctl.testdouble.recorder``).
 Replaying finds its operation in the registry by method and path pattern and
 runs it again:
 

@@ -8,14 +8,14 @@ cost nothing extra. Per request, in this order:
    ``/_admin/faults`` and ``/_admin/clock`` store in the database are read (one
    query on ``Meta``) so that every worker process follows them at once, and
    the service clock is set from them. Without it, the start-up options apply.
-2. **Latency and faults** (``sowctl.server.faults``), decided before the
+2. **Latency and faults** (``sowctl.testdouble.faults``), decided before the
    handler runs, so an injected failure never changes stored data. Never for
    ``/healthz``, ``/_admin/*`` or CORS preflights.
 3. **The API itself** (``SowctlBottle``, i.e. ``Dispatcher.handle``).
 4. **Request log** (admin API on): method, path, query, status, latency,
    caller identity and the masked, truncated bodies, in the database
    (``GET /_admin/requests``). ``/healthz`` and ``/_admin/*`` are not logged.
-5. **Recording** (``--record FILE``, ``sowctl.server.recorder``).
+5. **Recording** (``--record FILE``, ``sowctl.testdouble.recorder``).
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ from sowctl import clock
 from sowctl.redaction import redact, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
-from sowctl.server.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
 from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
-from sowctl.server.recorder import MUTATING, Recorder
+from sowctl.server.responses import REQUEST_ID_KEY, log
+from sowctl.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
+from sowctl.testdouble.recorder import MUTATING, Recorder
 
 if TYPE_CHECKING:
     from sowctl.server.app import SowctlBottle
@@ -54,7 +55,7 @@ def install(app: SowctlBottle) -> TestDouble:
     """Put the layer in front of ``app`` (and the /_admin routes when an admin token is set)."""
     layer = TestDouble(app)
     if app.settings.admin_token:
-        from sowctl.server.admin import register
+        from sowctl.testdouble.admin_api import register
 
         register(app, layer)
     # Bottle.__call__ delegates to self.wsgi: the layer takes its place on this instance.
@@ -116,7 +117,7 @@ class TestDouble:
         """Read the run-time settings (with the admin API on) and set the service clock."""
         if not self.shared:
             return
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         try:
             self.app.dispatcher.ensure_connection()
@@ -138,7 +139,7 @@ class TestDouble:
         if faults.count is None:
             return True
         if self.shared and self._faults_raw is not None:
-            from sowctl.services import admin as state
+            from sowctl.testdouble import state
 
             try:
                 return state.take_fault()
@@ -236,7 +237,6 @@ class TestDouble:
     def _fault_response(
         self, environ: dict, start_response: Callable[..., Any], group: str, status: int
     ) -> list[bytes]:
-        from sowctl.server.app import log
 
         drain_body(environ, self.settings.drain_bytes)  # the client gets the answer, not a reset
         error = envelope(group, HttpStatusError(status, FAULT_MESSAGE))
@@ -255,7 +255,6 @@ class TestDouble:
 
     def _drop(self, environ: dict) -> None:
         """Close the connection without any response (what a crashed server or a proxy does)."""
-        from sowctl.server.app import log
 
         _request_id(environ)
         log(environ, "injected fault: connection dropped")
@@ -284,8 +283,7 @@ class TestDouble:
         started: float,
         fault: dict[str, Any] | None,
     ) -> None:
-        from sowctl.server.app import REQUEST_ID_KEY, log
-        from sowctl.services import admin as state
+        from sowctl.testdouble import state
 
         request_text, request_truncated = state.body_text(request_body)
         response_text, response_truncated = state.body_text(response_body)
@@ -322,7 +320,6 @@ class TestDouble:
         response_body: bytes,
         at: str | None,
     ) -> None:
-        from sowctl.server.app import log
 
         assert self.recorder is not None
         try:
@@ -377,7 +374,6 @@ def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
 
 def _request_id(environ: dict) -> str:
     """The id that the server log and X-Request-Id show for a request the API never saw."""
-    from sowctl.server.app import REQUEST_ID_KEY
 
     return environ.setdefault(REQUEST_ID_KEY, secrets.token_hex(8))
 

@@ -1,0 +1,54 @@
+"""Responses and the server log, shared by the API, its test double and the admin API.
+
+Kept apart from ``server.app`` so that the test double (``sowctl.testdouble``) uses
+them without importing the application it wraps.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import bottle
+
+from sowctl.errors import SowctlError
+from sowctl.redaction import redact
+from sowctl.server.errors import envelope
+from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes
+
+REQUEST_ID_KEY = "sowctl.request_id"
+
+
+def json_response(status: int, payload: bytes, headers: dict[str, str]) -> bottle.HTTPResponse:
+    response = bottle.HTTPResponse(body=payload, status=status, headers=headers)
+    response.content_type = JSON_CONTENT_TYPE
+    return response
+
+
+def error_response(group: str, error: SowctlError, headers: dict[str, str]) -> bottle.HTTPResponse:
+    response = envelope(group, error)
+    return json_response(response.status, json_bytes(response.body), {**headers, **response.headers})
+
+
+def log(environ: dict, message: str) -> None:
+    stream = environ.get("wsgi.errors") or sys.stderr
+    try:
+        stream.write(f"[sowctl] {_describe(environ)}: {message}\n")
+        stream.flush()
+    except Exception:  # a closed log stream must not turn a response into a crash
+        pass
+
+
+def log_exception(environ: dict) -> None:
+    """The traceback of the exception being handled, once, in the server's log."""
+    log(environ, "unexpected error\n" + traceback.format_exc().rstrip())
+
+
+def request_id_line(environ: dict) -> None:
+    log(environ, "unexpected error (traceback above)")
+
+
+def _describe(environ: dict) -> str:
+    request_id = environ.get(REQUEST_ID_KEY, "-")
+    path = "".join(c if c.isprintable() and c != " " else "?" for c in redact(environ.get("PATH_INFO", "?")))
+    return f"{environ.get('REQUEST_METHOD', '?')} {path} request-id={request_id}"
