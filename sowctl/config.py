@@ -14,6 +14,11 @@ PROFILE_KEYS = ("server", "token", "api_key", "org", "company", "db", "timeout")
 SECRET_KEYS = ("token", "api_key")
 
 
+def default_sqlite_path() -> Path:
+    """``sowctl.db`` in the per-user app dir: the database when neither --db nor --server is set."""
+    return app_dir() / "sowctl.db"
+
+
 def app_dir() -> Path:
     from typer import get_app_dir
 

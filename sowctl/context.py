@@ -35,7 +35,7 @@ class AppContext:
             return RemoteBackend(settings)
         from sowctl.backends.local import LocalBackend
 
-        return LocalBackend(settings.db, settings.org, settings.company)
+        return LocalBackend(settings.database, settings.org, settings.company)
 
     def call(
         self,
@@ -59,7 +59,7 @@ class AppContext:
             )
         from sowctl.db import open_database
 
-        open_database(self.settings.db)
+        open_database(self.settings.database)
 
 
 def app_context(ctx: typer.Context) -> AppContext:

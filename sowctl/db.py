@@ -33,23 +33,19 @@ T = TypeVar("T")
 _MIGRATION_LOCK = 0x50C7
 
 
-def default_sqlite_path() -> Path:
-    """``sowctl.db`` in the per-user app dir, as ``typer.get_app_dir("sowctl")`` names it."""
-    from typer import get_app_dir
+def connect(url_or_path: str | os.PathLike) -> pw.Database:
+    """Build (not yet open) a Peewee database for a SQLite path or a database URL.
 
-    return Path(get_app_dir("sowctl")) / "sowctl.db"
-
-
-def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
-    """Build (not yet open) a Peewee database for a SQLite path or a database URL."""
-    target = os.fspath(url_or_path) if url_or_path is not None else None
+    The default database (in the per-user app dir) is the CLI's to choose:
+    ``sowctl.config.default_sqlite_path``.
+    """
+    target = os.fspath(url_or_path) if url_or_path is not None else ""
     if not target:
-        target = str(default_sqlite_path())
-    if "://" not in target:
-        return _sqlite(target)
+        raise ValueError("no database given: a SQLite path or a database URL")
+    sqlite_path = sqlite_file(target)
+    if sqlite_path is not None:
+        return _sqlite(sqlite_path)
     scheme = target.split("://", 1)[0].lower()
-    if scheme == "sqlite":
-        return _sqlite(target.split("://", 1)[1][1:] or ":memory:")
     if scheme not in ("postgres", "postgresql", "cockroachdb", "crdb"):
         raise UsageError(
             f"unsupported database URL scheme {scheme!r}: use a SQLite file path, "
@@ -62,6 +58,16 @@ def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
         return connect_url(target)
     except ImportError as exc:  # psycopg2 not installed
         raise SowctlError(f"cannot use {scheme}: {exc} (pip install 'sowctl[postgres]')") from exc
+
+
+def sqlite_file(target: str) -> str | None:
+    """The SQLite file (or ``:memory:``) a path or ``sqlite:///`` URL names; None for a server URL."""
+    if "://" not in target:
+        return target
+    scheme, rest = target.split("://", 1)
+    if scheme.lower() == "sqlite":
+        return rest[1:] or ":memory:"
+    return None
 
 
 def _sqlite(path: str) -> pw.SqliteDatabase:

@@ -27,6 +27,15 @@ class Settings:
     def remote(self) -> bool:
         return bool(self.server)
 
+    @property
+    def database(self) -> str:
+        """The local database: --db, or ``sowctl.db`` in the per-user app dir."""
+        if self.db:
+            return self.db
+        from sowctl.config import default_sqlite_path
+
+        return str(default_sqlite_path())
+
     def with_profile(self) -> Settings:
         """Fill unset values from the profile (never overriding options or env)."""
         from sowctl import config

@@ -136,7 +136,7 @@ def serve(
     )
     context = app_context(ctx)
     context.open_local_database("serve")  # refuses --server; opens and migrates
-    db_url = context.settings.db
+    db_url = context.settings.database
     if double["fixed_now"] is not None:
         from sowctl import clock
 

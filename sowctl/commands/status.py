@@ -44,8 +44,8 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
             backend.close()
         report.update(reachable=ok, detail=detail)
     else:
-        report["database"] = mask_url(_database_name(settings.db))
-        report.update(_database_health(settings.db))
+        report["database"] = mask_url(settings.database)
+        report.update(_database_health(settings.database))
     if json_:
         emit_json(report)
     else:
@@ -57,30 +57,13 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
         raise typer.Exit(5)
 
 
-def _database_name(db: str | None) -> str:
-    if db:
-        return db
-    from sowctl.db import default_sqlite_path
-
-    return str(default_sqlite_path())
-
-
-def _sqlite_path(db: str | None) -> Path | None:
-    target = _database_name(db)
-    if "://" not in target:
-        return Path(target).expanduser()
-    scheme, rest = target.split("://", 1)
-    if scheme.lower() == "sqlite":
-        return Path(rest[1:]).expanduser() if rest[1:] else None
-    return None
-
-
-def _database_health(db: str | None) -> dict[str, Any]:
+def _database_health(db: str) -> dict[str, Any]:
     """Open the database without creating or migrating it; report its schema version."""
     from sowctl import db as database_module
     from sowctl.errors import SowctlError
 
-    path = _sqlite_path(db)
+    file = database_module.sqlite_file(db)
+    path = Path(file).expanduser() if file not in (None, ":memory:") else None
     if path is not None and not path.exists():
         return {
             "reachable": False,

@@ -68,6 +68,10 @@ def create_app(
     if isinstance(database, pw.Database):
         models.database_proxy.initialize(database)
     else:
+        if database is None:
+            from sowctl.config import default_sqlite_path
+
+            database = default_sqlite_path()
         database = open_database(database)
         if not _in_memory(database):
             # Threads connect on their first request; closing this one keeps the app
