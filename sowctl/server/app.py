@@ -160,22 +160,30 @@ class Dispatcher:
                     total,
                 )
             payload = json_bytes(result.body)
-        except SowctlError as exc:
-            return error_response(op.group, exc, headers)
         except Exception as exc:
-            mapped = database_error(exc)
-            if isinstance(exc, pw.PeeweeException):
-                self.recover_connection()
-            if mapped is not None:
-                if is_storage_error(exc):
-                    self.storage_failure = str(exc)
-                log(environ, f"database unavailable: {type(exc).__name__}: {exc}")
-                return error_response(op.group, mapped, headers)
-            log_exception(environ)
-            return error_response(op.group, InternalError(), headers)
+            return self.failure_response(environ, op.group, exc, headers)
         finally:
             drain_body(environ, self.settings.drain_bytes)
         return json_response(op.status, payload, headers)
+
+    def failure_response(
+        self, environ: dict, group: str, exc: Exception, headers: dict[str, str]
+    ) -> bottle.HTTPResponse:
+        """The one answer to a failed request (the API's and /_admin's alike): a typed
+        error in the group's envelope; a database that is busy, unreachable or cannot
+        store, 503 (and /healthz says so until a write succeeds); anything else, 500."""
+        if isinstance(exc, SowctlError):
+            return error_response(group, exc, headers)
+        mapped = database_error(exc)
+        if isinstance(exc, pw.PeeweeException):
+            self.recover_connection()
+        if mapped is not None:
+            if is_storage_error(exc):
+                self.storage_failure = str(exc)
+            log(environ, f"database unavailable: {type(exc).__name__}: {exc}")
+            return error_response(group, mapped, headers)
+        log_exception(environ)
+        return error_response(group, InternalError(), headers)
 
     def _run(self, op: Operation, request: operations.Request) -> operations.Result:
         if op.write:

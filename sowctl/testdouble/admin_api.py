@@ -26,14 +26,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import bottle
-import peewee as pw
 
 from sowctl import clock
-from sowctl.errors import InvalidInput, Issue, SowctlError, Unauthorized
+from sowctl.errors import InvalidInput, Issue, Unauthorized
 from sowctl.server import auth
-from sowctl.server.errors import InternalError, database_error
 from sowctl.server.http import drain_body, json_bytes, parse_query, read_json_body
-from sowctl.server.responses import error_response, json_response, log, log_exception
+from sowctl.server.responses import json_response
 from sowctl.testdouble.faults import FaultConfig
 
 if TYPE_CHECKING:
@@ -86,17 +84,8 @@ class AdminApi:
                 result = handler()
                 status, body = result if isinstance(result, tuple) else (200, result)
                 return json_response(status, json_bytes(body), {})
-            except SowctlError as exc:
-                return error_response("A", exc, {})
             except Exception as exc:
-                mapped = database_error(exc)
-                if isinstance(exc, pw.PeeweeException):
-                    self.app.dispatcher.recover_connection()
-                if mapped is not None:
-                    log(environ, f"database unavailable: {type(exc).__name__}: {exc}")
-                    return error_response("A", mapped, {})
-                log_exception(environ)
-                return error_response("A", InternalError(), {})
+                return self.app.dispatcher.failure_response(environ, "A", exc, {})
             finally:
                 drain_body(environ, self.settings.drain_bytes)
 
