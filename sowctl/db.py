@@ -100,6 +100,12 @@ def open_database(url_or_path: str | os.PathLike | None, *, migrate: bool = True
     return database
 
 
+def close_database() -> None:
+    """Close this process's connection (before a fork: each worker opens its own)."""
+    if models.database_proxy.obj is not None:
+        models.database_proxy.obj.close()
+
+
 def describe(database: pw.Database) -> str:
     """Where a database is, for messages: its file, or its URL without the password."""
     if isinstance(database, pw.SqliteDatabase):

@@ -116,7 +116,7 @@ def serve(
     """
     from functools import partial
 
-    from sowctl import models
+    from sowctl.db import close_database
     from sowctl.server.app import create_app
     from sowctl.server.runner import serve as run_server
     from sowctl.server.settings import ServerSettings
@@ -141,12 +141,12 @@ def serve(
         from sowctl import clock
 
         clock.set_fixed_now(double["fixed_now"])  # --demo data is stamped with it too
-    credentials = _demo_credentials() if demo else None
+    credentials = _demo_access() if demo else None
     if double["admin_token"]:
         from sowctl.testdouble.state import clear_runtime
 
         clear_runtime()  # faults and clock set through /_admin by an earlier run do not carry over
-    models.database_proxy.obj.close()  # each worker opens its own connection after the fork
+    close_database()  # each worker opens its own connection after the fork
 
     settings = ServerSettings(
         rate_per_minute=rate_per_minute,
@@ -181,27 +181,11 @@ def serve(
         raise ServiceUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def _demo_credentials() -> tuple[str, str, bool]:
-    """(token, API key, whether the dataset was loaded now) for the demo organization."""
-    from sowctl import clock, demo_data
-    from sowctl import models as m
-    from sowctl.errors import UsageError
-    from sowctl.services import credentials
+def _demo_access() -> tuple[str, str, bool]:
+    from sowctl.services.demo import ensure_demo
 
-    loaded = False
-    if not m.Organization.select().exists():
-        from sowctl.services.dataset import import_dataset
-
-        import_dataset(demo_data.demo_dataset(clock.today()))
-        loaded = True
-    elif m.Organization.get_or_none(m.Organization.id == demo_data.DEMO_ORG) is None:
-        raise UsageError(
-            f"--demo: the database already holds data and no demo organization {demo_data.DEMO_ORG}; "
-            "use an empty database (e.g. --db demo.db) for the demo"
-        )
-    token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "admin").secret
-    key = credentials.create_key(demo_data.DEMO_ORG).secret
-    return token, key, loaded
+    access = ensure_demo()
+    return access.token, access.api_key, access.loaded
 
 
 def _demo_text(url: str, token: str, key: str, loaded: bool) -> str:
