@@ -85,13 +85,6 @@ def profile(data: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(values)
 
 
-def mask(secret: str | None) -> str:
-    """What may be shown of a token or API key: its prefix and a few characters."""
-    if not secret:
-        return ""
-    return secret[:9] + "…" if len(secret) > 12 else "…"
-
-
 def mask_url(url: str | None) -> str | None:
     """A server or database URL with its password (if any) replaced by ***."""
     if not url or "://" not in url:

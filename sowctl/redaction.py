@@ -83,3 +83,11 @@ def redact_target(path: str, query: str) -> str:
             value = MASK
         parts.append(name + sep + value)
     return target + "?" + "&".join(parts)
+
+
+def secret_hint(secret: str | None) -> str:
+    """What listings, status and errors may show of a token or API key: its prefix and a
+    few characters (``sowt_abcd…``), never enough to use it."""
+    if not secret:
+        return ""
+    return secret[:9] + "…" if len(secret) > 12 else "…"

@@ -11,6 +11,7 @@ from sowctl import config
 from sowctl.commands._options import Json
 from sowctl.context import app_context
 from sowctl.errors import NotFound, UsageError
+from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_json, emit_rows
 
 app = typer.Typer(
@@ -32,7 +33,7 @@ KEYS_HELP = ", ".join(config.PROFILE_KEYS)
 
 
 def shown(key: str, value: Any, show_secrets: bool = False) -> Any:
-    return config.mask(str(value)) if key in config.SECRET_KEYS and not show_secrets else value
+    return secret_hint(str(value)) if key in config.SECRET_KEYS and not show_secrets else value
 
 
 def _key(key: str) -> str:

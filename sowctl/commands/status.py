@@ -17,7 +17,8 @@ HEALTH_TIMEOUT = 3.0  # seconds; status must answer quickly even when the server
 
 def status(ctx: typer.Context, json_: Json = False) -> None:
     """Show the mode, server or database, profile and identity in effect, and whether it answers."""
-    from sowctl.config import mask, mask_url
+    from sowctl.config import mask_url
+    from sowctl.redaction import secret_hint
 
     context = app_context(ctx)
     settings = context.settings
@@ -28,8 +29,8 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
         "database": None,
         "profile": settings.profile,
         "identity": {
-            "token": mask(settings.token) or None,
-            "apiKey": mask(settings.api_key) or None,
+            "token": secret_hint(settings.token) or None,
+            "apiKey": secret_hint(settings.api_key) or None,
             "org": settings.org,
             "company": settings.company,
         },

@@ -14,7 +14,7 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import InvalidInput, NotFound, Unauthorized
-from sowctl.redaction import KEY_PREFIX, TOKEN_PREFIX  # one list of secret prefixes
+from sowctl.redaction import KEY_PREFIX, TOKEN_PREFIX, secret_hint  # one list of secret prefixes
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate
 
@@ -23,13 +23,6 @@ ROLES = ("viewer", "member", "admin")
 
 def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def mask(secret: str | None) -> str:
-    """What listings and logs may show of a secret."""
-    if not secret:
-        return ""
-    return secret[:9] + "…" if len(secret) > 12 else "…"
 
 
 @dataclass(frozen=True)
@@ -64,7 +57,7 @@ def create_token(user_id: str, organization_id: str, role: str = "member") -> Is
         token = m.ApiToken.create(
             id=clock.new_id(),
             token_hash=hash_secret(secret),
-            hint=mask(secret),
+            hint=secret_hint(secret),
             user=user.id,
             organization=organization_id,
             role=role,
@@ -130,7 +123,7 @@ def create_key(organization_id: str) -> Issued:
     key = m.ApiKey.create(
         id=clock.new_id(),
         key_hash=hash_secret(secret),
-        hint=mask(secret),
+        hint=secret_hint(secret),
         organization=organization_id,
         created_at=clock.now(),
     )
@@ -176,7 +169,8 @@ def _revoke(model, hash_field, id_or_secret: str, what: str) -> str:
         hash_field == hash_secret(id_or_secret)
     )
     if row is None:
-        raise NotFound(f"{what} {id_or_secret if len(id_or_secret) < 40 else mask(id_or_secret)} not found")
+        shown = id_or_secret if len(id_or_secret) < 40 else secret_hint(id_or_secret)
+        raise NotFound(f"{what} {shown} not found")
     if row.revoked_at is None:
         model.update(revoked_at=clock.now()).where(model.id == row.id).execute()
     return row.id
