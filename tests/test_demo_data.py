@@ -292,6 +292,9 @@ def check_financial_references(ds: dict[str, Any]) -> None:
             assert line["cost_code"] == {k: cc[k] for k in ("id", "full_code", "name")}
 
 
+DATE_SHAPE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
 def walk_values(node: Any) -> list[tuple[str, Any]]:
     """All (key, value) pairs of nested dicts/lists."""
     out: list[tuple[str, Any]] = []
@@ -562,3 +565,12 @@ def test_big_dataset_tiny_edge_cases(gen: ModuleType, sows: int, items: int, dep
     assert len(ds["dependencies"]) == deps
     check_group_ac_references(ds)
     check_hierarchy(ds["items"])
+
+
+def test_every_date_in_the_stored_demo_moves_with_the_day() -> None:
+    """A date under a field the loader does not move would stay fixed while the rest moves on."""
+    stored = json.loads((Path(demo_data.__file__).parent / "data" / "demo.json").read_text())
+    dated = {key for key, value in walk_values(stored) if isinstance(value, str) and DATE_SHAPE.match(value)}
+    assert dated and dated <= demo_data.DATE_FIELDS
+    moved = demo_dataset(demo_data.ANCHOR + datetime.timedelta(days=3))
+    assert moved["dependencies"][0]["createdAt"] != stored["dependencies"][0]["createdAt"]
