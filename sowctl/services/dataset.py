@@ -182,207 +182,215 @@ def _check_storable(kind: str, raw: list, problems: _Problems) -> None:
 # derived columns (a dependency's SOW and ordering edge) are handled by hand.
 
 _Columns = dict[str, pw.Field]
-ORG, U, CL, CT, P, W, IT, D = (
-    m.Organization,
-    m.User,
-    m.Client,
-    m.Contact,
-    m.Project,
-    m.Sow,
-    m.Item,
-    m.Dependency,
-)
-CO, FP, V, CC, CM = m.Company, m.FinancialProject, m.Vendor, m.CostCode, m.Commitment
-BV, SN, SL, PC, PO, PL = (
-    m.BudgetView,
-    m.BudgetViewSnapshot,
-    m.SnapshotLineItem,
-    m.PrimeContract,
-    m.PurchaseOrder,
-    m.PurchaseOrderLine,
-)
 
 COLUMNS: dict[str, tuple[type[m.BaseModel], _Columns]] = {
-    "organizations": (ORG, {"id": ORG.id, "name": ORG.name}),
-    "users": (U, {"id": U.id, "organizationId": U.organization, "name": U.name, "email": U.email}),
+    "organizations": (m.Organization, {"id": m.Organization.id, "name": m.Organization.name}),
+    "users": (
+        m.User,
+        {"id": m.User.id, "organizationId": m.User.organization, "name": m.User.name, "email": m.User.email},
+    ),
     "clients": (
-        CL,
+        m.Client,
         {
-            "id": CL.id,
-            "organizationId": CL.organization,
-            "name": CL.name,
-            "description": CL.description,
-            "website": CL.website,
-            "industry": CL.industry,
-            "isPinned": CL.is_pinned,
-            "pinnedAt": CL.pinned_at,
-            "createdAt": CL.created_at,
-            "updatedAt": CL.updated_at,
+            "id": m.Client.id,
+            "organizationId": m.Client.organization,
+            "name": m.Client.name,
+            "description": m.Client.description,
+            "website": m.Client.website,
+            "industry": m.Client.industry,
+            "isPinned": m.Client.is_pinned,
+            "pinnedAt": m.Client.pinned_at,
+            "createdAt": m.Client.created_at,
+            "updatedAt": m.Client.updated_at,
         },
     ),
     "contacts": (
-        CT,
+        m.Contact,
         {
-            "id": CT.id,
-            "clientId": CT.client,
-            "name": CT.name,
-            "email": CT.email,
-            "phone": CT.phone,
-            "role": CT.role,
-            "isPrimary": CT.is_primary,
-            "createdAt": CT.created_at,
-            "updatedAt": CT.updated_at,
+            "id": m.Contact.id,
+            "clientId": m.Contact.client,
+            "name": m.Contact.name,
+            "email": m.Contact.email,
+            "phone": m.Contact.phone,
+            "role": m.Contact.role,
+            "isPrimary": m.Contact.is_primary,
+            "createdAt": m.Contact.created_at,
+            "updatedAt": m.Contact.updated_at,
         },
     ),
     "projects": (
-        P,
+        m.Project,
         {
-            "id": P.id,
-            "organizationId": P.organization,
-            "name": P.name,
-            "description": P.description,
-            "status": P.status,
-            "clientId": P.client,
-            "contactId": P.contact,
-            "startDate": P.start_date,
-            "endDate": P.end_date,
-            "ownerUserId": P.owner_user_id,
-            "isPinned": P.is_pinned,
-            "pinnedAt": P.pinned_at,
-            "createdAt": P.created_at,
-            "updatedAt": P.updated_at,
+            "id": m.Project.id,
+            "organizationId": m.Project.organization,
+            "name": m.Project.name,
+            "description": m.Project.description,
+            "status": m.Project.status,
+            "clientId": m.Project.client,
+            "contactId": m.Project.contact,
+            "startDate": m.Project.start_date,
+            "endDate": m.Project.end_date,
+            "ownerUserId": m.Project.owner_user_id,
+            "isPinned": m.Project.is_pinned,
+            "pinnedAt": m.Project.pinned_at,
+            "createdAt": m.Project.created_at,
+            "updatedAt": m.Project.updated_at,
         },
     ),
-    "sows": (W, {"id": W.id, "projectId": W.project, "title": W.title, "createdAt": W.created_at}),
+    "sows": (
+        m.Sow,
+        {"id": m.Sow.id, "projectId": m.Sow.project, "title": m.Sow.title, "createdAt": m.Sow.created_at},
+    ),
     "items": (
-        IT,
+        m.Item,
         {
-            "id": IT.id,
-            "sowId": IT.sow,
-            "title": IT.title,
-            "description": IT.description,
-            "type": IT.type,
-            "parentItemId": IT.parent,
-            "orderIndex": IT.order_index,
-            "status": IT.status,
-            "createdByUserId": IT.created_by_user_id,
-            "createdAt": IT.created_at,
-            "updatedAt": IT.updated_at,
+            "id": m.Item.id,
+            "sowId": m.Item.sow,
+            "title": m.Item.title,
+            "description": m.Item.description,
+            "type": m.Item.type,
+            "parentItemId": m.Item.parent,
+            "orderIndex": m.Item.order_index,
+            "status": m.Item.status,
+            "createdByUserId": m.Item.created_by_user_id,
+            "createdAt": m.Item.created_at,
+            "updatedAt": m.Item.updated_at,
         },
     ),
     "dependencies": (
-        D,
+        m.Dependency,
         {
-            "id": D.id,
-            "sourceItemId": D.source_item,
-            "targetItemId": D.target_item,
-            "dependencyType": D.dependency_type,
-            "riskLevel": D.risk_level,
-            "status": D.status,
-            "isExternal": D.is_external,
-            "externalTarget": D.external_target,
-            "externalOwner": D.external_owner,
-            "contactEmail": D.contact_email,
-            "vendor": D.vendor,
-            "slaDate": D.sla_date,
-            "escalationDate": D.escalation_date,
-            "notes": D.notes,
-            "createdByUserId": D.created_by_user_id,
-            "createdAt": D.created_at,
-            "updatedAt": D.updated_at,
+            "id": m.Dependency.id,
+            "sourceItemId": m.Dependency.source_item,
+            "targetItemId": m.Dependency.target_item,
+            "dependencyType": m.Dependency.dependency_type,
+            "riskLevel": m.Dependency.risk_level,
+            "status": m.Dependency.status,
+            "isExternal": m.Dependency.is_external,
+            "externalTarget": m.Dependency.external_target,
+            "externalOwner": m.Dependency.external_owner,
+            "contactEmail": m.Dependency.contact_email,
+            "vendor": m.Dependency.vendor,
+            "slaDate": m.Dependency.sla_date,
+            "escalationDate": m.Dependency.escalation_date,
+            "notes": m.Dependency.notes,
+            "createdByUserId": m.Dependency.created_by_user_id,
+            "createdAt": m.Dependency.created_at,
+            "updatedAt": m.Dependency.updated_at,
         },
     ),
-    "companies": (CO, {"id": CO.id, "organizationId": CO.organization, "name": CO.name}),
-    "financialProjects": (
-        FP,
-        {"id": FP.id, "companyId": FP.company, "name": FP.name, "projectId": FP.project},
+    "companies": (
+        m.Company,
+        {"id": m.Company.id, "organizationId": m.Company.organization, "name": m.Company.name},
     ),
-    "vendors": (V, {"id": V.id, "companyId": V.company, "name": V.name}),
-    "costCodes": (CC, {"id": CC.id, "companyId": CC.company, "full_code": CC.full_code, "name": CC.name}),
+    "financialProjects": (
+        m.FinancialProject,
+        {
+            "id": m.FinancialProject.id,
+            "companyId": m.FinancialProject.company,
+            "name": m.FinancialProject.name,
+            "projectId": m.FinancialProject.project,
+        },
+    ),
+    "vendors": (m.Vendor, {"id": m.Vendor.id, "companyId": m.Vendor.company, "name": m.Vendor.name}),
+    "costCodes": (
+        m.CostCode,
+        {
+            "id": m.CostCode.id,
+            "companyId": m.CostCode.company,
+            "full_code": m.CostCode.full_code,
+            "name": m.CostCode.name,
+        },
+    ),
     "commitments": (
-        CM,
-        {"id": CM.id, "project_id": CM.financial_project, "title": CM.title, "vendor_id": CM.vendor},
+        m.Commitment,
+        {
+            "id": m.Commitment.id,
+            "project_id": m.Commitment.financial_project,
+            "title": m.Commitment.title,
+            "vendor_id": m.Commitment.vendor,
+        },
     ),
     "budgetViews": (
-        BV,
+        m.BudgetView,
         {
-            "id": BV.id,
-            "project_id": BV.financial_project,
-            "name": BV.name,
-            "description": BV.description,
-            "created_at": BV.created_at,
-            "updated_at": BV.updated_at,
+            "id": m.BudgetView.id,
+            "project_id": m.BudgetView.financial_project,
+            "name": m.BudgetView.name,
+            "description": m.BudgetView.description,
+            "created_at": m.BudgetView.created_at,
+            "updated_at": m.BudgetView.updated_at,
         },
     ),
     "budgetViewSnapshots": (
-        SN,
+        m.BudgetViewSnapshot,
         {
-            "id": SN.id,
-            "budget_view_id": SN.budget_view,
-            "project_id": SN.financial_project,
-            "name": SN.name,
-            "description": SN.description,
-            "created_at": SN.created_at,
-            "created_by": SN.created_by,
+            "id": m.BudgetViewSnapshot.id,
+            "budget_view_id": m.BudgetViewSnapshot.budget_view,
+            "project_id": m.BudgetViewSnapshot.financial_project,
+            "name": m.BudgetViewSnapshot.name,
+            "description": m.BudgetViewSnapshot.description,
+            "created_at": m.BudgetViewSnapshot.created_at,
+            "created_by": m.BudgetViewSnapshot.created_by,
         },
     ),
     "snapshotLines": (
-        SL,
+        m.SnapshotLineItem,
         {
-            "id": SL.id,
-            "code": SL.code,
-            "description": SL.description,
-            "original_budget": SL.original_budget,
-            "current_budget": SL.current_budget,
-            "committed": SL.committed,
-            "spent": SL.spent,
-            "projected_total": SL.projected_total,
-            "variance": SL.variance,
+            "id": m.SnapshotLineItem.id,
+            "code": m.SnapshotLineItem.code,
+            "description": m.SnapshotLineItem.description,
+            "original_budget": m.SnapshotLineItem.original_budget,
+            "current_budget": m.SnapshotLineItem.current_budget,
+            "committed": m.SnapshotLineItem.committed,
+            "spent": m.SnapshotLineItem.spent,
+            "projected_total": m.SnapshotLineItem.projected_total,
+            "variance": m.SnapshotLineItem.variance,
         },
     ),
     "primeContracts": (
-        PC,
+        m.PrimeContract,
         {
-            "id": PC.id,
-            "project_id": PC.financial_project,
-            "title": PC.title,
-            "description": PC.description,
-            "contract_number": PC.contract_number,
-            "status": PC.status,
-            "contract_date": PC.contract_date,
-            "start_date": PC.start_date,
-            "estimated_completion_date": PC.estimated_completion_date,
-            "original_contract_value": PC.original_contract_value,
-            "current_contract_value": PC.current_contract_value,
-            "executed_change_orders_value": PC.executed_change_orders_value,
-            "pending_change_orders_value": PC.pending_change_orders_value,
-            "customer": PC.customer,
-            "payment_terms": PC.payment_terms,
+            "id": m.PrimeContract.id,
+            "project_id": m.PrimeContract.financial_project,
+            "title": m.PrimeContract.title,
+            "description": m.PrimeContract.description,
+            "contract_number": m.PrimeContract.contract_number,
+            "status": m.PrimeContract.status,
+            "contract_date": m.PrimeContract.contract_date,
+            "start_date": m.PrimeContract.start_date,
+            "estimated_completion_date": m.PrimeContract.estimated_completion_date,
+            "original_contract_value": m.PrimeContract.original_contract_value,
+            "current_contract_value": m.PrimeContract.current_contract_value,
+            "executed_change_orders_value": m.PrimeContract.executed_change_orders_value,
+            "pending_change_orders_value": m.PrimeContract.pending_change_orders_value,
+            "customer": m.PrimeContract.customer,
+            "payment_terms": m.PrimeContract.payment_terms,
         },
     ),
     "purchaseOrders": (
-        PO,
+        m.PurchaseOrder,
         {
-            "id": PO.id,
-            "number": PO.number,
-            "status": PO.status,
-            "title": PO.title,
-            "original_amount": PO.original_amount,
-            "revised_amount": PO.revised_amount,
-            "total_amount": PO.total_amount,
-            "project_id": PO.financial_project,
-            "commitment_id": PO.commitment,
-            "created_at": PO.created_at,
+            "id": m.PurchaseOrder.id,
+            "number": m.PurchaseOrder.number,
+            "status": m.PurchaseOrder.status,
+            "title": m.PurchaseOrder.title,
+            "original_amount": m.PurchaseOrder.original_amount,
+            "revised_amount": m.PurchaseOrder.revised_amount,
+            "total_amount": m.PurchaseOrder.total_amount,
+            "project_id": m.PurchaseOrder.financial_project,
+            "commitment_id": m.PurchaseOrder.commitment,
+            "created_at": m.PurchaseOrder.created_at,
         },
     ),
     "purchaseOrderLines": (
-        PL,
+        m.PurchaseOrderLine,
         {
-            "id": PL.id,
-            "description": PL.description,
-            "amount": PL.amount,
-            "quantity": PL.quantity,
-            "unit_cost": PL.unit_cost,
+            "id": m.PurchaseOrderLine.id,
+            "description": m.PurchaseOrderLine.description,
+            "amount": m.PurchaseOrderLine.amount,
+            "quantity": m.PurchaseOrderLine.quantity,
+            "unit_cost": m.PurchaseOrderLine.unit_cost,
         },
     ),
 }
@@ -427,7 +435,9 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
             mark_ranks_stale(importer.ordered_organizations)
             # Imported numbers may be above a project's mark: count again at the next order.
             if records["purchaseOrders"]:
-                FP.update(po_high_water=None).where(FP.po_high_water.is_null(False)).execute()
+                m.FinancialProject.update(po_high_water=None).where(
+                    m.FinancialProject.po_high_water.is_null(False)
+                ).execute()
         return importer.counts()
 
 
@@ -484,49 +494,49 @@ class _Importer:
 
     @cached_property
     def db_organizations(self) -> dict[str, None]:
-        return self._load(ORG.id)
+        return self._load(m.Organization.id)
 
     @cached_property
     def db_clients(self) -> dict[str, str]:
-        return self._load(CL.id, CL.organization)
+        return self._load(m.Client.id, m.Client.organization)
 
     @cached_property
     def db_contacts(self) -> dict[str, str]:
-        return self._load(CT.id, CT.client)
+        return self._load(m.Contact.id, m.Contact.client)
 
     @cached_property
     def db_projects(self) -> dict[str, str]:
-        return self._load(P.id, P.organization)
+        return self._load(m.Project.id, m.Project.organization)
 
     @cached_property
     def db_sows(self) -> dict[str, str]:
         if self.database_empty:
             return {}
-        return dict(W.select(W.id, P.organization).join(P).tuples())
+        return dict(m.Sow.select(m.Sow.id, m.Project.organization).join(m.Project).tuples())
 
     @cached_property
     def db_items(self) -> dict[str, tuple[str, str]]:
-        return self._load(IT.id, IT.sow, IT.type)
+        return self._load(m.Item.id, m.Item.sow, m.Item.type)
 
     @cached_property
     def db_companies(self) -> dict[str, str]:
-        return self._load(CO.id, CO.organization)
+        return self._load(m.Company.id, m.Company.organization)
 
     @cached_property
     def db_financial_projects(self) -> dict[int, str]:
-        return self._load(FP.id, FP.company)
+        return self._load(m.FinancialProject.id, m.FinancialProject.company)
 
     @cached_property
     def db_commitments(self) -> dict[str, int]:
-        return self._load(CM.id, CM.financial_project)
+        return self._load(m.Commitment.id, m.Commitment.financial_project)
 
     @cached_property
     def db_budget_views(self) -> dict[int, int]:
-        return self._load(BV.id, BV.financial_project)
+        return self._load(m.BudgetView.id, m.BudgetView.financial_project)
 
     @cached_property
     def db_purchase_orders(self) -> dict[int, tuple[int, str]]:
-        return self._load(PO.id, PO.financial_project, PO.number)
+        return self._load(m.PurchaseOrder.id, m.PurchaseOrder.financial_project, m.PurchaseOrder.number)
 
     # -- helpers --
 
@@ -577,7 +587,7 @@ class _Importer:
         organizations = {**self.db_organizations, **{r.id: None for r in records["organizations"]}}
 
         users = records["users"]
-        self._owned("users", "user", "organizationId", organizations, self._load(U.id), "organization")
+        self._owned("users", "user", "organizationId", organizations, self._load(m.User.id), "organization")
         self._flat("users", users)
 
         client_org, contact_client = self._clients(organizations)
@@ -601,8 +611,8 @@ class _Importer:
         company_org = {**self.db_companies, **{r.id: r.organization_id for r in companies}}
 
         fp_company = self._financial_projects(company_org, project_org)
-        vendor_company = self._master_data("vendors", "vendor", V, company_org)
-        cost_code_company = self._master_data("costCodes", "cost code", CC, company_org)
+        vendor_company = self._master_data("vendors", "vendor", m.Vendor, company_org)
+        cost_code_company = self._master_data("costCodes", "cost code", m.CostCode, company_org)
         commitment_fp = self._commitments(fp_company, vendor_company)
 
         views = records["budgetViews"]
@@ -614,7 +624,7 @@ class _Importer:
         self._snapshots(view_fp, fp_company)
 
         contracts = records["primeContracts"]
-        existing = self._load(PC.id)
+        existing = self._load(m.PrimeContract.id)
         self._owned("primeContracts", "prime contract", "project_id", fp_company, existing, "project")
         for r in contracts:
             r.customer = r.customer.model_dump(mode="json") if r.customer is not None else None
@@ -764,8 +774,8 @@ class _Importer:
             return
         highest: dict[tuple[str, str | None], int] = {}
         if not self.database_empty:
-            top = pw.fn.MAX(IT.order_index)
-            query = IT.select(IT.sow, IT.parent, top).group_by(IT.sow, IT.parent)
+            top = pw.fn.MAX(m.Item.order_index)
+            query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
             highest = {(sow, parent): value for sow, parent, value in query.tuples()}
         for i, r in enumerate(records):
             level = (r.sow_id, r.parent_item_id)
@@ -779,7 +789,7 @@ class _Importer:
     def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:
         kind = "dependencies"
         records = self.records[kind]
-        self._unique(kind, "dependency", records, self._load(D.id))
+        self._unique(kind, "dependency", records, self._load(m.Dependency.id))
         add = self.problems.add
         getter = _getter(kind)
         rows = []
@@ -799,7 +809,9 @@ class _Importer:
             edge = ordering_edge(r.dependency_type, r.source_item_id, target_id, r.status, r.is_external)
             before, after = edge if edge is not None else (None, None)
             rows.append((*getter(r), source[0] if source else None, before, after))
-        self._table(kind, rows, extra=(D.sow, D.before_item_id, D.after_item_id))
+        self._table(
+            kind, rows, extra=(m.Dependency.sow, m.Dependency.before_item_id, m.Dependency.after_item_id)
+        )
         self.ordered_organizations = {sow_org.get(row[-3]) for row in rows if row[-2] is not None} - {None}
 
     def _check_target(self, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]) -> None:
@@ -859,7 +871,14 @@ class _Importer:
     def _snapshots(self, view_fp: dict[int, int], fp_company: dict[int, str]) -> None:
         kind = "budgetViewSnapshots"
         records = self.records[kind]
-        self._owned(kind, "budget view snapshot", "project_id", fp_company, self._load(SN.id), "project")
+        self._owned(
+            kind,
+            "budget view snapshot",
+            "project_id",
+            fp_company,
+            self._load(m.BudgetViewSnapshot.id),
+            "project",
+        )
         line_getter = _getter("snapshotLines")
         lines = []
         for i, r in enumerate(records):
@@ -873,7 +892,7 @@ class _Importer:
             lines.extend((*line_getter(line), r.id, k) for k, line in enumerate(r.line_items))
         _stamp(records, self.now, "created_at")
         self._flat(kind, records)
-        self._table("snapshotLines", lines, extra=(SL.snapshot, SL.position))
+        self._table("snapshotLines", lines, extra=(m.SnapshotLineItem.snapshot, m.SnapshotLineItem.position))
 
     def _purchase_orders(
         self,
@@ -888,7 +907,7 @@ class _Importer:
         self._owned(kind, "purchase order", "project_id", fp_company, self.db_purchase_orders, "project")
         numbers = {(fp, number): None for fp, number in self.db_purchase_orders.values()}
         number_where: dict[tuple[int, str], int] = {}
-        line_ids = self._load(PL.id)
+        line_ids = self._load(m.PurchaseOrderLine.id)
         line_where: dict[int, str] = {}
         file_line_ids = [line.id for r in records for line in r.line_items if line.id is not None]
         next_line_id = max([0, *line_ids, *file_line_ids]) + 1
@@ -947,8 +966,16 @@ class _Importer:
                     setattr(r, name, total)
         _stamp(records, self.now, "created_at")
         getter = _getter(kind)
-        self._table(kind, [(*getter(r), r.vendor.id) for r in records], extra=(PO.vendor,))
-        self._table("purchaseOrderLines", lines, extra=(PL.purchase_order, PL.position, PL.cost_code))
+        self._table(kind, [(*getter(r), r.vendor.id) for r in records], extra=(m.PurchaseOrder.vendor,))
+        self._table(
+            "purchaseOrderLines",
+            lines,
+            extra=(
+                m.PurchaseOrderLine.purchase_order,
+                m.PurchaseOrderLine.position,
+                m.PurchaseOrderLine.cost_code,
+            ),
+        )
 
     # -- writing --
 
@@ -1037,7 +1064,7 @@ def _advance_sequences(models: Iterable[type[m.BaseModel]]) -> None:
     if not isinstance(database, pw.PostgresqlDatabase):
         return
     for model in models:
-        if model in (PO, PL):
+        if model in (m.PurchaseOrder, m.PurchaseOrderLine):
             table = model._meta.table_name
             database.execute_sql(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM \"{table}\"))"
@@ -1176,7 +1203,7 @@ def _grouped(rows: list[dict[str, Any]], owner: str, position: str | None = None
 
 
 def _export_clients(kind: str) -> list[dict[str, Any]]:
-    contacts = _grouped(_select("contacts", {"_client": CT.client}), "_client")
+    contacts = _grouped(_select("contacts", {"_client": m.Contact.client}), "_client")
     clients = _select(kind)
     for client in clients:
         client["contacts"] = contacts.get(client["id"], [])
@@ -1184,7 +1211,9 @@ def _export_clients(kind: str) -> list[dict[str, Any]]:
 
 
 def _export_snapshots(kind: str) -> list[dict[str, Any]]:
-    lines = _select("snapshotLines", {"_snapshot": SL.snapshot, "_position": SL.position})
+    lines = _select(
+        "snapshotLines", {"_snapshot": m.SnapshotLineItem.snapshot, "_position": m.SnapshotLineItem.position}
+    )
     by_snapshot = _grouped(lines, "_snapshot", "_position")
     snapshots = _select(kind)
     for snapshot in snapshots:
@@ -1194,13 +1223,17 @@ def _export_snapshots(kind: str) -> list[dict[str, Any]]:
 
 def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
     extra = {
-        "_order": PL.purchase_order,
-        "_position": PL.position,
-        "_code_id": CC.id,
-        "_full_code": CC.full_code,
-        "_code_name": CC.name,
+        "_order": m.PurchaseOrderLine.purchase_order,
+        "_position": m.PurchaseOrderLine.position,
+        "_code_id": m.CostCode.id,
+        "_full_code": m.CostCode.full_code,
+        "_code_name": m.CostCode.name,
     }
-    lines = _select("purchaseOrderLines", extra, join=(CC, pw.JOIN.INNER, PL.cost_code == CC.id))
+    lines = _select(
+        "purchaseOrderLines",
+        extra,
+        join=(m.CostCode, pw.JOIN.INNER, m.PurchaseOrderLine.cost_code == m.CostCode.id),
+    )
     for k, line in enumerate(lines):
         code = {
             "id": line.pop("_code_id"),
@@ -1211,8 +1244,8 @@ def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
         # The 2.4 line's keys in its order, then the optional request fields.
         lines[k] = {**line, "cost_code": code, "quantity": quantity, "unit_cost": unit_cost}
     by_order = _grouped(lines, "_order", "_position")
-    extra = {"_vendor_id": V.id, "_vendor_name": V.name}
-    orders = _select(kind, extra, join=(V, pw.JOIN.INNER, PO.vendor == V.id))
+    extra = {"_vendor_id": m.Vendor.id, "_vendor_name": m.Vendor.name}
+    orders = _select(kind, extra, join=(m.Vendor, pw.JOIN.INNER, m.PurchaseOrder.vendor == m.Vendor.id))
     result = []
     for order in orders:
         vendor = {"id": order.pop("_vendor_id"), "name": order.pop("_vendor_name")}
