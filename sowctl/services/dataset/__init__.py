@@ -1,0 +1,37 @@
+"""Import and export of whole datasets (contract §5 and §9).
+
+Import is all or nothing: every record is validated (types, enums, required
+fields, via ``sowctl.schemas.dataset``), then every reference is resolved against
+the file and the database, and only a file without a single problem is written,
+in one transaction. A problem is reported as ``items[42] (id item-43):
+parentItemId: item item-9 not found``; the database is left unchanged.
+
+Decisions:
+
+* Import adds records; it never updates. An id that already exists in the
+  database is an error naming the record (import into a fresh database, or
+  delete the records first).
+* ``createdByUserId`` and a project's ``ownerUserId`` are free strings, as in the
+  API (tokens may name users the dataset does not list): not checked.
+* Dependency cycles are not rejected: the file is the record of what exists, and
+  the chain report lists cycles under ``issues.circular``. Self-dependencies and
+  dependencies across organizations are rejected.
+* Missing ``createdAt``/``updatedAt`` (and snake_case ``created_at``/``updated_at``)
+  are set to the import time, except a dependency's ``updatedAt``, which stays
+  null (the API shows it only once a dependency was updated).
+* Export writes every table except credentials (token and key hashes) and rate
+  counters: a dataset is data, not access. Records are ordered by id (lines by
+  position), so equal databases export to identical JSON.
+
+Speed: one ``TypeAdapter`` call per kind validates in pydantic's Rust core, the
+reference checks use dicts built from the file plus one query per referenced
+table (none when the database is empty), and rows go in as multi-row INSERTs in
+batches sized under SQLite's variable limit, all inside one transaction.
+"""
+
+from sowctl.services.dataset.exporter import export_dataset
+from sowctl.services.dataset.importer import gc_paused, import_dataset
+from sowctl.services.dataset.validation import validate_dataset
+from sowctl.services.dataset.writer import BATCH_ROWS
+
+__all__ = ["BATCH_ROWS", "export_dataset", "gc_paused", "import_dataset", "validate_dataset"]

@@ -1,0 +1,219 @@
+"""Export: every table except credentials and rate counters, ordered so equal data exports alike."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from decimal import Decimal
+from operator import itemgetter
+from typing import Any
+
+import peewee as pw
+
+from sowctl import clock
+from sowctl import models as m
+from sowctl.schemas import dataset as s
+from sowctl.services.dataset.columns import COLUMNS, Progress
+
+
+def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The whole database as a dataset (contract §9), ordered by id; no credentials.
+
+    ``progress(done, total)`` is called after each kind (``total``: the number of kinds).
+    """
+    result: dict[str, list[dict[str, Any]]] = {}
+    database = m.database_proxy.obj
+    # One consistent view of every table, even while others write. SQLite (WAL): a
+    # deferred BEGIN reads one snapshot from its first read on. PostgreSQL's default,
+    # READ COMMITTED, takes a new snapshot per statement (an order read after its lines
+    # would have none), so the outermost transaction asks for REPEATABLE READ.
+    with database.atomic():
+        if isinstance(database, pw.PostgresqlDatabase) and database.transaction_depth() == 1:
+            database.execute_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        for done, kind in enumerate(s.KINDS, start=1):
+            result[kind] = _EXPORTERS.get(kind, _export_flat)(kind)
+            if progress is not None:
+                progress(done, len(s.KINDS))
+    return result
+
+
+def _timestamp_out(value: Any) -> str | None:
+    """Stored timestamp -> ``YYYY-MM-DDThh:mm:ssZ``; SQLite's text form is rewritten directly."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if len(value) == 19 and value[10] == " ":
+            return f"{value[:10]}T{value[11:]}Z"
+        value = pw.format_date_time(value, pw.DateTimeField.formats)
+        if isinstance(value, str):  # not a form peewee writes: leave it as it is
+            return value
+    return clock.format_timestamp(value)
+
+
+def _date_out(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return value.isoformat()
+
+
+def _number_out(value: Any) -> float | None:
+    """Snapshot and prime-contract amounts are JSON numbers (spec §2.6, §2.7)."""
+    return None if value is None else float(Decimal(value))
+
+
+def _money_out(value: Any) -> str | None:
+    """Purchase-order amounts are decimal strings, exactly as stored (spec §2.4)."""
+    return None if value is None else str(Decimal(value))
+
+
+def _quantity_out(value: Any) -> int | float | None:
+    if value is None:
+        return None
+    number = Decimal(value)
+    return int(number) if number.as_tuple().exponent == 0 else float(number)
+
+
+def _json_out(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _bool_out(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _converter(kind: str, key: str, column: pw.Field) -> Callable[[Any], Any] | None:
+    """How a raw database value becomes its dataset form (None: as it is)."""
+    if isinstance(column, pw.DateTimeField):
+        return _timestamp_out
+    if isinstance(column, pw.DateField):
+        return _date_out
+    if isinstance(column, pw.BooleanField):
+        return _bool_out
+    if isinstance(column, pw.JSONField):
+        return _json_out
+    if isinstance(column, m.MoneyField):
+        if kind == "purchaseOrderLines" and key == "quantity":
+            return _quantity_out
+        return _money_out if kind in ("purchaseOrders", "purchaseOrderLines") else _number_out
+    return None
+
+
+def _select(
+    kind: str, extra: dict[str, pw.Field] | None = None, join: tuple | None = None
+) -> list[dict[str, Any]]:
+    """Rows of a kind as dataset records (keys of COLUMNS, then ``extra``), in id order.
+
+    Rows are read from the cursor and converted here: peewee's per-value conversion
+    costs more than the query itself on 100,000-row tables.
+    """
+    model, columns = COLUMNS[kind]
+    columns = {**columns, **(extra or {})}
+    query = model.select(*columns.values())
+    if join is not None:
+        query = query.join(*join)
+    keys = list(columns)
+    converters = [
+        (k, convert)
+        for k, (key, column) in enumerate(columns.items())
+        if (convert := _converter(kind, key, column)) is not None
+    ]
+    rows = []
+    for raw in m.database_proxy.obj.execute(query):
+        values = list(raw)
+        for k, convert in converters:
+            values[k] = convert(values[k])
+        rows.append(dict(zip(keys, values, strict=True)))
+    rows.sort(key=itemgetter("id"))
+    return rows
+
+
+def _export_flat(kind: str) -> list[dict[str, Any]]:
+    return _select(kind)
+
+
+def _grouped(rows: list[dict[str, Any]], owner: str, position: str | None = None) -> dict[Any, list[dict]]:
+    """Child records by owner id, ordered by position (then id); the helper keys are removed."""
+    if position is not None:
+        rows.sort(key=lambda row: (row[position], row["id"]))
+    groups: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        key = row.pop(owner)
+        if position is not None:
+            del row[position]
+        groups[key].append(row)
+    return groups
+
+
+def _export_clients(kind: str) -> list[dict[str, Any]]:
+    contacts = _grouped(_select("contacts", {"_client": m.Contact.client}), "_client")
+    clients = _select(kind)
+    for client in clients:
+        client["contacts"] = contacts.get(client["id"], [])
+    return clients
+
+
+def _export_snapshots(kind: str) -> list[dict[str, Any]]:
+    lines = _select(
+        "snapshotLines", {"_snapshot": m.SnapshotLineItem.snapshot, "_position": m.SnapshotLineItem.position}
+    )
+    by_snapshot = _grouped(lines, "_snapshot", "_position")
+    snapshots = _select(kind)
+    for snapshot in snapshots:
+        snapshot["line_items"] = by_snapshot.get(snapshot["id"], [])
+    return snapshots
+
+
+def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
+    extra = {
+        "_order": m.PurchaseOrderLine.purchase_order,
+        "_position": m.PurchaseOrderLine.position,
+        "_code_id": m.CostCode.id,
+        "_full_code": m.CostCode.full_code,
+        "_code_name": m.CostCode.name,
+    }
+    lines = _select(
+        "purchaseOrderLines",
+        extra,
+        join=(m.CostCode, pw.JOIN.INNER, m.PurchaseOrderLine.cost_code == m.CostCode.id),
+    )
+    for k, line in enumerate(lines):
+        code = {
+            "id": line.pop("_code_id"),
+            "full_code": line.pop("_full_code"),
+            "name": line.pop("_code_name"),
+        }
+        quantity, unit_cost = line.pop("quantity"), line.pop("unit_cost")
+        # The 2.4 line's keys in its order, then the optional request fields.
+        lines[k] = {**line, "cost_code": code, "quantity": quantity, "unit_cost": unit_cost}
+    by_order = _grouped(lines, "_order", "_position")
+    extra = {"_vendor_id": m.Vendor.id, "_vendor_name": m.Vendor.name}
+    orders = _select(kind, extra, join=(m.Vendor, pw.JOIN.INNER, m.PurchaseOrder.vendor == m.Vendor.id))
+    result = []
+    for order in orders:
+        vendor = {"id": order.pop("_vendor_id"), "name": order.pop("_vendor_name")}
+        # The 2.4 response's keys in its order, then the links and the creation time.
+        result.append(
+            {
+                "id": order["id"],
+                "number": order["number"],
+                "status": order["status"],
+                "title": order["title"],
+                "vendor": vendor,
+                "original_amount": order["original_amount"],
+                "revised_amount": order["revised_amount"],
+                "total_amount": order["total_amount"],
+                "line_items": by_order.get(order["id"], []),
+                "project_id": order["project_id"],
+                "commitment_id": order["commitment_id"],
+                "created_at": order["created_at"],
+            }
+        )
+    return result
+
+
+_EXPORTERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
+    "clients": _export_clients,
+    "budgetViewSnapshots": _export_snapshots,
+    "purchaseOrders": _export_purchase_orders,
+}

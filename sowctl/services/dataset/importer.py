@@ -1,0 +1,452 @@
+"""Import: check every record against the file and the database, then write all or nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections import defaultdict
+from collections.abc import Container, Iterator, Sequence
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+import peewee as pw
+
+from sowctl import clock
+from sowctl import models as m
+from sowctl.db import write_transaction
+from sowctl.schemas import dataset as s
+from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
+from sowctl.services import dependency_rules as rules
+from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
+from sowctl.services.dataset.finance_checks import FinanceChecks
+from sowctl.services.dataset.problems import _Problems
+from sowctl.services.dataset.validation import validate_dataset
+from sowctl.services.dataset.writer import _advance_sequences, _insert_rows
+from sowctl.services.graph import (
+    mark_ranks_stale,  # imported edges carry no topological rank
+    ordering_edge,  # the one rule for before/after (contract §7.2)
+)
+
+
+def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str, int]:
+    """Load a dataset, all or nothing; returns the number of records per kind.
+
+    ``progress(done, total)`` is called after each inserted batch (rows of all tables).
+    """
+    with gc_paused():
+        records = validate_dataset(data)
+        with write_transaction("import"):
+            importer = _Importer(records, clock.now())
+            importer.check_and_build()
+            importer.problems.raise_if_any()
+            importer.insert(progress)
+            mark_ranks_stale(importer.ordered_organizations)
+            # Imported numbers may be above a project's mark: count again at the next order.
+            if records["purchaseOrders"]:
+                m.FinancialProject.update(po_high_water=None).where(
+                    m.FinancialProject.po_high_water.is_null(False)
+                ).execute()
+        return importer.counts()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hundreds of thousands of new, long-lived objects would set off the cyclic collector
+    over and over (a third of the import time) for nothing: they are garbage only at the end.
+    Nests: only the outermost pause turns the collector back on.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
+
+
+class _Importer(FinanceChecks):
+    """Checks references (file first, then database) and builds the rows to insert."""
+
+    def __init__(self, records: dict[str, list], moment: datetime) -> None:
+        self.records = records
+        self.now = moment
+        self.problems = _Problems()
+        self.tables: list[_Table] = []
+        self.ordered_organizations: set[str] = set()  # given ordering edges by this import
+        # Every record hangs off an organization: none means an empty database, no lookups.
+        self.database_empty = not m.Organization.select().exists()
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for kind in s.KINDS:
+            counts[kind] = len(self.records[kind])
+            if kind == "clients":
+                counts["contacts"] = sum(len(client.contacts) for client in self.records[kind])
+        return counts
+
+    # -- what the database already holds: one query per table, none when it is empty --
+
+    def _load(self, *columns: pw.Field) -> dict:
+        """{first column: second column (or the rest as a tuple)} for every row."""
+        if self.database_empty:
+            return {}
+        query = columns[0].model.select(*columns)
+        if len(columns) == 1:
+            return {row[0]: None for row in query.tuples()}
+        if len(columns) == 2:
+            return dict(query.tuples())
+        return {row[0]: row[1:] for row in query.tuples()}
+
+    @cached_property
+    def db_organizations(self) -> dict[str, None]:
+        return self._load(m.Organization.id)
+
+    @cached_property
+    def db_clients(self) -> dict[str, str]:
+        return self._load(m.Client.id, m.Client.organization)
+
+    @cached_property
+    def db_contacts(self) -> dict[str, str]:
+        return self._load(m.Contact.id, m.Contact.client)
+
+    @cached_property
+    def db_projects(self) -> dict[str, str]:
+        return self._load(m.Project.id, m.Project.organization)
+
+    @cached_property
+    def db_sows(self) -> dict[str, str]:
+        if self.database_empty:
+            return {}
+        return dict(m.Sow.select(m.Sow.id, m.Project.organization).join(m.Project).tuples())
+
+    @cached_property
+    def db_items(self) -> dict[str, tuple[str, str]]:
+        return self._load(m.Item.id, m.Item.sow, m.Item.type)
+
+    @cached_property
+    def db_companies(self) -> dict[str, str]:
+        return self._load(m.Company.id, m.Company.organization)
+
+    @cached_property
+    def db_financial_projects(self) -> dict[int, str]:
+        return self._load(m.FinancialProject.id, m.FinancialProject.company)
+
+    @cached_property
+    def db_commitments(self) -> dict[str, int]:
+        return self._load(m.Commitment.id, m.Commitment.financial_project)
+
+    @cached_property
+    def db_budget_views(self) -> dict[int, int]:
+        return self._load(m.BudgetView.id, m.BudgetView.financial_project)
+
+    @cached_property
+    def db_purchase_orders(self) -> dict[int, tuple[int, str]]:
+        return self._load(m.PurchaseOrder.id, m.PurchaseOrder.financial_project, m.PurchaseOrder.number)
+
+    # -- helpers --
+
+    def _unique(self, kind: str, label: str, records: Sequence[Any], existing: Container) -> dict[Any, int]:
+        """id -> index of the file's records; a repeated or already stored id is a problem."""
+        index: dict[Any, int] = {}
+        for i, record in enumerate(records):
+            if record.id in index:
+                self.problems.add(kind, i, record.id, "id", f"duplicate id (also {kind}[{index[record.id]}])")
+            elif record.id in existing:
+                self.problems.add(
+                    kind, i, record.id, "id", f"{label} {record.id} already exists in the database"
+                )
+            else:
+                index[record.id] = i
+        return index
+
+    def _missing(self, kind: str, index: int, record_id: Any, field: str, label: str, value: Any) -> None:
+        self.problems.add(kind, index, record_id, field, f"{label} {value} not found")
+
+    def _table(self, kind: str, rows: list[tuple], extra: Sequence[pw.Field] = ()) -> None:
+        model, columns = COLUMNS[kind]
+        self.tables.append((model, [*columns.values(), *extra], rows))
+
+    def _flat(self, kind: str, records: Sequence[Any]) -> None:
+        getter = _getter(kind)
+        self._table(kind, [getter(record) for record in records])
+
+    def _owned(
+        self, kind: str, label: str, field: str, owners: Container, existing: Container, owner_label: str
+    ) -> None:
+        """The common case: unique ids and one reference (e.g. a user's organizationId)."""
+        records = self.records[kind]
+        self._unique(kind, label, records, existing)
+        attribute = _getter_name(kind, field)
+        for i, record in enumerate(records):
+            value = getattr(record, attribute)
+            if value not in owners:
+                self._missing(kind, i, record.id, field, owner_label, value)
+
+    # -- the checks, kind by kind, in reference order --
+
+    def check_and_build(self) -> None:
+        records, now = self.records, self.now
+        # Group A/C
+        self._unique("organizations", "organization", records["organizations"], self.db_organizations)
+        self._flat("organizations", records["organizations"])
+        organizations = {**self.db_organizations, **{r.id: None for r in records["organizations"]}}
+
+        users = records["users"]
+        self._owned("users", "user", "organizationId", organizations, self._load(m.User.id), "organization")
+        self._flat("users", users)
+
+        client_org, contact_client = self._clients(organizations)
+        project_org = self._projects(organizations, client_org, contact_client)
+
+        sows = records["sows"]
+        self._owned("sows", "SOW", "projectId", project_org, self.db_sows, "project")
+        _stamp(sows, now, "created_at")
+        self._flat("sows", sows)
+        sow_org = {**self.db_sows, **{r.id: project_org.get(r.project_id) for r in sows}}
+
+        item_info = self._items(sow_org)
+        self._dependencies(item_info, sow_org)
+
+        # Group B
+        companies = records["companies"]
+        self._owned(
+            "companies", "company", "organizationId", organizations, self.db_companies, "organization"
+        )
+        self._flat("companies", companies)
+        company_org = {**self.db_companies, **{r.id: r.organization_id for r in companies}}
+
+        fp_company = self._financial_projects(company_org, project_org)
+        vendor_company = self._master_data("vendors", "vendor", m.Vendor, company_org)
+        cost_code_company = self._master_data("costCodes", "cost code", m.CostCode, company_org)
+        commitment_fp = self._commitments(fp_company, vendor_company)
+
+        views = records["budgetViews"]
+        self._owned("budgetViews", "budget view", "project_id", fp_company, self.db_budget_views, "project")
+        _stamp(views, now, "created_at", "updated_at")
+        self._flat("budgetViews", views)
+        view_fp = {**self.db_budget_views, **{r.id: r.project_id for r in views}}
+
+        self._snapshots(view_fp, fp_company)
+
+        contracts = records["primeContracts"]
+        existing = self._load(m.PrimeContract.id)
+        self._owned("primeContracts", "prime contract", "project_id", fp_company, existing, "project")
+        for r in contracts:
+            r.customer = r.customer.model_dump(mode="json") if r.customer is not None else None
+            r.payment_terms = r.payment_terms.model_dump(mode="json") if r.payment_terms is not None else None
+        self._flat("primeContracts", contracts)
+
+        self._purchase_orders(fp_company, commitment_fp, vendor_company, cost_code_company)
+
+    def _clients(self, organizations: Container) -> tuple[dict[str, str], dict[str, str]]:
+        records, now = self.records["clients"], self.now
+        self._owned("clients", "client", "organizationId", organizations, self.db_clients, "organization")
+        contact_client = dict(self.db_contacts)
+        contact_where: dict[str, str] = {}
+        contacts = []
+        for i, r in enumerate(records):
+            for j, c in enumerate(r.contacts):
+                field = f"contacts[{j}]"
+                if c.id in contact_where:
+                    message = f"duplicate contact id (also {contact_where[c.id]})"
+                    self.problems.add("clients", i, r.id, f"{field}.id", message)
+                    continue
+                if c.id in contact_client:
+                    message = f"contact {c.id} already exists in the database"
+                    self.problems.add("clients", i, r.id, f"{field}.id", message)
+                    continue
+                if c.client_id is not None and c.client_id != r.id:
+                    message = f"must be the enclosing client's id {r.id}"
+                    self.problems.add("clients", i, r.id, f"{field}.clientId", message)
+                c.client_id = r.id
+                contact_where[c.id] = f"clients[{i}].{field}"
+                contact_client[c.id] = r.id
+                contacts.append(c)
+        _stamp(records, now, "created_at", "updated_at")
+        _stamp(contacts, now, "created_at", "updated_at")
+        self._flat("clients", records)
+        self._flat("contacts", contacts)
+        return {**self.db_clients, **{r.id: r.organization_id for r in records}}, contact_client
+
+    def _projects(
+        self, organizations: dict[str, None], client_org: dict[str, str], contact_client: dict[str, str]
+    ) -> dict[str, str]:
+        records = self.records["projects"]
+        self._owned("projects", "project", "organizationId", organizations, self.db_projects, "organization")
+        add = self.problems.add
+        for i, r in enumerate(records):
+            org, client = r.organization_id, r.client_id
+            if client is not None:
+                if client not in client_org:
+                    self._missing("projects", i, r.id, "clientId", "client", client)
+                elif client_org[client] != org and {client_org[client], org} <= organizations.keys():
+                    message = f"client {client} belongs to organization {client_org[client]}, not {org}"
+                    add("projects", i, r.id, "clientId", message)
+            if r.contact_id is not None:
+                owner = contact_client.get(r.contact_id)
+                if owner is None:
+                    self._missing("projects", i, r.id, "contactId", "contact", r.contact_id)
+                elif client is not None and client in client_org and owner != client:
+                    message = f"contact {r.contact_id} is not a contact of client {client}"
+                    add("projects", i, r.id, "contactId", message)
+                elif client is None and client_org.get(owner) != org:
+                    message = f"contact {r.contact_id} belongs to another organization"
+                    add("projects", i, r.id, "contactId", message)
+        _stamp(records, self.now, "created_at", "updated_at")
+        self._flat("projects", records)
+        return {**self.db_projects, **{r.id: r.organization_id for r in records}}
+
+    def _items(self, sow_org: dict[str, str]) -> dict[str, tuple[str, str]]:
+        """Hierarchy checks, then rows in an order that puts every parent before its children."""
+        records = self.records["items"]
+        position = self._unique("items", "item", records, self.db_items)
+        db_items, add = self.db_items, self.problems.add
+        for i, r in enumerate(records):
+            if r.sow_id not in sow_org:
+                self._missing("items", i, r.id, "sowId", "SOW", r.sow_id)
+                continue  # its parent's SOW cannot be compared: one problem is enough
+            parent_id = r.parent_item_id
+            if parent_id is None:
+                continue
+            if parent_id == r.id:
+                add("items", i, r.id, "parentItemId", "an item cannot be its own parent")
+                continue
+            if parent_id in position:
+                parent = records[position[parent_id]]
+                parent_sow, parent_type = parent.sow_id, parent.type
+            elif parent_id in db_items:
+                parent_sow, parent_type = db_items[parent_id]
+            else:
+                self._missing("items", i, r.id, "parentItemId", "item", parent_id)
+                continue
+            if parent_sow != r.sow_id:
+                message = f"parent item {parent_id} is in SOW {parent_sow}, not {r.sow_id}"
+                add("items", i, r.id, "parentItemId", message)
+            elif parent_type == "task_item" and r.type == "requirement":
+                message = f"a task item cannot contain a requirement ({parent_id} is a task_item)"
+                add("items", i, r.id, "parentItemId", message)
+        order = self._parents_first(records, position)
+        self._fill_order_indexes(records)
+        _stamp(records, self.now, "created_at", "updated_at")
+        getter = _getter("items")
+        self._table("items", [getter(records[i]) for i in order])
+        return {**db_items, **{r.id: (r.sow_id, r.type) for r in records}}
+
+    def _parents_first(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> list[int]:
+        """Indexes of ``records``, parents before children; parent loops are problems."""
+        order: list[int] = []
+        placed: set[str] = set()
+        waiting: dict[str, list[int]] = defaultdict(list)
+        for i, r in enumerate(records):
+            parent_id = r.parent_item_id
+            if parent_id in position and parent_id not in placed and parent_id != r.id:
+                waiting[parent_id].append(i)
+                continue
+            stack = [i]
+            while stack:
+                j = stack.pop()
+                order.append(j)
+                placed.add(records[j].id)
+                stack.extend(reversed(waiting.pop(records[j].id, ())))
+        if waiting:
+            stuck = sorted(j for group in waiting.values() for j in group)
+            self._report_parent_loops(records, position, stuck)
+        return order
+
+    def _report_parent_loops(
+        self, records: Sequence[s.ItemRecord], position: dict[str, int], stuck: list[int]
+    ) -> None:
+        explained: set[str] = set()  # items on or below a loop already walked
+        for i in stuck:
+            chain: list[str] = []
+            seen: dict[str, int] = {}
+            node: str | None = records[i].id
+            while node in position and node not in seen and node not in explained:
+                seen[node] = len(chain)
+                chain.append(node)
+                node = records[position[node]].parent_item_id
+            if node in seen:
+                loop = chain[seen[node] :]
+                start = loop.index(min(loop, key=position.__getitem__))
+                loop = loop[start:] + loop[:start]
+                message = "circular parent chain: " + " -> ".join([*loop, loop[0]])
+                self.problems.add("items", position[loop[0]], loop[0], "parentItemId", message)
+            explained.update(chain)
+
+    def _fill_order_indexes(self, records: Sequence[s.ItemRecord]) -> None:
+        """A missing orderIndex: one more than the largest among earlier siblings (file, database)."""
+        if all(r.order_index is not None for r in records):
+            return
+        highest: dict[tuple[str, str | None], int] = {}
+        if not self.database_empty:
+            top = pw.fn.MAX(m.Item.order_index)
+            query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
+            highest = {(sow, parent): value for sow, parent, value in query.tuples()}
+        for i, r in enumerate(records):
+            level = (r.sow_id, r.parent_item_id)
+            if r.order_index is None:
+                r.order_index = highest[level] + 1 if level in highest else 0
+                if r.order_index > MAX_ORDER_INDEX:
+                    message = f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
+                    self.problems.add("items", i, r.id, "orderIndex", message)
+            highest[level] = max(r.order_index, highest.get(level, r.order_index))
+
+    def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:
+        kind = "dependencies"
+        records = self.records[kind]
+        self._unique(kind, "dependency", records, self._load(m.Dependency.id))
+        add = self.problems.add
+        getter = _getter(kind)
+        rows = []
+        _stamp(records, self.now, "created_at")  # updatedAt stays null: never updated
+        for i, r in enumerate(records):
+            source = item_info.get(r.source_item_id)
+            if source is None:
+                self._missing(kind, i, r.id, "sourceItemId", "item", r.source_item_id)
+            target_id = r.target_item_id
+            # The API's rules for the shape (dependency_rules), so an import refuses what it refuses.
+            r.is_external = rules.is_external(r.is_external, target_id, r.external_target)
+            shape = rules.shape_problems(r.is_external, r.source_item_id, target_id, r.external_target)
+            for field, message in shape:
+                add(kind, i, r.id, field, message)
+            if not shape and not r.is_external:
+                self._check_target(i, r, source, item_info, sow_org)
+            edge = ordering_edge(r.dependency_type, r.source_item_id, target_id, r.status, r.is_external)
+            before, after = edge if edge is not None else (None, None)
+            rows.append((*getter(r), source[0] if source else None, before, after))
+        self._table(
+            kind, rows, extra=(m.Dependency.sow, m.Dependency.before_item_id, m.Dependency.after_item_id)
+        )
+        self.ordered_organizations = {sow_org.get(row[-3]) for row in rows if row[-2] is not None} - {None}
+
+    def _check_target(self, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]) -> None:
+        """An internal dependency's target exists and is in the source item's organization."""
+        target_id = r.target_item_id
+        if target_id not in item_info:
+            self._missing("dependencies", i, r.id, "targetItemId", "item", target_id)
+        elif source is not None and _differ(sow_org.get(source[0]), sow_org.get(item_info[target_id][0])):
+            message = f"item {target_id} belongs to another organization than item {r.source_item_id}"
+            self.problems.add("dependencies", i, r.id, "targetItemId", message)
+
+    # -- Group B --
+
+    def insert(self, progress: Progress | None) -> None:
+        total = sum(len(rows) for _, _, rows in self.tables)
+        done = 0
+        if progress is not None:
+            progress(0, total)
+        for model, fields, rows in self.tables:
+            for count in _insert_rows(model, fields, rows):
+                done += count
+                if progress is not None:
+                    progress(done, total)
+        _advance_sequences([model for model, _, rows in self.tables if rows])
+
+
+def _differ(first: str | None, second: str | None) -> bool:
+    """Two known organizations that differ (an unknown one is reported where it is named)."""
+    return first is not None and second is not None and first != second
