@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from sowctl import models as m
+from sowctl import money
 from sowctl.services.dataset.columns import _getter, _stamp
 
 
@@ -127,7 +126,6 @@ class FinanceChecks:
                     "vendor.id",
                     f"vendor {r.vendor.id} is not a vendor of the project's company",
                 )
-            total = Decimal("0")
             for k, line in enumerate(r.line_items):
                 where = f"line_items[{k}]"
                 if line.id is None:
@@ -144,9 +142,10 @@ class FinanceChecks:
                 elif company is not None and cost_code_company[code] != company:
                     message = f"cost code {code} is not a cost code of the project's company"
                     add(kind, i, r.id, f"{where}.cost_code.id", message)
-                total += line.amount
                 lines.append((*line_getter(line), r.id, k, code))
-            # Left out, the amounts of a purchase order are the sum of its lines (contract §7.3).
+            # Left out, the amounts of a purchase order are the exact sum of its lines, as the
+            # API computes them (contract §7.3).
+            total = money.total(line.amount for line in r.line_items)
             for name in ("original_amount", "revised_amount", "total_amount"):
                 if getattr(r, name) is None:
                     setattr(r, name, total)
