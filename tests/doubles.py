@@ -1,7 +1,7 @@
 """Helpers for the tests of ``sowctl serve`` as a test double (admin API, faults, clock, CORS, record).
 
 ``in_process`` builds the app with ``ServerSettings`` and drives it through
-``httpx.WSGITransport``; ``Serve`` runs the real ``sowctl serve`` in a
+``httpx.WSGITransport``; ``tests.support.server.Server`` runs the real ``sowctl serve`` in a
 subprocess on a free port, for what needs sockets and worker processes.
 """
 
@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import datetime
 import io
-import os
-import queue
-import signal
-import subprocess
 import sys
-import threading
-import time
 import types
 from pathlib import Path
 from typing import Any
@@ -24,6 +18,7 @@ import httpx
 import pytest
 
 from sowctl import demo_data
+from tests.support.server import Server
 
 TODAY = datetime.date(2026, 1, 1)
 ADMIN_TOKEN = "test-admin-token"
@@ -98,73 +93,13 @@ def fake_runner(monkeypatch: pytest.MonkeyPatch) -> dict:
     return seen
 
 
-class Serve:
-    """``sowctl --db DB serve --port 0 --quiet ARGS`` in a subprocess."""
-
-    def __init__(self, db: Path, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
-        env["PYTHONUNBUFFERED"] = "1"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0", "--quiet", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.stderr_lines: list[str] = []
-        self.stdout_lines: list[str] = []
-        self._stdout: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._collect_stderr, daemon=True).start()
-        self.admin_token: str | None = None
-        self.url = self._wait_for_url()
-        self.client = httpx.Client(base_url=self.url, timeout=10)
-
-    def _pump(self) -> None:
-        for line in self.process.stdout:
-            self._stdout.put(line.rstrip("\n"))
-        self._stdout.put(None)
-
-    def _collect_stderr(self) -> None:
-        for line in self.process.stderr:
-            self.stderr_lines.append(line.rstrip("\n"))
-
-    def _wait_for_url(self) -> str:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                line = self._stdout.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            self.stdout_lines.append(line)
-            if line.startswith("Admin token: "):
-                self.admin_token = line.removeprefix("Admin token: ").strip()
-            if line.startswith("Listening on "):
-                return line.removeprefix("Listening on ").strip()
-        self.stop()
-        raise AssertionError(f"server did not start: {self.stdout_lines} {self.stderr_lines}")
-
-    def stop(self) -> int:
-        if hasattr(self, "client"):
-            self.client.close()
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-
 @pytest.fixture
 def serve(tmp_path: Path):
     """Start real servers (``serve(db, *args)``); all of them are stopped after the test."""
-    servers: list[Serve] = []
+    servers: list[Server] = []
 
-    def start(db: Path | None = None, *args: str) -> Serve:
-        server = Serve(db or tmp_path / "served.db", *args)
+    def start(db: Path | None = None, *args: str) -> Server:
+        server = Server(db or tmp_path / "served.db", *args)
         servers.append(server)
         return server
 

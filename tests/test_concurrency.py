@@ -38,7 +38,7 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import open_database
 from sowctl.services import credentials
-from tests.test_server_e2e import Server
+from tests.support.server import Server
 
 WORKERS = 2
 ROUNDS = 20

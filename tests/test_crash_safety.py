@@ -31,58 +31,16 @@ from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.services import credentials, finance
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
+from tests.support.server import Server
 
 STARTUP_TIMEOUT = 30.0
 LINES_PER_ORDER = 3
 ACME = Caller(user_id=None, organization_id=demo_data.DEMO_ORG, role="member")
 
 
-class Serve:
-    """``sowctl --db URL serve --port 0`` in a new session (process group)."""
-
-    def __init__(self, db_url: str, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
-        env["PYTHONUNBUFFERED"] = "1"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "sowctl", "--db", db_url, "serve", "--port", "0", "--quiet", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
-        self.stderr: list[str] = []
-        self.lines: list[str] = []
-        ready = threading.Event()
-        threading.Thread(target=self._read_stdout, args=(ready,), daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
-        if not ready.wait(STARTUP_TIMEOUT):
-            self.kill()
-            raise AssertionError(f"server did not start: {self.lines} {self.stderr}")
-        self.url = next(line for line in self.lines if line.startswith("Listening on ")).split()[-1]
-
-    def _read_stdout(self, ready: threading.Event) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line.strip())
-            if line.startswith("Listening on "):
-                ready.set()
-
-    def kill(self) -> None:
-        """SIGKILL to the whole process group: master and workers die mid-flight."""
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait(timeout=10)
-
-    def stop(self) -> int:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        return self.process.wait(timeout=15)
-
-
 @pytest.fixture
-def servers() -> Iterator[list[Serve]]:
-    started: list[Serve] = []
+def servers() -> Iterator[list[Server]]:
+    started: list[Server] = []
     yield started
     for server in started:
         if server.process.poll() is None:
@@ -141,7 +99,7 @@ def integrity_ok(db_url: str) -> None:
 
 def test_sigkill_during_writes_keeps_every_acknowledged_write_whole(db_url: str, servers) -> None:
     token, key = seed_demo(db_url)
-    server = Serve(db_url, "--threads", "4", "--rate-per-minute", "1000000", "--rate-per-day", "10000000")
+    server = Server(db_url, "--threads", "4", "--rate-per-minute", "1000000", "--rate-per-day", "10000000")
     servers.append(server)
     acked_items: list[str] = []
     acked_orders: list[int] = []
@@ -211,7 +169,7 @@ def test_sigkill_during_writes_keeps_every_acknowledged_write_whole(db_url: str,
         database.close()
 
     # the database opens again under a new server, which serves what was acknowledged
-    again = Serve(db_url)
+    again = Server(db_url)
     servers.append(again)
     with httpx.Client(base_url=again.url, timeout=10) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
@@ -292,7 +250,7 @@ def test_sigkill_during_an_import_leaves_all_or_nothing(db_url: str, servers, tm
     payload = json.dumps(big_dataset(items)).encode()
     seed_demo(db_url)
     admin = "adm-" + os.urandom(8).hex()
-    server = Serve(db_url, "--admin-token", admin)
+    server = Server(db_url, "--admin-token", admin)
     servers.append(server)
     outcome: list[object] = []
 

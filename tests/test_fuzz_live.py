@@ -16,7 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_server_e2e import Server, demo_secrets
+from tests.support.server import Server
+from tests.test_server_e2e import demo_secrets
 
 CHECKS = ",".join(
     [

@@ -28,7 +28,8 @@ import pytest
 
 from sowctl import demo_data
 from tests import service_spec
-from tests.doubles import ADMIN_TOKEN, Serve, load
+from tests.doubles import ADMIN_TOKEN, load
+from tests.support.server import Server
 
 # Logical operation -> module of each generated package (api/<tag>/<operation>.py).
 OPERATIONS = {
@@ -83,7 +84,7 @@ def generate(document: dict, package: str, where: Path) -> None:
 
 @pytest.fixture
 def server(db_url: str):
-    served = Serve(db_url, "--admin-token", ADMIN_TOKEN)
+    served = Server(db_url, "--admin-token", ADMIN_TOKEN)
     served.client.headers["Authorization"] = f"Bearer {ADMIN_TOKEN}"
     credentials = load(served.client, demo_data.demo_dataset(datetime.date.today()))
     yield served, credentials

@@ -27,6 +27,7 @@ from sowctl.server.app import create_app
 from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services.dataset import export_dataset, import_dataset
+from tests.support.server import Server
 from tests.test_bad_input import (
     OPS,
     PARAM_IDS,
@@ -38,7 +39,6 @@ from tests.test_bad_input import (
     make_env,
     query_params,
 )
-from tests.test_server_e2e import Server
 
 DEMO = demo_data.demo_dataset(datetime.date(2026, 1, 15))
 GLOBEX_ITEMS = {item["id"] for item in DEMO["items"] if item["sowId"] == demo_data.GLOBEX_SOW}
@@ -145,7 +145,7 @@ def test_secrets_never_reach_the_logs_of_a_real_server(db_url: str, tmp_path: Pa
     admin_token = "adm_" + os.urandom(16).hex()
     record = tmp_path / "record.jsonl"
     server = Server(
-        db_url, "--admin-token", admin_token, "--record", str(record), "--threads", "2"
+        db_url, "--admin-token", admin_token, "--record", str(record), "--threads", "2", quiet=False
     )  # access log on (no --quiet)
     secrets = [token, key, admin_token]
     scope = {"x-organization-id": demo_data.DEMO_ORG, "x-company-id": demo_data.DEMO_COMPANY}

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ import httpx
 import pytest
 
 from sowctl import demo_data
+from tests.support.server import Server
 
 STARTUP_TIMEOUT = 20.0
 
@@ -149,88 +147,12 @@ def demo_secrets(stdout: str) -> tuple[str, str]:
 # --- the real server -------------------------------------------------------------------------------
 
 
-class Server:
-    """``sowctl --db DB serve ARGS`` in a subprocess, its output collected by threads."""
-
-    def __init__(self, db: Path, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
-        env["PYTHONUNBUFFERED"] = "1"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.stdout: queue.Queue[str] = queue.Queue()
-        self.stdout_lines: list[str] = []
-        self.stderr_lines: list[str] = []
-        threading.Thread(target=self._pump, args=(self.process.stdout, self.stdout), daemon=True).start()
-        threading.Thread(target=self._collect_stderr, daemon=True).start()
-        self.url = self._wait_for_url()
-
-    def _pump(self, stream, into: queue.Queue) -> None:
-        for line in stream:
-            into.put(line.rstrip("\n"))
-        into.put(None)
-
-    def _collect_stderr(self) -> None:
-        for line in self.process.stderr:
-            self.stderr_lines.append(line.rstrip("\n"))
-
-    def _wait_for_url(self) -> str:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                line = self.stdout.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            self.stdout_lines.append(line)
-            if line.startswith("Listening on "):
-                return line.removeprefix("Listening on ").strip()
-        self.stop()
-        raise AssertionError(f"server did not start: {self.stdout_lines} {self.stderr_lines}")
-
-    def read_stdout_until(self, marker: str, timeout: float = 5.0) -> list[str]:
-        """Every stdout line so far, reading on until one contains ``marker``."""
-        deadline = time.monotonic() + timeout
-        while not any(marker in line for line in self.stdout_lines) and time.monotonic() < deadline:
-            try:
-                line = self.stdout.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if line is None:
-                break
-            self.stdout_lines.append(line)
-        return self.stdout_lines
-
-    def wait_for_stderr(self, text: str, timeout: float = 5.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(text in line for line in self.stderr_lines):
-                return True
-            time.sleep(0.05)
-        return False
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise
-
-
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator:
     servers: list[Server] = []
 
     def run(*args: str, db: Path | None = None) -> Server:
-        server = Server(db or tmp_path / "e2e.db", *args)
+        server = Server(db or tmp_path / "e2e.db", *args, quiet=False)
         servers.append(server)
         return server
 

@@ -1,0 +1,122 @@
+"""``sowctl serve`` in a subprocess on a free port: the one helper every real-server test uses."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+STARTUP_TIMEOUT = 30.0
+
+
+class Server:
+    """``sowctl --db DB serve --port 0 ARGS`` in its own process group.
+
+    ``quiet`` adds ``--quiet`` (no access log). Output is collected by threads:
+    ``stdout_lines``, ``stderr_lines``; ``admin_token`` is read from ``--admin``'s
+    line; ``client`` is an httpx client on ``url``.
+    """
+
+    def __init__(self, db: str | Path, *args: str, quiet: bool = True) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+        env["PYTHONUNBUFFERED"] = "1"
+        command = [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0"]
+        self.process = subprocess.Popen(
+            [*command, *(["--quiet"] if quiet else []), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        self.stdout: queue.Queue[str | None] = queue.Queue()
+        self.stdout_lines: list[str] = []
+        self.stderr_lines: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+        threading.Thread(target=self._collect_stderr, daemon=True).start()
+        self.admin_token: str | None = None
+        self.url = self._wait_for_url()
+        self.client = httpx.Client(base_url=self.url, timeout=10)
+
+    # Names some tests use for the same lists.
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout_lines
+
+    @property
+    def stderr(self) -> list[str]:
+        return self.stderr_lines
+
+    def _pump(self) -> None:
+        for line in self.process.stdout:
+            self.stdout.put(line.rstrip("\n"))
+        self.stdout.put(None)
+
+    def _collect_stderr(self) -> None:
+        for line in self.process.stderr:
+            self.stderr_lines.append(line.rstrip("\n"))
+
+    def _next_line(self, deadline: float) -> str | None:
+        while time.monotonic() < deadline:
+            try:
+                return self.stdout.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        return None
+
+    def _wait_for_url(self) -> str:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while (line := self._next_line(deadline)) is not None:
+            self.stdout_lines.append(line)
+            if line.startswith("Admin token: "):
+                self.admin_token = line.removeprefix("Admin token: ").strip()
+            if line.startswith("Listening on "):
+                return line.removeprefix("Listening on ").strip()
+        self.kill()
+        raise AssertionError(f"server did not start: {self.stdout_lines} {self.stderr_lines}")
+
+    def read_stdout_until(self, marker: str, timeout: float = 5.0) -> list[str]:
+        """Every stdout line so far, reading on until one contains ``marker``."""
+        deadline = time.monotonic() + timeout
+        while not any(marker in line for line in self.stdout_lines):
+            line = self._next_line(deadline)
+            if line is None:
+                break
+            self.stdout_lines.append(line)
+        return self.stdout_lines
+
+    def wait_for_stderr(self, text: str, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in line for line in self.stderr_lines):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group: master and workers die mid-flight."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(timeout=10)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        """Send ``sig`` (SIGTERM: a clean shutdown) and return the exit status; a server
+        that does not stop within ``timeout`` is killed and the timeout raised."""
+        if hasattr(self, "client"):
+            self.client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
