@@ -40,6 +40,8 @@ from sowctl.db import open_database
 from sowctl.services import credentials
 from tests.support.server import Server
 
+pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+
 WORKERS = 2
 ROUNDS = 20
 CLIENT_PROCESSES = 2

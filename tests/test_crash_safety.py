@@ -33,6 +33,8 @@ from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
 from tests.support.server import Server
 
+pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+
 STARTUP_TIMEOUT = 30.0
 LINES_PER_ORDER = 3
 ACME = Caller(user_id=None, organization_id=demo_data.DEMO_ORG, role="member")

@@ -313,6 +313,7 @@ class DependencyMachine(RuleBasedStateMachine):
         assert graph.is_acyclic(stored)
 
 
+@pytest.mark.slow
 def test_random_operation_sequences_keep_the_graph_acyclic(db) -> None:
     clock.set_fixed_now(datetime(2026, 3, 16, 12, 0, 0))
     run_state_machine_as_test(
@@ -665,6 +666,7 @@ class RankedGraphMachine(RuleBasedStateMachine):
                 assert_rank_invariant(org)
 
 
+@pytest.mark.slow
 def test_random_operations_keep_the_topological_ranks(db) -> None:
     clock.set_fixed_now(datetime(2026, 3, 16, 12, 0, 0))
     run_state_machine_as_test(

@@ -40,6 +40,8 @@ from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
 
+pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+
 # 25 per operation in CI (deterministic); SOWCTL_FUZZ_EXAMPLES=500 for a deeper local hunt.
 MAX_EXAMPLES = int(os.environ.get("SOWCTL_FUZZ_EXAMPLES", "25"))
 CHECKS = [

@@ -16,8 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import Server
 from tests.test_server_e2e import demo_secrets
+
+pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
 
 CHECKS = ",".join(
     [

@@ -20,6 +20,8 @@ from sowctl.errors import HierarchyViolation, InvalidInput, NotFound
 from sowctl.services.access import Caller
 from sowctl.services.item_rules import calculated_statuses
 
+pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+
 TYPES = ("requirement", "task_item")
 STATUSES = ("pending", "in_progress", "completed", "cancelled")
 T0 = datetime(2026, 3, 16, 9, 30, 0)

@@ -7,6 +7,7 @@ those under ``if TYPE_CHECKING:`` are annotations only and do not count.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "sowctl"
@@ -63,7 +64,8 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def imports(path: Path, *, top_level_only: bool = False) -> set[str]:
+@functools.cache
+def imports(path: Path, *, top_level_only: bool = False) -> frozenset[str]:
     """Absolute names imported by the module at ``path`` (modules, or packages' members)."""
     tree = ast.parse(path.read_text())
     skipped = _type_checking_lines(tree)
@@ -80,7 +82,7 @@ def imports(path: Path, *, top_level_only: bool = False) -> set[str]:
                 candidate = f"{node.module}.{alias.name}"
                 if (PACKAGE.parent / candidate.replace(".", "/")).with_suffix(".py").exists():
                     found.add(candidate)
-    return found
+    return frozenset(found)
 
 
 def layer_of(name: str) -> int:
@@ -93,6 +95,7 @@ def layer_of(name: str) -> int:
     return rank
 
 
+@functools.cache
 def modules() -> dict[str, Path]:
     return {module_name(path): path for path in PACKAGE.rglob("*.py")}
 

@@ -45,6 +45,8 @@ from sowctl.errors import SowctlError
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
 
+pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+
 ORG, OTHER_ORG = "org-prop", "org-prop-other"
 MEMBER = Caller(user_id="user-prop", organization_id=ORG, role="member")
 LOCAL = Caller.local()
