@@ -231,12 +231,12 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
             raise
         return
     with database.atomic():
-        if database.transaction_depth() == 1 and _has_advisory_locks(database):
+        if database.transaction_depth() == 1 and has_advisory_locks(database):
             database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
         yield
 
 
-def _has_advisory_locks(database: pw.Database) -> bool:
+def has_advisory_locks(database: pw.Database) -> bool:
     """PostgreSQL, but not CockroachDB, whose advisory-lock functions are missing or no-ops
     in most versions. CockroachDB runs every transaction SERIALIZABLE instead: of two
     transactions that would together break a check-then-write rule, one is aborted with
@@ -261,7 +261,7 @@ def hold_lock(lock_key: str) -> None:
     Take several keys in sorted order, so that two such writers cannot deadlock.
     """
     database = models.database_proxy.obj
-    if _has_advisory_locks(database):
+    if has_advisory_locks(database):
         database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
 
 

@@ -41,6 +41,7 @@ from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
 from sowctl.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
+from sowctl.testdouble.gate import Gate
 from sowctl.testdouble.recorder import MUTATING, Recorder
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ class TestDouble:
         self._count_left: int | None = None  # a start-up config's count, kept in this process
         self._now = self.settings.fixed_now
         self._clock_raw: str | None = None
+        # Reset, replace and restore wait for requests in flight (sowctl.testdouble.gate).
+        self.gate = Gate(app.dispatcher.database)
         self.restart()
 
     def restart(self) -> None:
@@ -164,6 +167,14 @@ class TestDouble:
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if is_admin_path(path):
             return self.inner(environ, start_response)
+        if not self.shared:  # without /_admin nothing replaces the database under a request
+            return self._api(environ, start_response, path, method, started)
+        with self.gate.shared():
+            return self._api(environ, start_response, path, method, started)
+
+    def _api(
+        self, environ: dict, start_response: Callable[..., Any], path: str, method: str, started: float
+    ) -> Iterable[bytes]:
         fault: dict[str, Any] | None = None
         faults = self._faults
         if faults.active and method != "OPTIONS" and faults.matches(method, path):
