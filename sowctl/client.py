@@ -25,10 +25,13 @@ Safe requests are retried on 429/502/503/504 and dropped connections
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sowctl.backends.remote import RemoteBackend
 from sowctl.settings import Settings
+
+if TYPE_CHECKING:
+    import httpx
 
 Json = Any
 
@@ -54,11 +57,13 @@ class Client:
         company: str | None = None,
         timeout: float = 10.0,
         retries: int | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
+        """``transport``: an httpx transport, e.g. ``httpx.WSGITransport(app=...)`` for an in-process app."""
         settings = Settings(
             server=server, token=token, api_key=api_key, org=org, company=company, timeout=timeout
         )
-        self._backend = RemoteBackend(settings)
+        self._backend = RemoteBackend(settings, transport=transport)
         if retries is not None:
             self._backend.retries = max(0, retries)
         self.server = self._backend.base_url

@@ -17,8 +17,10 @@ while a checkpoint is saved or restored.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,9 +102,9 @@ def restore(name: str) -> dict[str, Any]:
     """Bring back the state saved as ``name``: every table as it was, all or nothing."""
     entry = _entry(name)
     slot = entry["slot"]
-    with write_transaction("global"):
-        for model in reversed(_tables()):  # children first
-            model.delete().execute()
+    with _without_foreign_key_checks(), write_transaction("global"):
+        _skip_reference_triggers()
+        _empty_tables()
         for model in _tables():
             columns = _columns(model)
             table = model._meta.table_name
@@ -112,6 +114,43 @@ def restore(name: str) -> dict[str, Any]:
             m.Meta.insert(key=key, value=value).execute()
         _continue_sequences()
     return {"name": name, "records": entry["records"]}
+
+
+def _skip_reference_triggers() -> None:
+    """PostgreSQL: a role allowed to (a superuser, as in most test set-ups) skips the per-row
+    foreign-key triggers for this transaction (``session_replication_role = replica``): two
+    thirds of a restore. Others keep the checks: slower, just as right."""
+    database = m.database_proxy.obj
+    if not isinstance(database, pw.PostgresqlDatabase):
+        return
+    try:
+        with database.atomic():  # a savepoint: a refusal must not abort the restore
+            _sql("SET LOCAL session_replication_role = replica")
+    except pw.DatabaseError:
+        pass
+
+
+def _empty_tables() -> None:
+    # DELETE, not TRUNCATE: on PostgreSQL, TRUNCATE of every table (new files for each
+    # table and index) took twice as long as deleting 10,000 rows without their triggers.
+    for model in reversed(_tables()):  # children first
+        _sql(f'DELETE FROM "{model._meta.table_name}"')
+
+
+@contextlib.contextmanager
+def _without_foreign_key_checks() -> Iterator[None]:
+    """SQLite: the rows come from a consistent copy, so checking each reference again only
+    costs time (a third of a restore), and with checks off ``DELETE FROM`` drops whole pages.
+    The pragma cannot change inside a transaction, so it wraps it, on this connection only."""
+    database = m.database_proxy.obj
+    if not isinstance(database, pw.SqliteDatabase):
+        yield
+        return
+    database.execute_sql("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        database.execute_sql("PRAGMA foreign_keys = ON")
 
 
 def delete(name: str) -> None:

@@ -15,8 +15,8 @@ Markers: ``sowctl_dataset(path_or_dict, user=, org=, company=, role=)`` (a path 
 relative to the test file), ``sowctl_faults(**config)`` (the ``/_admin/faults`` JSON),
 ``sowctl_latency(ms)`` or ``sowctl_latency(min_ms, max_ms)``, ``sowctl_clock(timestamp)``.
 
-Options: ``--sowctl-db URL`` (a PostgreSQL database the tests own: it is emptied; under
-xdist each worker uses ``NAME_gwN``, created when missing) and ``--sowctl-server URL``
+Options: ``--sowctl-db URL`` (a database the tests own, usually PostgreSQL: it is emptied;
+under xdist each worker uses ``NAME_gwN``, created when missing) and ``--sowctl-server URL``
 (an already running ``sowctl serve --admin-token T``; the token from
 ``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``).
 """
@@ -53,7 +53,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--sowctl-db",
         metavar="URL",
-        help="Serve from this PostgreSQL database (emptied by the tests) instead of a temporary SQLite file.",
+        help="Serve from this database (a PostgreSQL URL; emptied by the tests) instead of a temporary SQLite file.",
     )
     group.addoption(
         "--sowctl-server",
@@ -123,9 +123,12 @@ def sowctl_server(
 
 
 def _worker_database(url: str, worker: str) -> str:
-    """``NAME_gwN`` on the same PostgreSQL server, created when missing."""
+    """``NAME_gwN`` on the same PostgreSQL server, created when missing (a SQLite file: ``FILE-gwN``)."""
     from urllib.parse import urlsplit, urlunsplit
 
+    if not url.startswith(("postgres://", "postgresql://")):
+        path = Path(url.removeprefix("sqlite:///"))
+        return str(path.with_name(f"{path.stem}-{worker}{path.suffix}"))
     parts = urlsplit(url)
     name = f"{parts.path.lstrip('/') or 'postgres'}_{worker}"
     try:
