@@ -31,7 +31,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_dataset import big_dataset  # noqa: E402
+from gen_dataset import big_dataset
 
 
 def start(db: str) -> tuple[subprocess.Popen[str], str, str]:

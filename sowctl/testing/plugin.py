@@ -53,7 +53,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--sowctl-db",
         metavar="URL",
-        help="Serve from this database (a PostgreSQL URL; emptied by the tests) instead of a temporary SQLite file.",
+        help="Serve from this database (a PostgreSQL URL; the tests empty it) instead of a temp SQLite file.",
     )
     group.addoption(
         "--sowctl-server",
