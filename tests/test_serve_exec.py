@@ -142,3 +142,27 @@ def test_export_on_exit_into_a_missing_directory_is_refused_at_start(tmp_path: P
     done = _serve(tmp_path, "--export-on-exit", str(tmp_path / "no" / "such" / "x.json"), "--exec", "true")
     assert done.returncode == 2
     assert "--export-on-exit: cannot write" in done.stderr
+
+
+def test_the_readme_exec_example_runs(tmp_path: Path) -> None:
+    """README's `serve --exec` example, as written, with a dataset and a test script of a user's."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("### Any language: `serve --exec`", 1)[1]
+    command = section.split("```sh\n", 1)[1].split("```\n", 1)[0]
+    (tmp_path / "dataset.json").write_text(json.dumps(dataset()))
+    script = tmp_path / "integration-tests.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "set -e\n"
+        f'sowctl items list {SOW} --json | grep -q "Foundations and substructure"\n'
+        'curl -fsS -H "Authorization: Bearer $SOWCTL_TOKEN" "$SOWCTL_SERVER/api/sows" > /dev/null\n'
+        "exit 3\n"  # the suite's own exit code comes back
+    )
+    script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert json.loads((tmp_path / "after.json").read_text())["sows"]
