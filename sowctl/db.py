@@ -173,12 +173,23 @@ def _v4_po_high_water(database: pw.Database) -> None:
         migrate(migrator.add_column(table, "po_high_water", pw.BigIntegerField(null=True)))
 
 
+def _v5_request_log_headers(database: pw.Database) -> None:
+    """``RequestLog.headers``: the non-secret request headers, for ``/_admin/requests/verify``."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.RequestLog._meta.table_name
+    if "headers" not in {column.name for column in database.get_columns(table)}:
+        migrator = SchemaMigrator.from_database(database)
+        migrate(migrator.add_column(table, "headers", pw.TextField(null=True)))
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
     _v3_item_topo_rank,
     _v4_po_high_water,
+    _v5_request_log_headers,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

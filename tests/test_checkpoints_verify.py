@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -153,3 +155,37 @@ def test_a_bad_verification_is_a_400_naming_the_field(client: httpx.Client, body
     response = client.post("/_admin/requests/verify", json=body, headers=ADMIN)
     assert response.status_code == 400
     assert response.json()["error"].startswith(error)
+
+
+def test_the_log_keeps_headers_but_never_a_credential_and_verify_matches_them(client: httpx.Client) -> None:
+    access = load(client)
+    headers = {
+        **bearer(access["token"]),
+        "X-Correlation-Id": "abc-123",
+        "Cookie": "session=s3cret",
+        "x-api-key": access["key"],
+        "X-Trace": f"carries {access['token']}",
+    }
+    client.get(f"/api/sow/{SOW}/items", headers=headers)
+    entry = client.get("/_admin/requests", headers=ADMIN).json()[-1]
+    assert entry["headers"]["x-correlation-id"] == "abc-123"
+    assert not {"authorization", "cookie", "x-api-key"} & set(entry["headers"])
+    assert access["token"] not in json.dumps(entry)
+    assert entry["headers"]["x-trace"] == "carries sowt_***"
+
+    hit = client.post(
+        "/_admin/requests/verify",
+        json={"headers": {"X-Correlation-Id": "abc-123"}, "exactly": 1},
+        headers=ADMIN,
+    )
+    assert hit.status_code == 200, hit.text
+    miss = client.post(
+        "/_admin/requests/verify", json={"headers": {"x-correlation-id": "abc-124"}}, headers=ADMIN
+    )
+    assert miss.status_code == 409
+    assert miss.json()["closest"][0]["differences"] == [
+        "headers.x-correlation-id: expected 'abc-124', got 'abc-123'"
+    ]
+    secret = client.post("/_admin/requests/verify", json={"headers": {"Authorization": "x"}}, headers=ADMIN)
+    assert secret.status_code == 400
+    assert secret.json()["error"].startswith("headers: Authorization carries credentials")

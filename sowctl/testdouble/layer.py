@@ -35,7 +35,7 @@ from urllib.parse import parse_qsl
 import bottle
 
 from sowctl import clock
-from sowctl.redaction import redact, redact_value
+from sowctl.redaction import is_secret_header, redact, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 ADMIN_PREFIX = "/_admin"
 NEVER_FAULTED = ("/healthz",)
+MAX_HEADER_CHARS = 512  # per header value in the request log
 
 
 def install(app: SowctlBottle) -> TestDouble:
@@ -314,6 +315,7 @@ class TestDouble:
                 "response_body": response_text,
                 "response_truncated": response_truncated,
                 "fault": _json_or_none(fault),
+                "headers": _json_or_none(request_headers(environ)),
             }
             self.app.dispatcher.ensure_connection()
             state.log_request(entry, self.settings.request_log_size)
@@ -381,6 +383,21 @@ def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
         return {"userId": token.user_id, "organizationId": token.organization_id, "role": token.role}
     except Exception:  # a broken database: the request log shows no identity
         return None
+
+
+def request_headers(environ: dict) -> dict[str, str] | None:
+    """The request's headers (lower-case names) without any credential one, values redacted."""
+    found: dict[str, str] = {}
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            name = key[5:].replace("_", "-").lower()
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            name = key.replace("_", "-").lower()
+        else:
+            continue
+        if not is_secret_header(name):
+            found[name] = redact(str(value))[:MAX_HEADER_CHARS]
+    return found or None
 
 
 def _request_id(environ: dict) -> str:

@@ -7,6 +7,8 @@ A pattern (``GET /_admin/requests`` query, or the body of ``POST
 * ``status``: ``201`` or a class ``4xx``; ``group``: ``A``, ``B`` or ``C``;
 * ``caller``: a user id, API key id or organization id of the request's caller;
 * ``query``: parameters that must be present with these values;
+* ``headers``: request headers that must be present with these values (names in
+  any case; credential headers are never recorded, so never matched);
 * ``body``: a subset of the request body (objects match when every given key
   matches, lists element by element, other values by equality).
 
@@ -25,9 +27,10 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from sowctl.errors import InvalidInput
+from sowctl.redaction import is_secret_header
 
 COUNTS = ("exactly", "atLeast", "atMost")
-FIELDS = ("method", "path", "status", "group", "caller", "query", "body")
+FIELDS = ("method", "path", "status", "group", "caller", "query", "headers", "body")
 CLOSEST = 3
 
 
@@ -39,6 +42,7 @@ class Pattern:
     group: str | None = None
     caller: str | None = None
     query: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     has_body: bool = False
 
@@ -57,6 +61,14 @@ class Pattern:
         query = data.get("query") or {}
         if not isinstance(query, dict):
             raise InvalidInput.for_field("query", "must be an object of parameter names and values")
+        headers = data.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise InvalidInput.for_field("headers", "must be an object of header names and values")
+        secret = sorted(name for name in headers if is_secret_header(str(name)))
+        if secret:
+            raise InvalidInput.for_field(
+                "headers", f"{secret[0]} carries credentials and is never recorded: match on caller instead"
+            )
         return cls(
             method=text["method"].upper() if text["method"] else None,
             path=text["path"],
@@ -64,6 +76,7 @@ class Pattern:
             group=text["group"].upper() if text["group"] else None,
             caller=text["caller"],
             query={str(k): str(v) for k, v in query.items()},
+            headers={str(k).lower(): str(v) for k, v in headers.items()},
             body=data.get("body"),
             has_body="body" in data,
         )
@@ -72,6 +85,8 @@ class Pattern:
         parts = [self.method or "any method", self.path or "any path"]
         if self.query:
             parts.append("?" + "&".join(f"{k}={v}" for k, v in self.query.items()))
+        if self.headers:
+            parts.append("with headers " + ", ".join(f"{k}: {v}" for k, v in self.headers.items()))
         if self.has_body:
             parts.append(f"with body {json.dumps(self.body, ensure_ascii=False)}")
         for name in ("status", "group", "caller"):
@@ -98,6 +113,11 @@ class Pattern:
             if query.get(name) != value:
                 got = "nothing" if name not in query else repr(query[name])
                 found.append(f"query.{name}: expected {value!r}, got {got}")
+        headers = entry.get("headers") or {}
+        for name, value in self.headers.items():
+            if headers.get(name) != value:
+                got = "nothing" if name not in headers else repr(headers[name])
+                found.append(f"headers.{name}: expected {value!r}, got {got}")
         if self.has_body:
             found.extend(_subset("body", self.body, entry.get("requestBody")))
         return found
@@ -105,7 +125,9 @@ class Pattern:
 
 def filter_query(query: dict[str, str]) -> Pattern:
     """The pattern of ``GET /_admin/requests``'s query (limit aside)."""
-    return Pattern.from_json({k: v for k, v in query.items() if k in FIELDS and k not in ("query", "body")})
+    return Pattern.from_json(
+        {k: v for k, v in query.items() if k in FIELDS and k not in ("query", "headers", "body")}
+    )
 
 
 def expected_count(data: dict[str, Any]) -> tuple[str, int]:
