@@ -157,6 +157,23 @@ def test_a_project_using_only_the_plugin(tmp_path: Path) -> None:
     assert len(set(_servers(project).values())) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("own_database", [False, True], ids=["temporary-sqlite", "sowctl-db"])
+def test_a_project_using_only_the_plugin_under_xdist(tmp_path: Path, db_url: str, own_database: bool) -> None:
+    """One server per worker; with --sowctl-db (this run's backend: SQLite or PostgreSQL) one
+    database per worker too (NAME_gwN, created by the plugin)."""
+    project = _project(tmp_path)
+    options = ["--sowctl-db", db_url] if own_database else []
+    try:
+        _check(_pytest(project, "-n", "2", *options))
+    finally:
+        if own_database and db_url.startswith("postgres"):
+            _drop_worker_databases(db_url)
+    servers = _servers(project)
+    assert sorted(servers) == ["gw0", "gw1"]
+    assert len(set(servers.values())) == 2  # one server per worker
+
+
 def _servers(project: Path) -> dict[str, str]:
     """worker -> the server URL its tests used (each worker must have used one only)."""
     seen: dict[str, set[str]] = {}
@@ -167,10 +184,15 @@ def _servers(project: Path) -> dict[str, str]:
     return {worker: urls.pop() for worker, urls in seen.items()}
 
 
-@pytest.mark.slow
-def test_a_project_using_only_the_plugin_under_xdist(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    _check(_pytest(project, "-n", "2"))
-    servers = _servers(project)
-    assert sorted(servers) == ["gw0", "gw1"]
-    assert len(set(servers.values())) == 2  # one server per worker
+def _drop_worker_databases(url: str) -> None:
+    import psycopg2
+
+    name = url.rsplit("/", 1)[1]
+    conn = psycopg2.connect(url.rsplit("/", 1)[0] + "/postgres")
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cursor:
+            for worker in ("gw0", "gw1"):
+                cursor.execute(f'DROP DATABASE IF EXISTS "{name}_{worker}"')
+    finally:
+        conn.close()
