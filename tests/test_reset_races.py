@@ -91,3 +91,43 @@ def test_reset_replace_and_restore_during_writes_never_fail_a_request(db_url: st
     finally:
         server.stop()
         assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines[-20:]
+
+
+def test_the_gate_lets_requests_in_flight_finish_and_holds_new_ones(tmp_path) -> None:
+    """In flight: shared holders finish before the exclusive one; later arrivals wait behind it."""
+    import peewee as pw
+
+    from sowctl.testdouble.gate import Gate
+
+    gate = Gate(pw.SqliteDatabase(str(tmp_path / "gate.db")))
+    order: list[str] = []
+    in_flight = threading.Event()
+    release = threading.Event()
+
+    def request(name: str, hold: threading.Event | None = None) -> None:
+        with gate.shared():
+            if hold is not None:
+                in_flight.set()
+                hold.wait(10)
+            order.append(name)
+
+    def reset() -> None:
+        with gate.exclusive():
+            order.append("reset")
+
+    first = threading.Thread(target=request, args=("in flight", release))
+    first.start()
+    assert in_flight.wait(10)
+    resetter = threading.Thread(target=reset)
+    resetter.start()
+    while not gate._threads._writers_waiting:  # the reset is queued behind the request
+        threading.Event().wait(0.01)
+    late = threading.Thread(target=request, args=("arrived later",))
+    late.start()
+    threading.Event().wait(0.1)
+    assert order == []  # the reset waits for the request; the late request waits for the reset
+    release.set()
+    for thread in (first, resetter, late):
+        thread.join(10)
+    assert order == ["in flight", "reset", "arrived later"]
+    assert (tmp_path / "gate.db-gate").exists()  # the lock other worker processes share

@@ -135,7 +135,13 @@ class Gate:
         fd = getattr(self._files, "fd", None)
         if fd is None:
             assert self._path is not None
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError:
+                # A read-only directory: one worker is still fully gated, and a request is
+                # never refused for want of a lock file.
+                yield
+                return
             self._files.fd = fd
         fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
