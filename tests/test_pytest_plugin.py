@@ -196,3 +196,25 @@ def _drop_worker_databases(url: str) -> None:
                 cursor.execute(f'DROP DATABASE IF EXISTS "{name}_{worker}"')
     finally:
         conn.close()
+
+
+@pytest.mark.slow
+def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str) -> None:
+    from tests.support.server import Server
+
+    project = _project(tmp_path)
+    server = Server(db_url, "--admin-token", "sowa_given")
+    try:
+        options = ["--sowctl-server", server.url, "--sowctl-admin-token", "sowa_given"]
+        done = _pytest(project, *options, "-k", "checkpoint or fault or near_miss")
+    finally:
+        server.stop()
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and "1 failed, 2 passed" in output, output
+    assert set(_servers(project).values()) == {server.url}
+    missing = _pytest(project, "--sowctl-server", server.url, "-k", "checkpoint")
+    assert missing.returncode != 0
+    assert (
+        "--sowctl-server needs --sowctl-admin-token TOKEN (or SOWCTL_ADMIN_TOKEN)"
+        in missing.stdout + missing.stderr
+    )
