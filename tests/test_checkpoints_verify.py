@@ -189,3 +189,17 @@ def test_the_log_keeps_headers_but_never_a_credential_and_verify_matches_them(cl
     secret = client.post("/_admin/requests/verify", json={"headers": {"Authorization": "x"}}, headers=ADMIN)
     assert secret.status_code == 400
     assert secret.json()["error"].startswith("headers: Authorization carries credentials")
+
+
+def test_a_checkpoint_from_an_older_schema_is_refused_not_half_restored(client: httpx.Client) -> None:
+    load(client)
+    client.post("/_admin/checkpoints", json={"name": "old"}, headers=ADMIN).raise_for_status()
+    row = m.Meta.get_by_id("checkpoint:old")
+    entry = json.loads(row.value)
+    entry["schema"] = 1
+    m.Meta.update(value=json.dumps(entry)).where(m.Meta.key == row.key).execute()
+    items = m.Item.select().count()
+    refused = client.post("/_admin/checkpoints/old/restore", headers=ADMIN)
+    assert refused.status_code == 400
+    assert refused.json()["error"].startswith("name: checkpoint old was saved by an older sowctl (schema 1")
+    assert m.Item.select().count() == items

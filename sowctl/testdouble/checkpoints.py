@@ -9,7 +9,7 @@ are kept with it. Checkpoints survive ``/_admin/reset`` and server restarts;
 ``DELETE /_admin/checkpoints/NAME`` drops one.
 
 The list lives in ``Meta`` rows ``checkpoint:NAME`` holding JSON
-``{"slot", "createdAt", "records", "runtime"}``; the slot numbers the copies'
+``{"slot", "schema", "createdAt", "records", "runtime"}``; the slot numbers the copies'
 tables (``sowctl_ckpt_<slot>_<table>``), so a name never reaches SQL.
 Callers hold the gate exclusive (``sowctl.testdouble.gate``): no request runs
 while a checkpoint is saved or restored.
@@ -27,7 +27,7 @@ from typing import Any
 import peewee as pw
 
 from sowctl import models as m
-from sowctl.db import write_transaction
+from sowctl.db import SCHEMA_VERSION, write_transaction
 from sowctl.errors import InvalidInput, NotFound
 from sowctl.testdouble import state
 
@@ -90,6 +90,7 @@ def save(name: str) -> dict[str, Any]:
                 records += model.select().count()
         entry = {
             "slot": slot,
+            "schema": SCHEMA_VERSION,
             "createdAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "records": records,
             "runtime": state.read_runtime(),
@@ -102,6 +103,12 @@ def restore(name: str) -> dict[str, Any]:
     """Bring back the state saved as ``name``: every table as it was, all or nothing."""
     entry = _entry(name)
     slot = entry["slot"]
+    if entry.get("schema") != SCHEMA_VERSION:  # its copies lack columns added since
+        raise InvalidInput.for_field(
+            "name",
+            f"checkpoint {name} was saved by an older sowctl (schema {entry.get('schema', 'unknown')}, "
+            f"now {SCHEMA_VERSION}): save it again",
+        )
     with _without_foreign_key_checks(), write_transaction("global"):
         _skip_reference_triggers()
         _empty_tables()
