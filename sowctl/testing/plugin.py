@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,10 +84,7 @@ class ServerHandle:
     admin_token: str
     admin: AdminClient
     process: SowctlServer | None = None  # None for --sowctl-server
-    prepared: set[str] | None = None  # checkpoints this session saved
-
-    def __post_init__(self) -> None:
-        self.prepared = set()
+    prepared: set[str] = field(default_factory=set)  # checkpoints this session saved
 
 
 @pytest.fixture(scope="session")
@@ -206,7 +203,6 @@ def _prepare(server: ServerHandle, dataset: dict[str, Any] | None) -> None:
     """The dataset's state: restored from its checkpoint, or loaded once and checkpointed."""
     text = json.dumps(dataset, sort_keys=True, separators=(",", ":"))
     name = CHECKPOINT_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24]
-    assert server.prepared is not None
     if name in server.prepared:
         server.admin.restore(name)
         return
