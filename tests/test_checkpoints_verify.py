@@ -203,3 +203,22 @@ def test_a_checkpoint_from_an_older_schema_is_refused_not_half_restored(client: 
     assert refused.status_code == 400
     assert refused.json()["error"].startswith("name: checkpoint old was saved by an older sowctl (schema 1")
     assert m.Item.select().count() == items
+
+
+def test_near_misses_name_query_status_and_caller_differences(client: httpx.Client) -> None:
+    token = _traffic(client)
+    client.get("/api/sows", params={"projectId": "p-1"}, headers=bearer(token))
+    pattern = {
+        "method": "GET",
+        "path": "/api/sows",
+        "query": {"projectId": "p-2"},
+        "status": 404,
+        "caller": "bob",
+    }
+    report = client.post("/_admin/requests/verify", json=pattern, headers=ADMIN).json()
+    assert report["closest"][0]["path"] == "/api/sows"
+    assert report["closest"][0]["differences"] == [
+        "status: expected 404, got 200",
+        "caller: expected bob, got user-ada",
+        "query.projectId: expected 'p-2', got 'p-1'",
+    ]
