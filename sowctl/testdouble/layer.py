@@ -35,12 +35,13 @@ from urllib.parse import parse_qsl
 import bottle
 
 from sowctl import clock
-from sowctl.redaction import redact, redact_value
+from sowctl.redaction import is_secret_header, redact, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
 from sowctl.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
+from sowctl.testdouble.gate import Gate
 from sowctl.testdouble.recorder import MUTATING, Recorder
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 ADMIN_PREFIX = "/_admin"
 NEVER_FAULTED = ("/healthz",)
+MAX_HEADER_CHARS = 512  # per header value in the request log
 
 
 def install(app: SowctlBottle) -> TestDouble:
@@ -90,6 +92,8 @@ class TestDouble:
         self._count_left: int | None = None  # a start-up config's count, kept in this process
         self._now = self.settings.fixed_now
         self._clock_raw: str | None = None
+        # Reset, replace and restore wait for requests in flight (sowctl.testdouble.gate).
+        self.gate = Gate(app.dispatcher.database)
         self.restart()
 
     def restart(self) -> None:
@@ -164,6 +168,14 @@ class TestDouble:
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if is_admin_path(path):
             return self.inner(environ, start_response)
+        if not self.shared:  # without /_admin nothing replaces the database under a request
+            return self._api(environ, start_response, path, method, started)
+        with self.gate.shared():
+            return self._api(environ, start_response, path, method, started)
+
+    def _api(
+        self, environ: dict, start_response: Callable[..., Any], path: str, method: str, started: float
+    ) -> Iterable[bytes]:
         fault: dict[str, Any] | None = None
         faults = self._faults
         if faults.active and method != "OPTIONS" and faults.matches(method, path):
@@ -303,6 +315,7 @@ class TestDouble:
                 "response_body": response_text,
                 "response_truncated": response_truncated,
                 "fault": _json_or_none(fault),
+                "headers": _json_or_none(request_headers(environ)),
             }
             self.app.dispatcher.ensure_connection()
             state.log_request(entry, self.settings.request_log_size)
@@ -370,6 +383,21 @@ def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
         return {"userId": token.user_id, "organizationId": token.organization_id, "role": token.role}
     except Exception:  # a broken database: the request log shows no identity
         return None
+
+
+def request_headers(environ: dict) -> dict[str, str] | None:
+    """The request's headers (lower-case names) without any credential one, values redacted."""
+    found: dict[str, str] = {}
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            name = key[5:].replace("_", "-").lower()
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            name = key.replace("_", "-").lower()
+        else:
+            continue
+        if not is_secret_header(name):
+            found[name] = redact(str(value))[:MAX_HEADER_CHARS]
+    return found or None
 
 
 def _request_id(environ: dict) -> str:
