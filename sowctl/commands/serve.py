@@ -161,7 +161,7 @@ def serve(
             _print(f"Admin token: {settings.admin_token}")
         _print(f"Listening on {url}")
         if credentials is not None:
-            _print(_demo_text(url, *credentials))
+            _print(_demo_text(url, *credentials, admin_token=settings.admin_token if admin else None))
 
     try:
         run_server(
@@ -188,12 +188,19 @@ def _demo_access() -> tuple[str, str, bool]:
     return access.token, access.api_key, access.loaded
 
 
-def _demo_text(url: str, token: str, key: str, loaded: bool) -> str:
+def _demo_text(url: str, token: str, key: str, loaded: bool, *, admin_token: str | None = None) -> str:
+    """The demo's credentials and a ready console link. The link carries the tokens in its
+    fragment (``#token=...``), which a browser never sends to the server; a generated admin
+    token (``--admin``) rides along, one given with ``--admin-token`` is not printed."""
+    from urllib.parse import urlencode
+
     from sowctl.demo_data import DEMO_COMPANY, DEMO_ORG, DEMO_PROJECT_ID, DEMO_SOW
 
     state = "Demo dataset loaded." if loaded else "Demo dataset already present (not reloaded)."
+    fragment = urlencode({"token": token, **({"admin": admin_token} if admin_token else {})})
     lines = [
         state,
+        f"  console:  {url}/#{fragment}",
         f"  token:    {token}",
         f"  API key:  {key}",
         f"  org:      {DEMO_ORG}",
