@@ -2,7 +2,7 @@
 // projects page. The SOW page is sow.js, the emulator panel emulator.js.
 
 import { ApiError, allProjects, get, request, session, takeTokensFromFragment } from "./api.js";
-import { h, notice } from "./dom.js";
+import { fill, h, notice } from "./dom.js";
 import { orderingRule } from "./graph.js";
 import { showEmulator } from "./emulator.js";
 import { showSow } from "./sow.js";
@@ -89,7 +89,7 @@ function failed(error, retry) {
     return;
   }
   const text = error instanceof ApiError ? `${error.message} (HTTP ${error.status || "-"})` : String(error);
-  main.replaceChildren(
+  fill(main,
     h("h1", {}, "Could not load this page"),
     notice(text, "error"),
     h("p", {}, h("button", { type: "button", class: "primary", onclick: retry }, "Retry")),
@@ -107,7 +107,7 @@ function showLogin(message) {
   });
   const form = h("form", { onsubmit: (event) => signIn(event, input) },
     input, h("button", { type: "submit", class: "primary" }, "Open console"));
-  main.replaceChildren(h("section", { class: "login", "aria-labelledby": "login-title" },
+  fill(main, h("section", { class: "login", "aria-labelledby": "login-title" },
     h("h1", { id: "login-title" }, "Sign in with a bearer token"),
     message ? notice(message, "error") : null,
     h("p", { id: "token-help", class: "muted" },
@@ -144,7 +144,7 @@ function signOut() {
 
 async function showProjects() {
   document.title = "Projects · sowctl console";
-  main.replaceChildren(notice("Loading projects…"));
+  fill(main, notice("Loading projects…"));
   cache = { sows: null, projects: null }; // the list page always shows the server's current state
   let found;
   try {
@@ -177,7 +177,7 @@ async function showProjects() {
   if (others.length) {
     cards.push(h("li", { class: "project" }, h("h2", {}, "Other SOWs"), sowItems(others)));
   }
-  main.replaceChildren(
+  fill(main,
     h("h1", {}, "Projects"),
     h("p", { class: "muted" }, `${projectList.length} projects, ${sowList.length} SOWs. Open a SOW for its items, dependency graph and risks.`),
     projectList.length || others.length ? h("ul", { class: "projects" }, cards) : notice("No projects yet."));

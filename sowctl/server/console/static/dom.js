@@ -26,6 +26,12 @@ export function h(tag, attrs, ...children) {
   return build(document.createElement(tag), attrs, children);
 }
 
+/** Replace an element's content (null, undefined and false children are left out). */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  return build(element, {}, children);
+}
+
 /** An SVG element, the same way. */
 export function svg(tag, attrs, ...children) {
   return build(document.createElementNS(SVG_NS, tag), attrs, children);

@@ -3,7 +3,7 @@
 // and dump, and checkpoints when the server has them (found by a GET: 404 hides them).
 
 import { ApiError, admin, session } from "./api.js";
-import { h, notice, prettyBody, when } from "./dom.js";
+import { fill, h, notice, prettyBody, when } from "./dom.js";
 
 const POLL_MS = 2000;
 const LOG_LIMIT = 200;
@@ -44,14 +44,14 @@ export function showEmulator(main, { adminOn }) {
   };
 
   if (!adminOn) {
-    main.replaceChildren(h("h1", {}, "Emulator"),
+    fill(main, h("h1", {}, "Emulator"),
       notice("This server runs without the admin API. Start it with `sowctl serve --admin` (or --admin-token TOKEN) to use the emulator panel."));
     return { close: stop };
   }
 
   const askToken = (message) => {
     const input = h("input", { type: "password", id: "admin-token-input", autocomplete: "off", required: true });
-    main.replaceChildren(h("h1", {}, "Emulator"),
+    fill(main, h("h1", {}, "Emulator"),
       message ? notice(message, "error") : null,
       h("p", { class: "muted" }, "The emulator panel calls /_admin with the admin token that `sowctl serve --admin` printed (kept in this tab only)."),
       h("form", { class: "form-row", onsubmit: (event) => {
@@ -74,7 +74,7 @@ export function showEmulator(main, { adminOn }) {
         session.adminToken = null;
         askToken(`The server refused the admin token: ${error.message}`);
       } else {
-        main.replaceChildren(h("h1", {}, "Emulator"), notice(error.message, "error"));
+        fill(main, h("h1", {}, "Emulator"), notice(error.message, "error"));
       }
       return;
     }
@@ -90,7 +90,7 @@ export function showEmulator(main, { adminOn }) {
       if (!closed && log.live()) timer = window.setTimeout(() => log.refresh().finally(schedule), POLL_MS);
     };
     const checkpoints = h("div");
-    main.replaceChildren(
+    fill(main,
       h("h1", {}, "Emulator"),
       h("div", { class: "emulator" },
         log.element,
@@ -173,7 +173,7 @@ function requestLog(onLiveChange) {
   const draw = () => {
     const focused = document.activeElement && body.contains(document.activeElement) ? document.activeElement.dataset.id : null;
     const shown = entries.filter(matches).reverse(); // newest first
-    body.replaceChildren(...shown.flatMap(row));
+    fill(body, ...shown.flatMap(row));
     count.textContent = `${shown.length} of ${entries.length} requests`;
     if (focused) {
       const again = body.querySelector(`tr[data-id="${CSS.escape(focused)}"]`);
@@ -377,7 +377,7 @@ async function checkpointsCard(holder, refreshLog) {
   const list = h("ul", { class: "linklist", id: "checkpoint-list" });
   const name = h("input", { id: "checkpoint-name", type: "text", placeholder: "baseline", size: 16 });
   const draw = (checkpoints) => {
-    list.replaceChildren(...(checkpoints.length ? checkpoints.map((point) => h("li", {},
+    fill(list, ...(checkpoints.length ? checkpoints.map((point) => h("li", {},
       h("strong", {}, point.name), " ", h("span", { class: "muted" }, `${when(point.createdAt)} · ${point.records ?? "?"} records`), " ",
       h("button", { type: "button", onclick: () => act("POST", `/_admin/checkpoints/${encodeURIComponent(point.name)}/restore`, `Restored ${point.name}.`) }, "Restore"), " ",
       h("button", { type: "button", class: "danger", onclick: () => act("DELETE", `/_admin/checkpoints/${encodeURIComponent(point.name)}`, `Dropped ${point.name}.`) }, "Drop")))
@@ -398,10 +398,10 @@ async function checkpointsCard(holder, refreshLog) {
     await reload();
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return; // this server has no checkpoints
-    holder.replaceChildren(card("Checkpoints", notice(error.message, "error")));
+    fill(holder, card("Checkpoints", notice(error.message, "error")));
     return;
   }
-  holder.replaceChildren(card("Checkpoints", list,
+  fill(holder, card("Checkpoints", list,
     h("form", { onsubmit: (event) => { event.preventDefault(); act("POST", "/_admin/checkpoints", `Saved ${name.value.trim()}.`, { name: name.value.trim() }); } },
       h("label", { for: "checkpoint-name" }, "Save as"), name, h("button", { type: "submit" }, "Save")),
     result.element));

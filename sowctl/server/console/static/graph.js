@@ -155,17 +155,25 @@ function layout(shown, edges) {
       column.forEach((node, index) => row.set(node.key, index));
     }
   }
-  const tallest = Math.max(1, ...columns.map((column) => (column ? column.length : 0)));
+  // A layer taller than the cap is drawn as several columns side by side (nothing links
+  // nodes of one layer in time order), so 200 items make a wide picture, not a tower.
+  const cap = Math.max(12, Math.ceil(Math.sqrt(shown.length) * 1.5));
+  const drawn = [];
+  for (const column of columns) {
+    const nodes = column || [];
+    if (!nodes.length) drawn.push([]);
+    for (let start = 0; start < nodes.length; start += cap) drawn.push(nodes.slice(start, start + cap));
+  }
+  const tallest = Math.max(1, ...drawn.map((column) => column.length));
   const height = PAD * 2 + tallest * (NODE_H + GAP_Y) - GAP_Y;
-  columns.forEach((column, index) => {
-    if (!column) return;
+  drawn.forEach((column, index) => {
     const top = PAD + ((tallest - column.length) * (NODE_H + GAP_Y)) / 2;
     column.forEach((node, position) => {
       node.x = PAD + index * (NODE_W + GAP_X);
       node.y = top + position * (NODE_H + GAP_Y);
     });
   });
-  return { width: PAD * 2 + Math.max(1, columns.length) * (NODE_W + GAP_X) - GAP_X, height };
+  return { width: PAD * 2 + Math.max(1, drawn.length) * (NODE_W + GAP_X) - GAP_X, height };
 }
 
 /** Items without any dependency, in a grid under the graph. */
@@ -322,6 +330,26 @@ export function renderGraph(model, { showUnlinked = false, onSelect = () => {} }
   }
   root.append(nodeLayer);
 
+  // Selecting something dims what is not connected to it: at 200 items, its links stand out.
+  const lit = [];
+  const light = (kind, key) => {
+    for (const element of lit.splice(0)) element.classList.remove("lit");
+    root.classList.remove("focused");
+    const edges = kind === "dep"
+      ? model.edges.filter((edge) => edge.id === key)
+      : model.edges.filter((edge) => edge.from === key || edge.to === key);
+    if (!edges.length && kind === "dep") return;
+    for (const edge of edges) {
+      for (const name of [`dep:${edge.id}`, `node:${edge.from}`, `node:${edge.to}`]) {
+        const element = elements.get(name);
+        if (element) lit.push(element);
+      }
+    }
+    if (kind !== "dep" && elements.get(`node:${key}`)) lit.push(elements.get(`node:${key}`));
+    for (const element of lit) element.classList.add("lit");
+    root.classList.add("focused");
+  };
+
   let selected = null;
   return {
     element: root,
@@ -336,6 +364,7 @@ export function renderGraph(model, { showUnlinked = false, onSelect = () => {} }
       selected = elements.get(`${kind === "dep" ? "dep" : "node"}:${key}`) || null;
       if (!selected) return false;
       selected.classList.add("selected");
+      light(kind, key);
       if (focus) {
         selected.focus({ preventScroll: true });
         selected.scrollIntoView({ block: "center", inline: "center" });

@@ -3,7 +3,7 @@
 // with the full fields of whatever is selected read from the API on demand.
 
 import { get } from "./api.js";
-import { fields, h, notice, when } from "./dom.js";
+import { fields, fill, h, notice, when } from "./dom.js";
 import { buildModel, legendEntries, legendSwatch, renderGraph } from "./graph.js";
 
 const TABS = [
@@ -20,7 +20,7 @@ function badge(text, kind) {
 function flagBadges(edge) {
   const found = ["critical", "overdue", "blocked", "circular"].filter((flag) => edge[flag]).map((flag) => badge(flag, flag));
   if (edge.onPath) found.push(badge("critical path", "status-active"));
-  return found;
+  return found.flatMap((element) => [element, " "]);
 }
 
 function targetTitle(entry) {
@@ -29,7 +29,7 @@ function targetTitle(entry) {
 
 export async function showSow(main, route, ctx) {
   const sowId = route.key;
-  main.replaceChildren(notice(`Loading SOW ${sowId}…`));
+  fill(main, notice(`Loading SOW ${sowId}…`));
   let chain, sowList, projectList;
   try {
     [chain, sowList, projectList] = await Promise.all([
@@ -78,7 +78,7 @@ class SowPage {
     this.panel = h("div", { id: "sow-panel", role: "tabpanel", tabindex: "-1" });
     this.details = h("aside", { class: "details", "aria-label": "Details", "aria-live": "polite" });
     const edgeCount = this.model.edges.length;
-    this.main.replaceChildren(
+    fill(this.main,
       h("div", { class: "sow-head" },
         h("h1", {}, this.sow.title),
         h("span", { class: "muted" },
@@ -137,7 +137,7 @@ class SowPage {
   }
 
   showHint() {
-    this.details.replaceChildren(h("h2", {}, "Details"),
+    fill(this.details, h("h2", {}, "Details"),
       h("p", { class: "muted" }, "Select an item, an external party or a dependency to see its fields."));
   }
 
@@ -153,17 +153,17 @@ class SowPage {
   async showItem(itemId) {
     const ticket = ++this.detailsTicket;
     const node = this.model.nodes.get(itemId);
-    this.details.replaceChildren(h("h2", {}, node ? node.title : itemId), notice("Loading…"));
+    fill(this.details, h("h2", {}, node ? node.title : itemId), notice("Loading…"));
     let item;
     try {
       item = await get(`/api/items/${encodeURIComponent(itemId)}`);
     } catch (error) {
-      if (ticket === this.detailsTicket) this.details.replaceChildren(h("h2", {}, itemId), notice(error.message, "error"));
+      if (ticket === this.detailsTicket) fill(this.details, h("h2", {}, itemId), notice(error.message, "error"));
       return;
     }
     if (ticket !== this.detailsTicket) return; // another selection came first
     const parent = item.parentItemId ? this.model.nodes.get(item.parentItemId) : null;
-    this.details.replaceChildren(
+    fill(this.details,
       h("h2", {}, item.title),
       h("p", {}, badge(item.status, `status-${item.status}`), " ",
         node && node.onPath ? badge("critical path", "status-active") : null, " ",
@@ -184,7 +184,7 @@ class SowPage {
   showVendor(key) {
     this.detailsTicket += 1;
     const node = this.model.nodes.get(key);
-    this.details.replaceChildren(h("h2", {}, node ? node.title : key),
+    fill(this.details, h("h2", {}, node ? node.title : key),
       h("p", {}, badge("external party", "")),
       h("h3", {}, "Dependencies"), this.edgeList(key));
   }
@@ -192,17 +192,17 @@ class SowPage {
   async showDependency(depId) {
     const ticket = ++this.detailsTicket;
     const edge = this.edges.get(depId);
-    this.details.replaceChildren(h("h2", {}, `Dependency ${depId}`), notice("Loading…"));
+    fill(this.details, h("h2", {}, `Dependency ${depId}`), notice("Loading…"));
     let dep;
     try {
       dep = await get(`/api/dependencies/${encodeURIComponent(depId)}`);
     } catch (error) {
-      if (ticket === this.detailsTicket) this.details.replaceChildren(h("h2", {}, depId), notice(error.message, "error"));
+      if (ticket === this.detailsTicket) fill(this.details, h("h2", {}, depId), notice(error.message, "error"));
       return;
     }
     if (ticket !== this.detailsTicket) return;
     const title = (id) => (this.model.nodes.get(id) ? `${this.model.nodes.get(id).title} (${id})` : id);
-    this.details.replaceChildren(
+    fill(this.details,
       h("h2", {}, `Dependency ${dep.id}`),
       h("p", {}, edge ? flagBadges(edge) : null),
       fields([
@@ -234,7 +234,7 @@ class SowPage {
       onchange: () => { this.showUnlinked = unlinked.checked; this.drawGraph(scroll); setZoom(this.zoom); } });
     const path = this.model.criticalPath.map((id) => (this.model.nodes.get(id) || { title: id }).title);
     const scroll = h("div", { class: "graph-scroll", id: "graph-scroll" });
-    this.panel.replaceChildren(
+    fill(this.panel,
       legend,
       h("div", { class: "toolbar" },
         h("button", { type: "button", "aria-label": "Zoom out", onclick: () => setZoom(this.zoom - 1) }, "−"),
@@ -256,7 +256,7 @@ class SowPage {
       showUnlinked: this.showUnlinked,
       onSelect: (kind, key) => this.choose(kind, key),
     });
-    scroll.replaceChildren(this.graph.element);
+    fill(scroll, this.graph.element);
   }
 
   fitZoom(scroll) {
@@ -292,7 +292,7 @@ class SowPage {
             branch(item.id));
         }));
     };
-    this.panel.replaceChildren(
+    fill(this.panel,
       h("p", { class: "muted" }, "Requirements (R) show the status calculated from their task items (T)."),
       branch(null) || notice("This SOW has no items yet."));
   }
@@ -325,7 +325,7 @@ class SowPage {
           ]), ` → ${title(cycle[0])}`)))
         : null);
     const edges = this.model.edges;
-    this.panel.replaceChildren(h("div", { class: "risks" },
+    fill(this.panel, h("div", { class: "risks" },
       h("p", { class: "muted" }, "From the chain report's issues; each links to the dependency in the graph."),
       cycles,
       group("Critical", "critical", edges.filter((e) => e.critical), "Risk critical, still active or blocked."),
