@@ -271,7 +271,11 @@ export function renderGraph(model, { showUnlinked = false, onSelect = () => {} }
   let size = layout(linked, model.edges);
   if (unlinked.length) size = layoutUnlinked(unlinked, size);
   const shown = [...linked, ...unlinked];
-  const width = Math.max(size.width + 60, 320); // room for edges that loop out on the right
+  const loops = model.edges.some((edge) => {
+    const [from, to] = [model.nodes.get(edge.from), model.nodes.get(edge.to)];
+    return from.linked && to.x <= from.x + NODE_W / 2;
+  });
+  const width = Math.max(size.width + (loops ? 60 : 0), 320); // room for edges that loop out on the right
   const height = Math.max(size.height, 120);
 
   const root = svg("svg", {

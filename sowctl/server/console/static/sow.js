@@ -11,7 +11,9 @@ const TABS = [
   ["items", "Item tree"],
   ["risks", "Risks"],
 ];
-const ZOOMS = [0.4, 0.55, 0.7, 0.85, 1, 1.25, 1.5];
+const MIN_SCALE = 0.25;
+const MAX_SCALE = 2;
+const STEP = 1.25;
 
 function badge(text, kind) {
   return h("span", { class: `badge ${kind || ""}` }, text);
@@ -54,8 +56,7 @@ class SowPage {
     this.model = buildModel(chain, ctx.rule);
     this.edges = new Map(this.model.edges.map((edge) => [edge.id, edge]));
     this.showUnlinked = false;
-    this.zoom = ZOOMS.indexOf(1);
-    this.zoomChosen = false;
+    this.scale = null; // null until the graph is first shown: then it starts fitted (at most 100%)
     this.graph = null;
     this.detailsTicket = 0;
     this.tab = null;
@@ -225,30 +226,28 @@ class SowPage {
     const legend = h("ul", { class: "legend", "aria-label": "Legend" },
       legendEntries().map(([kind, text]) => h("li", {}, legendSwatch(kind), text)));
     const zoomLabel = h("span", { class: "muted", "aria-live": "polite" });
-    const setZoom = (index) => {
-      this.zoom = Math.max(0, Math.min(ZOOMS.length - 1, index));
-      this.graph.setScale(ZOOMS[this.zoom]);
-      zoomLabel.textContent = `${Math.round(ZOOMS[this.zoom] * 100)}%`;
+    const setZoom = (scale) => {
+      this.scale = Math.max(MIN_SCALE, Math.min(MAX_SCALE, scale));
+      this.graph.setScale(this.scale);
+      zoomLabel.textContent = `${Math.round(this.scale * 100)}%`;
     };
     const unlinked = h("input", { type: "checkbox", id: "show-unlinked", checked: this.showUnlinked,
-      onchange: () => { this.showUnlinked = unlinked.checked; this.drawGraph(scroll); setZoom(this.zoom); } });
+      onchange: () => { this.showUnlinked = unlinked.checked; this.drawGraph(scroll); setZoom(this.scale); } });
     const path = this.model.criticalPath.map((id) => (this.model.nodes.get(id) || { title: id }).title);
     const scroll = h("div", { class: "graph-scroll", id: "graph-scroll" });
     fill(this.panel,
       legend,
       h("div", { class: "toolbar" },
-        h("button", { type: "button", "aria-label": "Zoom out", onclick: () => setZoom(this.zoom - 1) }, "−"),
+        h("button", { type: "button", "aria-label": "Zoom out", onclick: () => setZoom(this.scale / STEP) }, "−"),
         zoomLabel,
-        h("button", { type: "button", "aria-label": "Zoom in", onclick: () => setZoom(this.zoom + 1) }, "+"),
-        h("button", { type: "button", onclick: () => setZoom(this.fitZoom(scroll)) }, "Fit"),
+        h("button", { type: "button", "aria-label": "Zoom in", onclick: () => setZoom(this.scale * STEP) }, "+"),
+        h("button", { type: "button", onclick: () => setZoom(this.fitScale(scroll)) }, "Fit"),
         h("label", {}, unlinked, " Show items without dependencies")),
       h("p", { class: "muted", id: "critical-path" },
         path.length ? `Critical path (${path.length} items): ${path.join(" → ")}` : "No critical path: nothing is ordered."),
       scroll);
     this.drawGraph(scroll);
-    if (!this.zoomChosen) this.zoom = Math.min(this.fitZoom(scroll), ZOOMS.indexOf(1)); // wide graphs start fitted
-    this.zoomChosen = true;
-    setZoom(this.zoom);
+    setZoom(this.scale ?? Math.min(1, this.fitScale(scroll))); // a wide graph starts fitted
   }
 
   drawGraph(scroll) {
@@ -259,9 +258,8 @@ class SowPage {
     fill(scroll, this.graph.element);
   }
 
-  fitZoom(scroll) {
-    const fits = ZOOMS.filter((zoom) => this.graph.size.width * zoom <= scroll.clientWidth);
-    return fits.length ? ZOOMS.indexOf(fits[fits.length - 1]) : 0;
+  fitScale(scroll) {
+    return (scroll.clientWidth - 2) / this.graph.size.width;
   }
 
   // --- the item tree -----------------------------------------------------------------------------
