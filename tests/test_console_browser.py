@@ -334,6 +334,73 @@ def test_emulator_sets_a_fault_and_shows_it_in_the_request_log(tab: Tab, served:
     page.wait_for_selector("text=No faults, no latency.")
 
 
+def test_emulator_checkpoints_follow_the_admin_api(tab: Tab, served: SimpleNamespace) -> None:
+    """Servers with checkpoints (GET /_admin/checkpoints answers a list) get the section; this
+    server's answer is replaced by such a list, and the panel's requests are recorded."""
+    saved = [{"name": "baseline", "createdAt": "2026-11-20T10:00:00Z", "records": 42}]
+    sent: list[tuple[str, str, str | None]] = []
+
+    def checkpoints(route) -> None:
+        request = route.request
+        sent.append((request.method, request.url.split("/_admin", 1)[1], request.post_data))
+        if request.method == "GET":
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(saved))
+        else:
+            route.fulfill(status=200, content_type="application/json", body=json.dumps({"name": "baseline"}))
+
+    tab.page.route("**/_admin/checkpoints**", checkpoints)
+    tab.open_link()
+    tab.page.click("#nav-emulator")
+    tab.page.wait_for_selector("#checkpoint-list li:has-text('baseline')")
+    assert "42 records" in tab.page.text_content("#checkpoint-list")
+    tab.page.fill("#checkpoint-name", "after-setup")
+    tab.page.click("#checkpoint-name ~ button")
+    tab.page.wait_for_selector("text=Saved after-setup.")
+    tab.page.click("#checkpoint-list button:text('Restore')")
+    tab.page.wait_for_selector("text=Restored baseline.")
+    assert ("POST", "/checkpoints", '{"name":"after-setup"}') in sent
+    assert ("POST", "/checkpoints/baseline/restore", None) in sent
+
+
+def test_emulator_downloads_resets_and_loads_a_dataset(
+    tab: Tab, served: SimpleNamespace, tmp_path: Path
+) -> None:
+    tab.open_link()
+    page = tab.page
+    page.click("#nav-emulator")
+    page.wait_for_selector("#dataset-dump")
+    with page.expect_download() as download:
+        page.click("#dataset-dump")
+    saved = tmp_path / "dump.json"
+    download.value.save_as(saved)
+    dumped = json.loads(saved.read_text())
+    assert {item["id"] for item in dumped["items"]} >= {"item-001", "item-011"}
+
+    page.click("text=Reset…")
+    page.click("text=Yes, empty every table")
+    page.wait_for_selector("text=Every table emptied")
+    assert served.admin.get("/_admin/dataset").json()["items"] == []
+
+    page.set_input_files("#dataset-file", str(saved))
+    page.click("#dataset-file ~ button[type=submit]")
+    page.wait_for_selector("text=Loaded:")
+    assert f"{len(dumped['items'])} items" in page.text_content("text=Loaded:")
+    # The reset took the demo token with it (credentials are not in a dataset): a new one
+    # for the rest of the module, and the console asks for it.
+    issued = served.admin.post(
+        "/_admin/tokens", json={"userId": demo_data.DEMO_USER, "organizationId": demo_data.DEMO_ORG}
+    )
+    assert issued.status_code == 201, issued.text
+    served.token = issued.json()["token"]
+    served.link = served.link.replace(re.search(r"#token=([^&]+)", served.link).group(1), served.token)
+    served.api.headers["Authorization"] = f"Bearer {served.token}"
+    tab.allow("/api/sows", 401)
+    tab.allow("/projects", 401)
+    page.click("#nav-projects")
+    page.wait_for_selector("#token-input")
+    tab.open_link()
+
+
 # --- /docs -------------------------------------------------------------------------------------------
 
 

@@ -275,11 +275,11 @@ class SowPage {
     const branch = (parent) => {
       const children = byParent.get(parent) || [];
       if (!children.length) return null;
-      return h(parent === null ? "ul" : "ul", { class: parent === null ? "tree" : "", role: parent === null ? "tree" : "group" },
+      return h("ul", { class: parent === null ? "tree" : null, "aria-label": parent === null ? "Items" : null },
         children.map((item) => {
           const node = this.model.nodes.get(item.id);
           const marks = new Set(flagsOf(item.id).flatMap((edge) => ["critical", "overdue", "blocked"].filter((f) => edge[f])));
-          return h("li", { role: "treeitem", "aria-expanded": byParent.has(item.id) ? "true" : null },
+          return h("li", {},
             h("span", { class: "kind", title: item.type }, item.type === "requirement" ? "R" : "T"),
             h("button", { type: "button", class: "linkish", "data-item": item.id, onclick: () => this.choose("item", item.id) }, item.title),
             " ", badge(item.status, `status-${item.status}`),
