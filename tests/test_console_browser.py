@@ -278,6 +278,57 @@ def test_a_title_with_markup_is_shown_as_text(tab: Tab, served: SimpleNamespace)
         served.api.delete(f"/api/items/{item_id}")
 
 
+def test_a_stored_cycle_is_drawn_in_its_own_colour_and_listed(tab: Tab, served: SimpleNamespace) -> None:
+    """Only an import can store a cycle (the API refuses to close one): load one into a new SOW."""
+    project = served.api.get("/projects").json()["projects"][0]["id"]
+    items = [
+        {"id": f"loop-{name}", "sowId": "sow-loop", "title": f"Loop {name}", "type": "task_item"}
+        for name in ("a", "b", "c", "d")
+    ]
+    waits = [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")]  # a, b, c wait for one another; d for a
+    dependencies = [
+        {
+            "id": f"dep-loop-{source}{target}",
+            "sourceItemId": f"loop-{source}",
+            "targetItemId": f"loop-{target}",
+            "dependencyType": "depends_on",
+            "riskLevel": "medium",
+        }
+        for source, target in waits
+    ]
+    data = {"sows": [{"id": "sow-loop", "projectId": project, "title": "Loop"}], "items": items}
+    loaded = served.admin.post("/_admin/dataset", json={**data, "dependencies": dependencies})
+    assert loaded.status_code == 200, loaded.text
+    cycle = served.api.get("/api/dependencies/chain", params={"sowId": "sow-loop"}).json()["issues"][
+        "circular"
+    ]
+    assert sorted(cycle[0]) == ["loop-a", "loop-b", "loop-c"]
+
+    tab.open_link()
+    page = tab.page
+    page.goto(f"{served.url}/#/sow/sow-loop/graph")
+    page.wait_for_selector("svg.graph .node")
+    circular = page.eval_on_selector_all(
+        "svg.graph .node.circular", "nodes => nodes.map(n => n.dataset.node)"
+    )
+    assert sorted(circular) == ["loop-a", "loop-b", "loop-c"]
+    edges = page.eval_on_selector_all("svg.graph .edge.circular", "edges => edges.map(e => e.dataset.dep)")
+    assert sorted(edges) == ["dep-loop-ab", "dep-loop-bc", "dep-loop-ca"]
+    colour = page.eval_on_selector("svg.graph .edge.circular .line", "line => getComputedStyle(line).stroke")
+    others = page.eval_on_selector_all(
+        ".legend .edge .line",
+        "lines => lines.map(l => [l.parentNode.getAttribute('class'), getComputedStyle(l).stroke])",
+    )
+    assert [kind for kind, stroke in others if stroke == colour] == ["edge circular"]
+    tab.shot("sow-circular")
+    page.click("#tab-risks")
+    risk = page.locator("#risks-circular ~ ol li")
+    assert risk.count() == 1
+    assert risk.text_content().count("Loop") == 4  # a -> b -> c -> a, each a link into the graph
+    risk.locator("a").first.click()
+    page.wait_for_selector("svg.graph .node.selected.circular")
+
+
 def test_narrow_window_scrolls_the_graph_not_the_page(tab: Tab, served: SimpleNamespace) -> None:
     tab.page.set_viewport_size({"width": 420, "height": 800})
     tab.open_link()

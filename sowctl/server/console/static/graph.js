@@ -236,18 +236,30 @@ function arrowMarkers() {
   );
 }
 
-function curve(from, to) {
+/** The path of an edge: {d, mid (label position), extent [x, y] (its farthest point)}. */
+function curve(from, to, floor) {
   if (to.x > from.x + NODE_W / 2) {
     const [x1, y1, x2, y2] = [from.x + NODE_W, from.y + NODE_H / 2, to.x, to.y + NODE_H / 2];
     const bend = Math.max(30, (x2 - x1) / 2);
-    return { d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}`, mid: [(x1 + x2) / 2, (y1 + y2) / 2] };
+    return {
+      d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}`,
+      mid: [(x1 + x2) / 2, (y1 + y2) / 2], extent: [x2, Math.max(y1, y2)],
+    };
   }
-  // Same column, or backwards (a cycle, a vendor after its item): out of the right side of
-  // the first and into the right side of the other, clear of the nodes in between.
+  if (to.x < from.x - NODE_W / 2) {
+    // Backwards (inside a cycle, or a vendor after its item): under every node in between.
+    const [x1, y1, x2, y2] = [from.x + NODE_W / 2, from.y + NODE_H, to.x + NODE_W / 2, to.y + NODE_H];
+    const low = floor(to.x, from.x) + 30;
+    return { d: `M${x1},${y1} C${x1},${low} ${x2},${low} ${x2},${y2}`, mid: [(x1 + x2) / 2, low - 6], extent: [x1, low] };
+  }
+  // Same column: out of the right side of one and into the right side of the other.
   const [x1, y1, x2, y2] = [from.x + NODE_W, from.y + NODE_H / 2, to.x + NODE_W, to.y + NODE_H / 2];
   const reach = 40 + Math.abs(y2 - y1) / 8;
   const right = Math.max(x1, x2) + reach;
-  return { d: `M${x1},${y1} C${right},${y1} ${right},${y2} ${x2},${y2}`, mid: [right - reach / 4, (y1 + y2) / 2] };
+  return {
+    d: `M${x1},${y1} C${right},${y1} ${right},${y2} ${x2},${y2}`,
+    mid: [right - reach / 4, (y1 + y2) / 2], extent: [right, Math.max(y1, y2)],
+  };
 }
 
 function activate(element, handler) {
@@ -271,12 +283,13 @@ export function renderGraph(model, { showUnlinked = false, onSelect = () => {} }
   let size = layout(linked, model.edges);
   if (unlinked.length) size = layoutUnlinked(unlinked, size);
   const shown = [...linked, ...unlinked];
-  const loops = model.edges.some((edge) => {
-    const [from, to] = [model.nodes.get(edge.from), model.nodes.get(edge.to)];
-    return from.linked && to.x <= from.x + NODE_W / 2;
-  });
-  const width = Math.max(size.width + (loops ? 60 : 0), 320); // room for edges that loop out on the right
-  const height = Math.max(size.height, 120);
+  const floor = (left, right) =>
+    Math.max(...linked.filter((node) => node.x >= left && node.x <= right).map((node) => node.y + NODE_H));
+  const paths = new Map(model.edges.map((edge) => [edge.id, curve(model.nodes.get(edge.from), model.nodes.get(edge.to), floor)]));
+  // Room for the edges that loop out on the right or under the nodes.
+  const reach = [...paths.values()].map((path) => path.extent);
+  const width = Math.max(size.width, 320, ...reach.map(([x]) => x + PAD));
+  const height = Math.max(size.height, 120, ...reach.map(([, y]) => y + 12));
 
   const root = svg("svg", {
     class: "graph", viewBox: `0 0 ${width} ${height}`, width, height, role: "group",
@@ -295,9 +308,7 @@ export function renderGraph(model, { showUnlinked = false, onSelect = () => {} }
   const rank = (edge) => (edge.critical || edge.overdue || edge.blocked || edge.circular || edge.onPath ? 1 : 0);
   const edgeLayer = svg("g", { class: "edges" });
   for (const edge of [...model.edges].sort((a, b) => rank(a) - rank(b))) {
-    const from = model.nodes.get(edge.from);
-    const to = model.nodes.get(edge.to);
-    const { d, mid } = curve(from, to);
+    const { d, mid } = paths.get(edge.id);
     const label = describeEdge(edge, model.nodes);
     const group = svg("g", {
       class: edgeClass(edge), tabindex: 0, role: "button", "aria-label": label, "data-dep": edge.id,
@@ -327,7 +338,7 @@ export function renderGraph(model, { showUnlinked = false, onSelect = () => {} }
     svg("title", {}, label),
     svg("rect", { width: NODE_W, height: NODE_H, rx: node.kind === "vendor" ? 14 : 5 }),
     svg("text", { x: 10, y: 17, class: "title" }, shorten(node.title, TITLE_CHARS)),
-    svg("text", { x: 10, y: 33, class: "sub" }, shorten(node.kind === "item" ? `${node.id} · ${node.status}` : kindText, 34)));
+    svg("text", { x: 10, y: 33, class: "sub" }, shorten(node.kind === "item" ? `${node.id} · ${node.status}${node.circular ? " · in a cycle" : ""}` : kindText, 34)));
     activate(group, () => onSelect(node.kind === "vendor" ? "vendor" : "item", node.key));
     elements.set(`node:${node.key}`, group);
     nodeLayer.append(group);
