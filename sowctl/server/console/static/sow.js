@@ -14,6 +14,7 @@ const TABS = [
 const MIN_SCALE = 0.25;
 const MAX_SCALE = 2;
 const STEP = 1.25;
+const READABLE_SCALE = 0.8;
 
 function badge(text, kind) {
   return h("span", { class: `badge ${kind || ""}` }, text);
@@ -132,9 +133,9 @@ class SowPage {
   }
 
   /** A choice made on this page: shown at once, and kept in the address for a reload or a link. */
-  choose(kind, key) {
+  choose(kind, key, { focus = false } = {}) {
     this.ctx.replaceAddress(this.ctx.sowLink(this.sowId, this.tab, kind, key));
-    this.select(kind, key);
+    this.select(kind, key, { focus });
   }
 
   showHint() {
@@ -233,7 +234,11 @@ class SowPage {
     };
     const unlinked = h("input", { type: "checkbox", id: "show-unlinked", checked: this.showUnlinked,
       onchange: () => { this.showUnlinked = unlinked.checked; this.drawGraph(scroll); setZoom(this.scale); } });
-    const path = this.model.criticalPath.map((id) => (this.model.nodes.get(id) || { title: id }).title);
+    const path = this.model.criticalPath.flatMap((id, index) => [
+      index ? " → " : "",
+      h("button", { type: "button", class: "linkish", onclick: () => this.choose("item", id, { focus: true }) },
+        (this.model.nodes.get(id) || { title: id }).title),
+    ]);
     const scroll = h("div", { class: "graph-scroll", id: "graph-scroll" });
     fill(this.panel,
       legend,
@@ -244,10 +249,13 @@ class SowPage {
         h("button", { type: "button", onclick: () => setZoom(this.fitScale(scroll)) }, "Fit"),
         h("label", {}, unlinked, " Show items without dependencies")),
       h("p", { class: "muted", id: "critical-path" },
-        path.length ? `Critical path (${path.length} items): ${path.join(" → ")}` : "No critical path: nothing is ordered."),
+        this.model.criticalPath.length
+          ? [`Critical path (${this.model.criticalPath.length} items): `, path]
+          : "No critical path: nothing is ordered."),
       scroll);
     this.drawGraph(scroll);
-    setZoom(this.scale ?? Math.min(1, this.fitScale(scroll))); // a wide graph starts fitted
+    // A wide graph starts fitted, but never so small that its titles cannot be read (scroll instead).
+    setZoom(this.scale ?? Math.max(READABLE_SCALE, Math.min(1, this.fitScale(scroll))));
   }
 
   drawGraph(scroll) {
