@@ -1,4 +1,4 @@
-"""sowctl serve: the whole HTTP API on the selected database (contract §4)."""
+"""sowctl serve: the whole HTTP API on the selected database (contract §4), the web console and /docs."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def serve(
         bool,
         typer.Option(
             "--demo",
-            help="Load the demo dataset into an empty database, and print a token, an API key "
-            "and example commands.",
+            help="Load the demo dataset into an empty database, and print a token, an API key, "
+            "a web console link and example commands.",
         ),
     ] = False,
     rate_per_minute: Annotated[
@@ -105,7 +105,8 @@ def serve(
     """Serve the HTTP API (Groups A, B and C) until Ctrl-C or SIGTERM.
 
     Prints "Listening on URL" once the server accepts connections. The database
-    is migrated before the workers start. With --demo an empty database gets the
+    is migrated before the workers start. URL/ is the web console (sign in with a
+    bearer token) and URL/docs the interactive API documentation. With --demo an empty database gets the
     demo dataset; a non-empty one that holds the demo organization just gets a
     fresh token and API key.
 
