@@ -33,6 +33,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(os.environ.get("SOWCTL_TEST_ARTIFACTS") or Path(tempfile.gettempdir()) / "sowctl-artifacts")
 SOW = demo_data.DEMO_SOW
 TIMEOUT_MS = 10_000
+PUBLIC_PATHS = ("/api/", "/projects", "/clients", "/_admin/", "/console/", "/docs/assets/", "/#", "/healthz")
 
 # Installed in every page before its own scripts: records what the CSP refused.
 CSP_WATCH = """
@@ -82,8 +83,10 @@ class Tab:
         self.page = context.new_page()
         self.errors: list[str] = []
         self.allowed: list[tuple[str, int]] = [("/_admin/checkpoints", 404)]  # probed; 404 hides the panel
+        self.requests: list[str] = []
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+        self.page.on("request", lambda request: self.requests.append(request.url))
 
     def allow(self, path: str, status: int) -> None:
         """A failed request the test causes on purpose (the browser reports it as an error)."""
@@ -118,6 +121,12 @@ def tab(browser, served: SimpleNamespace) -> Iterator[Tab]:
     context.close()
     assert not opened.errors, opened.errors
     assert violations == [], violations
+    # Nothing from elsewhere (no CDN, no font service), and nothing but the public API,
+    # /_admin and the console's own files from this server.
+    for url in opened.requests:
+        assert url.startswith(served.url + "/") or url.startswith("blob:" + served.url), url
+        path = url.removeprefix(served.url).split("?")[0]
+        assert path.startswith(PUBLIC_PATHS) or path in ("/", "/docs", "/openapi.json"), url
 
 
 def chain(served: SimpleNamespace) -> dict:
