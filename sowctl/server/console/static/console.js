@@ -45,8 +45,8 @@ function replaceAddress(link) {
 
 // --- data shared by pages -----------------------------------------------------------------------
 
-async function sows() {
-  if (!cache.sows) cache.sows = await get("/api/sows");
+async function sows({ fresh = false } = {}) {
+  if (!cache.sows || fresh) cache.sows = await get("/api/sows");
   return cache.sows;
 }
 

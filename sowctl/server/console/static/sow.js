@@ -40,6 +40,7 @@ export async function showSow(main, route, ctx) {
       ctx.sows(),
       ctx.projects().catch(() => []), // the project's name is a nicety; the SOW shows without it
     ]);
+    if (!sowList.some((sow) => sow.id === sowId)) sowList = await ctx.sows({ fresh: true }); // created since
   } catch (error) {
     ctx.failed(error, () => showSow(main, route, ctx));
     return null;
