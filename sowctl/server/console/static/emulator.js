@@ -87,7 +87,9 @@ export function showEmulator(main, { adminOn }) {
     const log = requestLog(() => schedule());
     const schedule = () => {
       stop();
-      if (!closed && log.live()) timer = window.setTimeout(() => log.refresh().finally(schedule), POLL_MS);
+      // A hidden tab asks nothing (it looks again once shown); the panel never loads the server for no one.
+      const poll = () => (document.hidden ? schedule() : log.refresh().finally(schedule));
+      if (!closed && log.live()) timer = window.setTimeout(poll, POLL_MS);
     };
     const checkpoints = h("div");
     fill(main,
@@ -278,7 +280,7 @@ function faultsCard(refreshLog) {
     h("form", { onsubmit: apply },
       h("fieldset", {}, h("legend", {}, h("label", {}, failOn, " Fail requests")),
         h("label", {}, "Share ", rate), h("label", {}, "Status ", status), h("label", {}, "Mode ", mode),
-        h("label", {}, "Only the next ", count)),
+        h("label", {}, "Only the next ", count, " failures")),
       h("fieldset", {}, h("legend", {}, h("label", {}, latencyOn, " Add latency")),
         h("label", {}, "ms ", low), h("label", {}, "to ", high)),
       h("label", { for: "fault-routes" }, "Routes (one per line; empty: every API route)"), routes,
