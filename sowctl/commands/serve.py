@@ -105,10 +105,12 @@ def serve(
     """Serve the HTTP API (Groups A, B and C) until Ctrl-C or SIGTERM.
 
     Prints "Listening on URL" once the server accepts connections. The database
-    is migrated before the workers start. URL/ is the web console (sign in with a
-    bearer token) and URL/docs the interactive API documentation. With --demo an empty database gets the
+    is migrated before the workers start. With --demo an empty database gets the
     demo dataset; a non-empty one that holds the demo organization just gets a
     fresh token and API key.
+
+    In a browser, URL/ is the web console (sign in with a bearer token) and
+    URL/docs the interactive API documentation.
 
     As a test double: --admin-token (or --admin) enables /_admin (reset, datasets,
     tokens, keys, faults, clock, request log); --latency and --fault-* inject delays
