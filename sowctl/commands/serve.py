@@ -1,4 +1,4 @@
-"""sowctl serve: the whole HTTP API on the selected database (contract §4)."""
+"""sowctl serve: the whole HTTP API on the selected database (contract §4), the web console and /docs."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def serve(
         bool,
         typer.Option(
             "--demo",
-            help="Load the demo dataset into an empty database, and print a token, an API key "
-            "and example commands.",
+            help="Load the demo dataset into an empty database, and print a token, an API key, "
+            "a web console link and example commands.",
         ),
     ] = False,
     rate_per_minute: Annotated[
@@ -134,6 +134,9 @@ def serve(
     demo dataset; a non-empty one that holds the demo organization just gets a
     fresh token and API key.
 
+    In a browser, URL/ is the web console (sign in with a bearer token) and
+    URL/docs the interactive API documentation.
+
     As a test double: --admin-token (or --admin) enables /_admin (reset, datasets,
     tokens, keys, faults, clock, request log); --latency and --fault-* inject delays
     and failures; --seed and --clock make ids and timestamps reproducible; --record
@@ -198,7 +201,7 @@ def serve(
             _print(f"Admin token: {settings.admin_token}")
         _print(f"Listening on {url}")
         if credentials is not None:
-            _print(_demo_text(url, *credentials))
+            _print(_demo_text(url, *credentials, admin_token=settings.admin_token if admin else None))
 
     def run(also_ready: Callable[[str], None] | None = None) -> None:
         def on_ready(url: str) -> None:
@@ -241,12 +244,19 @@ def _demo_access() -> tuple[str, str, bool]:
     return access.token, access.api_key, access.loaded
 
 
-def _demo_text(url: str, token: str, key: str, loaded: bool) -> str:
+def _demo_text(url: str, token: str, key: str, loaded: bool, *, admin_token: str | None = None) -> str:
+    """The demo's credentials and a ready console link. The link carries the tokens in its
+    fragment (``#token=...``), which a browser never sends to the server; a generated admin
+    token (``--admin``) rides along, one given with ``--admin-token`` is not printed."""
+    from urllib.parse import urlencode
+
     from sowctl.demo_data import DEMO_COMPANY, DEMO_ORG, DEMO_PROJECT_ID, DEMO_SOW
 
     state = "Demo dataset loaded." if loaded else "Demo dataset already present (not reloaded)."
+    fragment = urlencode({"token": token, **({"admin": admin_token} if admin_token else {})})
     lines = [
         state,
+        f"  console:  {url}/#{fragment}",
         f"  token:    {token}",
         f"  API key:  {key}",
         f"  org:      {DEMO_ORG}",

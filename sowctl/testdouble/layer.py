@@ -2,7 +2,9 @@
 
 ``create_app`` installs it only when a test-double option is on
 (``ServerSettings.test_double``); otherwise requests go straight to Bottle and
-cost nothing extra. Per request, in this order:
+cost nothing extra. The web console's pages and files (``/``, ``/docs``,
+``sowctl.server.console``) pass straight through, as ``/healthz`` does. Per request,
+in this order:
 
 1. **Shared state.** With the admin API on, the run-time settings that
    ``/_admin/faults`` and ``/_admin/clock`` store in the database are read (one
@@ -37,6 +39,7 @@ import bottle
 from sowctl import clock
 from sowctl.redaction import is_secret_header, redact, redact_value
 from sowctl.server import auth, cors
+from sowctl.server.console import is_console_path
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
@@ -162,7 +165,7 @@ class TestDouble:
     def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
         path = request_path(environ)
-        if path in NEVER_FAULTED:
+        if path in NEVER_FAULTED or is_console_path(path):  # the console must load to show a fault
             return self.inner(environ, start_response)
         self.sync()
         method = environ.get("REQUEST_METHOD", "GET").upper()
