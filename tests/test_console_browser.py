@@ -82,7 +82,7 @@ class Tab:
         self.served = served
         self.page = context.new_page()
         self.errors: list[str] = []
-        self.allowed: list[tuple[str, int]] = [("/_admin/checkpoints", 404)]  # probed; 404 hides the panel
+        self.allowed: list[tuple[str, int]] = []
         self.requests: list[str] = []
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
@@ -404,8 +404,7 @@ def test_emulator_sets_a_fault_and_shows_it_in_the_request_log(tab: Tab, served:
     page = tab.page
     page.click("#nav-emulator")
     page.wait_for_selector("#request-log")
-    checkpoints = served.admin.get("/_admin/checkpoints").status_code
-    assert page.locator("#checkpoint-list").count() == (0 if checkpoints == 404 else 1)
+    page.wait_for_selector("#checkpoint-list")  # this server has checkpoints, so the panel shows them
 
     page.check("#fault-on")
     page.fill("#fault-rate", "1")
@@ -443,32 +442,29 @@ def test_emulator_sets_a_fault_and_shows_it_in_the_request_log(tab: Tab, served:
     page.wait_for_selector("text=No faults, no latency.")
 
 
-def test_emulator_checkpoints_follow_the_admin_api(tab: Tab, served: SimpleNamespace) -> None:
-    """Servers with checkpoints (GET /_admin/checkpoints answers a list) get the section; this
-    server's answer is replaced by such a list, and the panel's requests are recorded."""
-    saved = [{"name": "baseline", "createdAt": "2026-11-20T10:00:00Z", "records": 42}]
-    sent: list[tuple[str, str, str | None]] = []
-
-    def checkpoints(route) -> None:
-        request = route.request
-        sent.append((request.method, request.url.split("/_admin", 1)[1], request.post_data))
-        if request.method == "GET":
-            route.fulfill(status=200, content_type="application/json", body=json.dumps(saved))
-        else:
-            route.fulfill(status=200, content_type="application/json", body=json.dumps({"name": "baseline"}))
-
-    tab.page.route("**/_admin/checkpoints**", checkpoints)
+def test_emulator_saves_and_restores_a_checkpoint(tab: Tab, served: SimpleNamespace) -> None:
+    """The panel drives the server's real checkpoints: save, see it listed, change the data,
+    restore, and the change is gone."""
     tab.open_link()
-    tab.page.click("#nav-emulator")
-    tab.page.wait_for_selector("#checkpoint-list li:has-text('baseline')")
-    assert "42 records" in tab.page.text_content("#checkpoint-list")
-    tab.page.fill("#checkpoint-name", "after-setup")
-    tab.page.click("#checkpoint-name ~ button")
-    tab.page.wait_for_selector("text=Saved after-setup.")
-    tab.page.click("#checkpoint-list button:text('Restore')")
-    tab.page.wait_for_selector("text=Restored baseline.")
-    assert ("POST", "/checkpoints", '{"name":"after-setup"}') in sent
-    assert ("POST", "/checkpoints/baseline/restore", None) in sent
+    page = tab.page
+    page.click("#nav-emulator")
+    page.wait_for_selector("#checkpoint-list")
+    page.fill("#checkpoint-name", "before-browser-change")
+    page.click("#checkpoint-name ~ button")
+    page.wait_for_selector("text=Saved before-browser-change.")
+    listed = served.admin.get("/_admin/checkpoints").json()
+    assert "before-browser-change" in [point["name"] for point in listed]
+    assert "before-browser-change" in page.text_content("#checkpoint-list")
+
+    created = served.api.post("/api/sows", json={"id": "sow-made-after-checkpoint", "title": "Temporary"})
+    assert created.status_code == 201, created.text
+    row = page.locator("#checkpoint-list li", has_text="before-browser-change")
+    row.locator("button:text('Restore')").click()
+    page.wait_for_selector("text=Restored before-browser-change.")
+    assert "sow-made-after-checkpoint" not in [sow["id"] for sow in served.api.get("/api/sows").json()]
+    row.locator("button:text('Drop')").click()
+    page.wait_for_selector("text=Dropped before-browser-change.")
+    assert "before-browser-change" not in [p["name"] for p in served.admin.get("/_admin/checkpoints").json()]
 
 
 def test_emulator_downloads_resets_and_loads_a_dataset(
