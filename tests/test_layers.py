@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.commands",
             "sowctl.context",
             "sowctl.render",
+            "sowctl.output",
             "sowctl.chart",
             "sowctl.itemtree",
         ),

@@ -9,7 +9,7 @@ import typer
 
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import Column, emit_message, emit_rows
+from sowctl.render import TIME, Column, emit_message, emit_rows
 
 app = typer.Typer(
     help="API keys for the external API (stored hashed; local mode only).", no_args_is_help=True
@@ -18,9 +18,9 @@ app = typer.Typer(
 COLUMNS = [
     Column("ID", "id"),
     Column("KEY", "key"),
-    Column("ORG", "organizationId"),
-    Column("CREATED", "createdAt"),
-    Column("REVOKED", "revokedAt"),
+    Column("ORG", "organizationId", priority=2),
+    Column("CREATED", "createdAt", kind=TIME, priority=3),
+    Column("REVOKED", "revokedAt", kind=TIME, priority=2),
 ]
 
 

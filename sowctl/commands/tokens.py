@@ -9,7 +9,7 @@ import typer
 
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import Column, emit_message, emit_rows
+from sowctl.render import ENUM, TIME, Column, emit_message, emit_rows
 
 app = typer.Typer(help="Bearer tokens (stored hashed; local mode only).", no_args_is_help=True)
 
@@ -17,10 +17,10 @@ COLUMNS = [
     Column("ID", "id"),
     Column("TOKEN", "token"),
     Column("USER", "userId"),
-    Column("ORG", "organizationId"),
-    Column("ROLE", "role"),
-    Column("CREATED", "createdAt"),
-    Column("REVOKED", "revokedAt"),
+    Column("ORG", "organizationId", priority=2),
+    Column("ROLE", "role", kind=ENUM),
+    Column("CREATED", "createdAt", kind=TIME, priority=3),
+    Column("REVOKED", "revokedAt", kind=TIME, priority=2),
 ]
 
 
