@@ -127,7 +127,7 @@ def _plain_metavars(command: click.Command) -> None:
         if isinstance(param, TyperArgument) and param.metavar is None:
             param.metavar = (param.name or "value").upper()
             param.__class__ = _Argument
-            if param.type.name in ("text", "str", "string"):  # no "<str>" beside the name: the name says it
+            if param.type.name in ("text", "str", "string", "path"):  # the name says what it is
                 param.type = _plain(param.type)
         elif isinstance(param, TyperOption) and param.metavar is None and not param.is_flag:
             param.metavar = _type_metavar(param.type)
@@ -152,8 +152,15 @@ def _type_metavar(kind: click.ParamType) -> str:
 
 def _plain(kind: click.ParamType) -> click.ParamType:
     """The same type, showing no type name in help."""
-    plain = type("PlainText", (type(kind),), {"get_metavar": lambda self, param, ctx=None: ""})
-    return plain()
+    import copy
+
+    plain = copy.copy(kind)  # keeps its settings (a Path's exists=, dir_okay=...)
+    plain.__class__ = type("Plain" + type(kind).__name__, (type(kind),), {"get_metavar": _no_metavar})
+    return plain
+
+
+def _no_metavar(self: Any, param: Any, ctx: Any = None) -> str:
+    return ""
 
 
 class _Argument(TyperArgument):
