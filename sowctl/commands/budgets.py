@@ -9,7 +9,7 @@ import typer
 from sowctl import render
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import ENUM, MONEY, NUMBER, TEXT, TIME, Column, emit_json, emit_rows
+from sowctl.render import Column, emit_json, emit_rows
 
 app = typer.Typer(help="Budget views and budget view snapshots of a financial project.", no_args_is_help=True)
 
@@ -46,31 +46,31 @@ def negative_red(key: str):
 
 
 VIEW_COLUMNS = [
-    Column("ID", "id", justify="right", kind=NUMBER),
-    Column("NAME", "name", kind=TEXT),
-    Column("DESCRIPTION", "description", kind=TEXT, priority=2),
-    Column("CREATED", "created_at", kind=TIME, priority=3),
-    Column("UPDATED", "updated_at", kind=TIME, priority=2),
+    Column("ID", "id", justify="right", kind="number"),
+    Column("NAME", "name", kind="text"),
+    Column("DESCRIPTION", "description", kind="text", priority=2),
+    Column("CREATED", "created_at", kind="datetime", priority=3),
+    Column("UPDATED", "updated_at", kind="datetime", priority=2),
 ]
 SNAPSHOT_COLUMNS = [
-    Column("ID", "id", justify="right", kind=NUMBER),
-    Column("NAME", "name", kind=TEXT),
-    Column("VIEW", "budget_view_id", justify="right", kind=NUMBER, priority=2),
-    Column("CREATED", "created_at", kind=TIME),
-    Column("CREATED BY", lambda row: (row.get("created_by") or {}).get("name"), kind=TEXT, priority=3),
-    Column("DESCRIPTION", "description", kind=TEXT, priority=2),
+    Column("ID", "id", justify="right", kind="number"),
+    Column("NAME", "name", kind="text"),
+    Column("VIEW", "budget_view_id", justify="right", kind="number", priority=2),
+    Column("CREATED", "created_at", kind="datetime"),
+    Column("CREATED BY", lambda row: (row.get("created_by") or {}).get("name"), kind="text", priority=3),
+    Column("DESCRIPTION", "description", kind="text", priority=2),
 ]
 LINE_COLUMNS = [
-    Column("ID", "id", justify="right", kind=NUMBER, priority=2),
-    Column("CODE", "code", kind=ENUM),
-    Column("DESCRIPTION", "description", kind=TEXT),
+    Column("ID", "id", justify="right", kind="number", priority=2),
+    Column("CODE", "code", kind="enum"),
+    Column("DESCRIPTION", "description", kind="text"),
     *(
         Column(
             header,
             money_cell(key),
             justify="right",
             style=negative_red(key) if key == "variance" else None,
-            kind=MONEY,
+            kind="money",
         )
         for header, key in MONEY_COLUMNS
     ),

@@ -12,7 +12,7 @@ import typer
 from sowctl import render
 from sowctl.commands._options import Json
 from sowctl.context import app_context
-from sowctl.render import ENUM, ID, TEXT, Column, console, emit_json, emit_rows, is_tty, text
+from sowctl.render import Column, console, emit_json, emit_rows, is_tty
 
 app = typer.Typer(help="The dependency chain of a SOW: show it, or check it in CI.", no_args_is_help=True)
 
@@ -118,22 +118,22 @@ def _show_table(report: dict) -> None:
     columns = [
         Column("ID", "id"),
         Column("SOURCE", lambda e: e["sourceItem"]["id"]),
-        Column("TARGET", _target, kind=lambda e: TEXT if _is_external(e) else ID),
-        Column("TYPE", "dependencyType", kind=ENUM),
-        Column("RISK", "riskLevel", kind=ENUM, priority=2),
-        Column("STATUS", "status", kind=ENUM),
+        Column("TARGET", _target, kind=lambda e: "text" if _is_external(e) else "id"),
+        Column("TYPE", "dependencyType", kind="enum"),
+        Column("RISK", "riskLevel", kind="enum", priority=2),
+        Column("STATUS", "status", kind="enum"),
         Column(
             "ISSUES",
             lambda e: flags.get(e["id"], ""),
             style=lambda e: "bold red" if e["id"] in flags else None,
-            kind=ENUM,
+            kind="enum",
         ),
         # On a terminal wide enough, the titles of the items too (piped: only by --columns).
-        Column("SOURCE TITLE", lambda e: e["sourceItem"]["title"], kind=TEXT, priority=3, default=is_tty()),
+        Column("SOURCE TITLE", lambda e: e["sourceItem"]["title"], kind="text", priority=3, default=is_tty()),
         Column(
             "TARGET TITLE",
             lambda e: "" if _is_external(e) else e["targetItem"]["title"],
-            kind=TEXT,
+            kind="text",
             priority=3,
             default=is_tty(),
         ),
@@ -164,14 +164,17 @@ def _show_tree(report: dict) -> None:
         while stack:
             node, depth = stack.pop()
             indent = "  " * depth
-            cells = [indent + text(node["title"]), *(text(node[k]) for k in ("type", "status", "id"))]
+            cells = [
+                indent + render.text(node["title"]),
+                *(render.text(node[k]) for k in ("type", "status", "id")),
+            ]
             sys.stdout.write("\t".join(cells) + "\n")
             for entry in node["dependencies"]:
                 cells = [
-                    f"{indent}  -> {text(entry['dependencyType'])}",
-                    *(text(value) for value in (_target(entry), entry["riskLevel"], entry["status"])),
+                    f"{indent}  -> {render.text(entry['dependencyType'])}",
+                    *(render.text(value) for value in (_target(entry), entry["riskLevel"], entry["status"])),
                     flags.get(entry["id"], ""),
-                    text(entry["id"]),
+                    render.text(entry["id"]),
                 ]
                 sys.stdout.write("\t".join(cells) + "\n")
             stack.extend((child, depth + 1) for child in reversed(node["children"]))
@@ -258,8 +261,8 @@ def _summary_lines(summary: dict) -> None:
         sys.stdout.write(f"{kind}\t{count}\t{verdict}\n")
     for kind, found in summary["issues"].items():
         for issue in found:
-            dep_id = "-" if kind == "circular" else text(issue["id"])
-            sys.stdout.write(f"{kind}\t{dep_id}\t{text(describe(kind, issue, with_id=False))}\n")
+            dep_id = "-" if kind == "circular" else render.text(issue["id"])
+            sys.stdout.write(f"{kind}\t{dep_id}\t{render.text(describe(kind, issue, with_id=False))}\n")
     sys.stdout.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
 
 
@@ -286,7 +289,7 @@ def _summary_table(summary: dict) -> None:
 
 def _escape_data(value: str) -> str:
     """Workflow-command message escaping (GitHub's toolkit: %, CR, LF), after the values are made safe."""
-    return text(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return render.text(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(value: str) -> str:

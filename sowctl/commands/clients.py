@@ -7,7 +7,7 @@ import typer
 from sowctl.commands._options import Json, Quiet
 from sowctl.commands.projects import Limit, Offset
 from sowctl.context import app_context
-from sowctl.render import FLAG, TEXT, Column, emit_rows
+from sowctl.render import Column, emit_rows
 
 app = typer.Typer(help="Clients and their contacts (Group C listing).", no_args_is_help=True)
 
@@ -27,10 +27,10 @@ def contacts_summary(client: dict) -> str:
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("PINNED", "isPinned", kind=FLAG, priority=3),
-    Column("INDUSTRY", "industry", kind=TEXT, priority=2),
-    Column("NAME", "name", kind=TEXT),
-    Column("CONTACTS", contacts_summary, kind=TEXT, priority=2),
+    Column("PINNED", "isPinned", kind="flag", priority=3),
+    Column("INDUSTRY", "industry", kind="text", priority=2),
+    Column("NAME", "name", kind="text"),
+    Column("CONTACTS", contacts_summary, kind="text", priority=2),
 ]
 
 

@@ -13,7 +13,7 @@ import typer
 
 from sowctl.context import app_context
 from sowctl.errors import InvalidInput, UsageError
-from sowctl.render import NUMBER, Column, emit_json, emit_rows
+from sowctl.render import Column, emit_json, emit_rows
 
 # Above this many records an export is written compact: indenting is for people, and
 # json.dumps only uses its C encoder without an indent (several times faster).
@@ -21,7 +21,7 @@ INDENT_UP_TO = 10_000
 # Below this many rows an import is over before a progress bar would be read.
 PROGRESS_FROM = 5_000
 
-SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right", kind=NUMBER)]
+SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right", kind="number")]
 
 
 def import_command(

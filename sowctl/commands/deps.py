@@ -9,7 +9,7 @@ import typer
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.errors import UsageError
-from sowctl.render import DATE, ENUM, ID, TEXT, TIME, Column, emit_message, emit_object, emit_rows
+from sowctl.render import Column, emit_message, emit_object, emit_rows
 
 app = typer.Typer(
     help="Dependencies between items, or on external systems and vendors.", no_args_is_help=True
@@ -25,21 +25,21 @@ def _target(dep: dict) -> str:
 COLUMNS = [
     Column("ID", "id"),
     Column("SOURCE", "sourceItemId"),
-    Column("TARGET", _target, kind=lambda d: TEXT if d.get("isExternal") else ID),
-    Column("TYPE", "dependencyType", kind=ENUM),
+    Column("TARGET", _target, kind=lambda d: "text" if d.get("isExternal") else "id"),
+    Column("TYPE", "dependencyType", kind="enum"),
     Column(
         "RISK",
         "riskLevel",
         style=lambda d: "bold red" if d.get("riskLevel") == "critical" else None,
-        kind=ENUM,
+        kind="enum",
         priority=2,
     ),
-    Column("STATUS", "status", kind=ENUM),
-    Column("SLA", "slaDate", kind=DATE, priority=2),
-    Column("ESCALATION", "escalationDate", kind=DATE, default=False),
-    Column("OWNER", "externalOwner", kind=TEXT, default=False),
-    Column("NOTES", "notes", kind=TEXT, default=False),
-    Column("CREATED", "createdAt", kind=TIME, default=False),
+    Column("STATUS", "status", kind="enum"),
+    Column("SLA", "slaDate", kind="date", priority=2),
+    Column("ESCALATION", "escalationDate", kind="date", default=False),
+    Column("OWNER", "externalOwner", kind="text", default=False),
+    Column("NOTES", "notes", kind="text", default=False),
+    Column("CREATED", "createdAt", kind="datetime", default=False),
 ]
 
 Status = Annotated[

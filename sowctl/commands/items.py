@@ -9,20 +9,20 @@ import typer
 from sowctl import render
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import ENUM, NUMBER, TEXT, TIME, Column, emit_json, emit_message, emit_object, emit_rows
+from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
 
 app = typer.Typer(help="Requirements and task items of a SOW, in their hierarchy.", no_args_is_help=True)
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("TYPE", "type", kind=ENUM),
-    Column("STATUS", "status", kind=ENUM),
-    Column("ORDER", "orderIndex", justify="right", kind=NUMBER, priority=2),
+    Column("TYPE", "type", kind="enum"),
+    Column("STATUS", "status", kind="enum"),
+    Column("ORDER", "orderIndex", justify="right", kind="number", priority=2),
     Column("PARENT", "parentItemId", priority=3),
-    Column("TITLE", "title", kind=TEXT),
-    Column("DESCRIPTION", "description", kind=TEXT, default=False),
-    Column("CREATED", "createdAt", kind=TIME, default=False),
-    Column("UPDATED", "updatedAt", kind=TIME, default=False),
+    Column("TITLE", "title", kind="text"),
+    Column("DESCRIPTION", "description", kind="text", default=False),
+    Column("CREATED", "createdAt", kind="datetime", default=False),
+    Column("UPDATED", "updatedAt", kind="datetime", default=False),
 ]
 ItemType = Annotated[str | None, typer.Option("--type", help="requirement or task_item.", show_default=False)]
 
@@ -137,7 +137,9 @@ def reorder_items(
     if json_:
         emit_json(result)
     else:
-        emit_rows(result["items"], [Column("ID", "id"), Column("ORDER", "orderIndex", "right", kind=NUMBER)])
+        emit_rows(
+            result["items"], [Column("ID", "id"), Column("ORDER", "orderIndex", "right", kind="number")]
+        )
 
 
 @app.command("tree")

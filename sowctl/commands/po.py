@@ -11,7 +11,7 @@ from sowctl import render
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.errors import UsageError
-from sowctl.render import ENUM, MONEY, NUMBER, TEXT, Column, emit_json, emit_object, emit_rows
+from sowctl.render import Column, emit_json, emit_object, emit_rows
 
 app = typer.Typer(
     help="Purchase orders of a financial project: create them (exact decimal amounts) and list them.",
@@ -45,20 +45,20 @@ def money_cell(key: str):
 
 
 LIST_COLUMNS = [
-    Column("ID", "id", justify="right", kind=NUMBER),
-    Column("NUMBER", "number", kind=ENUM),
-    Column("STATUS", "status", kind=ENUM),
-    Column("TITLE", "title", kind=TEXT),
-    Column("VENDOR", lambda row: (row.get("vendor") or {}).get("name"), kind=TEXT, priority=2),
-    Column("LINES", lambda row: len(row.get("line_items") or []), justify="right", kind=NUMBER, priority=3),
-    Column("TOTAL", money_cell("total_amount"), justify="right", kind=MONEY),
+    Column("ID", "id", justify="right", kind="number"),
+    Column("NUMBER", "number", kind="enum"),
+    Column("STATUS", "status", kind="enum"),
+    Column("TITLE", "title", kind="text"),
+    Column("VENDOR", lambda row: (row.get("vendor") or {}).get("name"), kind="text", priority=2),
+    Column("LINES", lambda row: len(row.get("line_items") or []), justify="right", kind="number", priority=3),
+    Column("TOTAL", money_cell("total_amount"), justify="right", kind="money"),
 ]
 LINE_COLUMNS = [
-    Column("ID", "id", justify="right", kind=NUMBER, priority=3),
-    Column("DESCRIPTION", "description", kind=TEXT),
-    Column("COST CODE", lambda row: (row.get("cost_code") or {}).get("full_code"), kind=ENUM),
-    Column("COST CODE NAME", lambda row: (row.get("cost_code") or {}).get("name"), kind=TEXT, priority=2),
-    Column("AMOUNT", money_cell("amount"), justify="right", kind=MONEY),
+    Column("ID", "id", justify="right", kind="number", priority=3),
+    Column("DESCRIPTION", "description", kind="text"),
+    Column("COST CODE", lambda row: (row.get("cost_code") or {}).get("full_code"), kind="enum"),
+    Column("COST CODE NAME", lambda row: (row.get("cost_code") or {}).get("name"), kind="text", priority=2),
+    Column("AMOUNT", money_cell("amount"), justify="right", kind="money"),
 ]
 
 

@@ -8,17 +8,17 @@ import typer
 
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import ENUM, FLAG, NUMBER, TEXT, Column, emit_rows
+from sowctl.render import Column, emit_rows
 
 app = typer.Typer(help="Projects (Group C listing).", no_args_is_help=True)
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("STATUS", "status", kind=ENUM),
-    Column("PINNED", "isPinned", kind=FLAG, priority=3),
-    Column("SOWS", "sowCount", justify="right", kind=NUMBER, priority=2),
-    Column("CLIENT", "clientName", kind=TEXT, priority=2),
-    Column("NAME", "name", kind=TEXT),
+    Column("STATUS", "status", kind="enum"),
+    Column("PINNED", "isPinned", kind="flag", priority=3),
+    Column("SOWS", "sowCount", justify="right", kind="number", priority=2),
+    Column("CLIENT", "clientName", kind="text", priority=2),
+    Column("NAME", "name", kind="text"),
 ]
 Limit = Annotated[
     str | None,

@@ -8,16 +8,16 @@ import typer
 
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import NUMBER, TEXT, TIME, Column, emit_object, emit_rows
+from sowctl.render import Column, emit_object, emit_rows
 
 app = typer.Typer(help="Statements of Work.", no_args_is_help=True)
 
 COLUMNS = [
     Column("ID", "id"),
     Column("PROJECT", "projectId", priority=3),
-    Column("ITEMS", "itemCount", justify="right", kind=NUMBER, priority=2),
-    Column("CREATED", "createdAt", kind=TIME, priority=2),
-    Column("TITLE", "title", kind=TEXT),
+    Column("ITEMS", "itemCount", justify="right", kind="number", priority=2),
+    Column("CREATED", "createdAt", kind="datetime", priority=2),
+    Column("TITLE", "title", kind="text"),
 ]
 
 

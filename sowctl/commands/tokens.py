@@ -9,7 +9,7 @@ import typer
 
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
-from sowctl.render import ENUM, TIME, Column, emit_message, emit_rows
+from sowctl.render import Column, emit_message, emit_rows
 
 app = typer.Typer(help="Bearer tokens (stored hashed; local mode only).", no_args_is_help=True)
 
@@ -18,9 +18,9 @@ COLUMNS = [
     Column("TOKEN", "token"),
     Column("USER", "userId"),
     Column("ORG", "organizationId", priority=2),
-    Column("ROLE", "role", kind=ENUM),
-    Column("CREATED", "createdAt", kind=TIME, priority=3),
-    Column("REVOKED", "revokedAt", kind=TIME, priority=2),
+    Column("ROLE", "role", kind="enum"),
+    Column("CREATED", "createdAt", kind="datetime", priority=3),
+    Column("REVOKED", "revokedAt", kind="datetime", priority=2),
 ]
 
 
