@@ -87,6 +87,14 @@ def shown(value: Any, kind: str = ID) -> str:
     return text(value)
 
 
+def no_columns(view: str) -> None:
+    """Refuse --columns for a view that has none (a tree, a diagram), before printing anything."""
+    if state.current.columns:
+        from sowctl.errors import UsageError
+
+        raise UsageError(f"--columns applies to the table; {view} has no columns")
+
+
 def _chosen(columns: Sequence[Column]) -> list[Column]:
     """The columns --columns names (each then essential), or the default ones."""
     names = state.current.columns

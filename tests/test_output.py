@@ -345,3 +345,12 @@ def test_readable_time_states_the_zone():
     assert readable_time("2026-11-25T18:00:00Z", datetime.UTC) == "2026-11-25 18:00 UTC"
     assert readable_time("2026-11-25", tokyo) == "2026-11-25"  # a date has no zone
     assert readable_time("not a time", tokyo) == "not a time"
+
+
+def test_columns_are_refused_where_there_are_none(cli, hostile):
+    result = cli("chain", "show", "sow-h", "--format", "tree", "--columns", "id")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "--columns applies to the table; --format tree has no columns" in result.stderr
+    assert "--columns" not in cli("config", "get", "--help").stdout  # prints a value, not a table
+    assert "--columns" not in cli("items", "tree", "--help").stdout
+    assert "--no-pager" in cli("items", "tree", "--help").stdout

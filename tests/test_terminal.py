@@ -114,7 +114,7 @@ LISTINGS = {
 }
 
 
-@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("columns", [80, 120, 160])
 @pytest.mark.parametrize("name", list(LISTINGS))
 def test_every_id_and_amount_is_whole_on_one_line(demo, name, columns):
     args, expected = LISTINGS[name]

@@ -99,6 +99,8 @@ def show(
     with the extensions named by --include. An external dependency's targetItem
     has only a title: the external party's name.
     """
+    if fmt is not Format.table:
+        render.no_columns(f"--format {fmt.value}")
     if json_ or fmt is Format.json:
         # --format tree --json: the tree body, as the API gives it for format=tree
         emit_json(_chain(ctx, sow_id, "tree" if fmt is Format.tree else "flat", include))

@@ -5,7 +5,8 @@ parameters get plain metavars (``SOW_ID``, ``TEXT``) instead of Typer's ``{sow_i
 and ``<str>``, and the output options are added:
 
 * ``--jq EXPR`` to every command that has ``--json`` (it implies ``--json``);
-* ``--columns`` and ``--no-pager`` to the commands that only show data (``SHOWING``).
+* ``--no-pager`` to those of them that only show data (``SHOWING``), and ``--columns``
+  to those that show tables or records (``TABULAR``).
 
 Their values reach ``sowctl.render`` through ``sowctl.output.state`` for the time the
 command runs.
@@ -54,19 +55,17 @@ def install(command: click.Command) -> None:
         return
     names = {opt: param.name for param in command.params for opt in param.opts}
     json_name = names.get("--json")
-    showing = command.name in SHOWING
-    if json_name is None and not showing:
+    if json_name is None:  # commands that print no resources (config get, serve, ...)
         return
-    added = []
-    if json_name is not None:
-        added.append(
-            TyperOption(
-                param_decls=["--jq", "jq_expression"],
-                metavar="EXPR",
-                help="Filter the JSON body with a jq expression (implies --json); "
-                "strings print raw, one result per line.",
-            )
+    showing = command.name in SHOWING
+    added = [
+        TyperOption(
+            param_decls=["--jq", "jq_expression"],
+            metavar="EXPR",
+            help="Filter the JSON body with a jq expression (implies --json); "
+            "strings print raw, one result per line.",
         )
+    ]
     if command.name in TABULAR:
         added.append(
             TyperOption(
@@ -99,10 +98,10 @@ def _wrapped(callback: Any, json_name: str | None, quiet_name: str | None) -> An
         expression = kwargs.pop("jq_expression", None)
         columns = kwargs.pop("output_columns", None)
         no_pager = kwargs.pop("no_pager", None)
-        if expression is not None and json_name is not None:
+        if expression is not None:
             kwargs[json_name] = True
         if columns is not None:
-            if json_name is not None and kwargs.get(json_name):
+            if kwargs.get(json_name):
                 raise UsageError(
                     "--columns chooses table columns; with --json or --jq, choose fields with --jq"
                 )
