@@ -28,7 +28,8 @@ def run_jq(expression: str, data: Any) -> list[Any]:
 
 def _jq_message(exc: Exception) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else "invalid expression"
+    first = lines[0] if lines else "invalid expression"
+    return first.removeprefix("jq: ").removeprefix("error: ").rstrip(":")
 
 
 def jq_lines(results: Iterable[Any], *, pretty: bool) -> Iterable[str]:
