@@ -3,7 +3,7 @@
 The demo dataset is loaded with every item and dependency id replaced by a uuid
 (what a real database holds), then each listing runs on a pty of 80 and of 120
 columns. Every id and amount must appear whole on one line, and no line may be
-wider than the terminal.
+wider than the terminal. The 80-column runs are in the quick loop; the rest are marked slow.
 """
 
 from __future__ import annotations
@@ -114,7 +114,9 @@ LISTINGS = {
 }
 
 
-@pytest.mark.parametrize("columns", [80, 120, 160])
+@pytest.mark.parametrize(
+    "columns", [80, pytest.param(120, marks=pytest.mark.slow), pytest.param(160, marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("name", list(LISTINGS))
 def test_every_id_and_amount_is_whole_on_one_line(demo, name, columns):
     args, expected = LISTINGS[name]
@@ -184,6 +186,7 @@ def test_long_output_on_a_terminal_goes_through_the_pager(demo, tmp_path):
     assert _items(demo)[0] not in screen  # the pager had it, not the terminal
 
 
+@pytest.mark.slow
 def test_pager_variable_precedence_and_no_pager(demo, tmp_path):
     db, env = demo
     pager, seen = _pager(tmp_path)
@@ -206,6 +209,7 @@ def test_pager_variable_precedence_and_no_pager(demo, tmp_path):
     assert not seen.exists() and _items(demo)[0] in screen
 
 
+@pytest.mark.slow
 def test_piped_output_never_pages(demo, tmp_path):
     db, env = demo
     pager, seen = _pager(tmp_path)
@@ -219,6 +223,7 @@ def test_piped_output_never_pages(demo, tmp_path):
     assert len(done.stdout.splitlines()) == 17
 
 
+@pytest.mark.slow
 def test_a_pager_that_does_not_exist_still_shows_the_output(demo):
     db, env = demo
     code, screen = run_in_terminal(
