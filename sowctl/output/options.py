@@ -89,7 +89,7 @@ def install(command: click.Command) -> None:
     command.callback = _wrapped(command.callback, json_name, names.get("--quiet"))
 
 
-def _wrapped(callback: Any, json_name: str | None, quiet_name: str | None) -> Any:
+def _wrapped(callback: Any, json_name: str, quiet_name: str | None) -> Any:
     @functools.wraps(callback)
     def run(**kwargs: Any) -> Any:
         from sowctl.errors import UsageError
