@@ -162,7 +162,7 @@ def emit_message(message: str, *, json_mode: bool = False, body: Any = None) -> 
         sys.stdout.write(clean(message) + "\n")
 
 
-def line(message: str, style: str | None = None) -> None:
+def emit_line(message: str, style: str | None = None) -> None:
     """One line of text: styled on a TTY (never read as markup), plain when piped."""
     if not is_tty():
         sys.stdout.write(clean(message) + "\n")

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from sowctl import render
 from sowctl.commands._options import Json
 from sowctl.context import app_context
-from sowctl.render import Column, console, emit_json, emit_rows, is_tty
+from sowctl.render import Column, console, emit_json, emit_line, emit_rows, is_tty, no_columns, text
 
 app = typer.Typer(help="The dependency chain of a SOW: show it, or check it in CI.", no_args_is_help=True)
 
@@ -100,7 +99,7 @@ def show(
     has only a title: the external party's name.
     """
     if fmt is not Format.table:
-        render.no_columns(f"--format {fmt.value}")
+        no_columns(f"--format {fmt.value}")
     if json_ or fmt is Format.json:
         # --format tree --json: the tree body, as the API gives it for format=tree
         emit_json(_chain(ctx, sow_id, "tree" if fmt is Format.tree else "flat", include))
@@ -145,14 +144,14 @@ def _show_table(report: dict) -> None:
         return
     emit_rows(report["dependencies"], columns, title=f"Dependency chain of SOW {report['sowId']}")
     issues = report["issues"]
-    render.line(
+    emit_line(
         f"circular: {len(issues['circular'])}  critical: {len(issues['critical'])}  "
         f"overdue: {len(issues['overdue'])}"
     )
     for cycle in issues["circular"]:
-        render.line("cycle: " + " -> ".join([*cycle, cycle[0]]), style="bold red")
+        emit_line("cycle: " + " -> ".join([*cycle, cycle[0]]), style="bold red")
     if report.get("criticalPath"):
-        render.line(
+        emit_line(
             f"critical path ({len(report['criticalPath'])} items): " + " -> ".join(report["criticalPath"])
         )
 
@@ -167,16 +166,16 @@ def _show_tree(report: dict) -> None:
             node, depth = stack.pop()
             indent = "  " * depth
             cells = [
-                indent + render.text(node["title"]),
-                *(render.text(node[k]) for k in ("type", "status", "id")),
+                indent + text(node["title"]),
+                *(text(node[k]) for k in ("type", "status", "id")),
             ]
             sys.stdout.write("\t".join(cells) + "\n")
             for entry in node["dependencies"]:
                 cells = [
-                    f"{indent}  -> {render.text(entry['dependencyType'])}",
-                    *(render.text(value) for value in (_target(entry), entry["riskLevel"], entry["status"])),
+                    f"{indent}  -> {text(entry['dependencyType'])}",
+                    *(text(value) for value in (_target(entry), entry["riskLevel"], entry["status"])),
                     flags.get(entry["id"], ""),
-                    render.text(entry["id"]),
+                    text(entry["id"]),
                 ]
                 sys.stdout.write("\t".join(cells) + "\n")
             stack.extend((child, depth + 1) for child in reversed(node["children"]))
@@ -263,8 +262,8 @@ def _summary_lines(summary: dict) -> None:
         sys.stdout.write(f"{kind}\t{count}\t{verdict}\n")
     for kind, found in summary["issues"].items():
         for issue in found:
-            dep_id = "-" if kind == "circular" else render.text(issue["id"])
-            sys.stdout.write(f"{kind}\t{dep_id}\t{render.text(describe(kind, issue, with_id=False))}\n")
+            dep_id = "-" if kind == "circular" else text(issue["id"])
+            sys.stdout.write(f"{kind}\t{dep_id}\t{text(describe(kind, issue, with_id=False))}\n")
     sys.stdout.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
 
 
@@ -291,7 +290,7 @@ def _summary_table(summary: dict) -> None:
 
 def _escape_data(value: str) -> str:
     """Workflow-command message escaping (GitHub's toolkit: %, CR, LF), after the values are made safe."""
-    return render.text(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(value: str) -> str:
