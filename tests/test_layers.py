@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.commands",
             "sowctl.context",
             "sowctl.render",
+            "sowctl.output",
             "sowctl.chart",
             "sowctl.itemtree",
         ),

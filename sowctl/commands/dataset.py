@@ -21,7 +21,7 @@ INDENT_UP_TO = 10_000
 # Below this many rows an import is over before a progress bar would be read.
 PROGRESS_FROM = 5_000
 
-SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right")]
+SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right", kind="number")]
 
 
 def import_command(
