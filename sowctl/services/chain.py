@@ -68,7 +68,7 @@ from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, sow_for
 from sowctl.services.collector import collector_paused
-from sowctl.services.item_rules import calculated_statuses
+from sowctl.services.item_rules import calculated_statuses, nest
 
 FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external")  # the extensions a chain body adds on request
@@ -192,11 +192,9 @@ def _titles() -> pw.ModelSelect:
 
 
 def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The SOW's items nested by parent, each with its outgoing dependency entries.
-
-    Built without recursion: nodes are made first, then appended to their parent
-    in (orderIndex, createdAt, id) order.
-    """
+    """The SOW's items nested by parent (``item_rules.nest``: no recursion, bounded
+    nesting), each with its outgoing dependency entries, siblings in (orderIndex,
+    createdAt, id) order."""
     rows = list(
         m.Item.select(
             m.Item.id,
@@ -226,11 +224,7 @@ def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any
         }
         for item_id, _parent, kind, status, title, _order, _created in rows
     }
-    roots: list[dict[str, Any]] = []
-    for item_id, parent, *_ in rows:
-        siblings = nodes[parent]["children"] if parent in nodes else roots
-        siblings.append(nodes[item_id])
-    return roots
+    return nest([(item_id, parent) for item_id, parent, *_ in rows], nodes)
 
 
 # --- the CI check (contract §6) ----------------------------------------------------

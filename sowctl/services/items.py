@@ -20,9 +20,9 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
 from sowctl.services.access import Caller, item_for, sow_for
-from sowctl.services.item_rules import calculated_statuses
+from sowctl.services.item_rules import calculated_statuses, depth_problem
 
 _CHUNK = 500  # keeps IN (...) lists under every backend's parameter limit
 
@@ -53,6 +53,22 @@ def _subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, s
         f"SELECT i.id, i.{parent}, i.type, i.status FROM {table} i JOIN sub ON sub.id = i.id"
     )
     return list(m.database_proxy.execute_sql(sql, tuple(root_ids)).fetchall())
+
+
+def item_level(item_id: str) -> int:
+    """The level of a stored item (1: top level), counted up its parents in one recursive
+    query that stops just past ``MAX_HIERARCHY_DEPTH`` (enough to refuse a child, and
+    bounded on older, deeper data or a corrupt parent loop)."""
+    table = m.Item._meta.table_name
+    parent = m.Item.parent.column_name
+    param = m.database_proxy.param
+    sql = (
+        f"WITH RECURSIVE up(id, parent, level) AS (SELECT id, {parent}, 1 FROM {table} WHERE id = {param} "
+        f"UNION ALL SELECT i.id, i.{parent}, up.level + 1 FROM {table} i JOIN up ON i.id = up.parent "
+        f"WHERE up.level <= {param}) SELECT MAX(level) FROM up"
+    )
+    row = m.database_proxy.execute_sql(sql, (item_id, MAX_HIERARCHY_DEPTH)).fetchone()
+    return int(row[0] or 0)
 
 
 def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
@@ -142,6 +158,9 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
                     f"a task item cannot contain a requirement (parentItemId {parent.id} is a task_item)",
                     [Issue(("parentItemId",), "a task item cannot contain a requirement")],
                 )
+            problem = depth_problem(item_level(parent.id))
+            if problem is not None:
+                raise InvalidInput.for_field("parentItemId", problem)
         order_index = data.order_index
         if order_index is None:
             siblings = m.Item.select(pw.fn.MAX(m.Item.order_index)).where(

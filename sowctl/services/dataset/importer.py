@@ -14,7 +14,7 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.schemas import dataset as s
-from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
 from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
@@ -26,6 +26,8 @@ from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
     ordering_edge,  # the one rule for before/after (contract §7.2)
 )
+from sowctl.services.item_rules import depth_problem
+from sowctl.services.items import item_level
 
 
 def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str, int]:
@@ -313,12 +315,50 @@ class _Importer(FinanceChecks):
             elif parent_type == "task_item" and r.type == "requirement":
                 message = f"a task item cannot contain a requirement ({parent_id} is a task_item)"
                 add("items", i, r.id, "parentItemId", message)
+        for i, level in self._levels(records, position).items():
+            problem = depth_problem(level - 1)
+            if problem is not None:
+                add("items", i, records[i].id, "parentItemId", problem)
         order = self._parents_first(records, position)
         self._fill_order_indexes(records)
         _stamp(records, self.now, "created_at", "updated_at")
         getter = _getter("items")
         self._table("items", [getter(records[i]) for i in order])
         return {**db_items, **{r.id: (r.sow_id, r.type) for r in records}}
+
+    def _levels(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> dict[int, int]:
+        """Level (1: top level) of each record that has one, up through the file's items and
+        then the database's. Items on a parent loop have none (``_parents_first`` reports
+        the loop); a missing parent counts as none (reported already)."""
+        known: dict[str, int] = {}
+        levels: dict[int, int] = {}
+        for i, r in enumerate(records):
+            if position.get(r.id) != i:
+                continue  # a repeated or already stored id: reported already
+            chain: list[str] = []
+            on_chain: set[str] = set()
+            node: str | None = r.id
+            # Past the limit the exact level no longer matters: stop there (bounded work).
+            while node in position and node not in known and node not in on_chain:
+                if len(chain) > MAX_HIERARCHY_DEPTH:
+                    break
+                chain.append(node)
+                on_chain.add(node)
+                node = records[position[node]].parent_item_id
+            if node in on_chain:
+                continue
+            if node in known:
+                base = known[node]
+            elif len(chain) > MAX_HIERARCHY_DEPTH:
+                base = 0
+            elif node is not None and node in self.db_items:
+                base = known[node] = item_level(node)
+            else:
+                base = 0
+            for k, item_id in enumerate(reversed(chain), start=1):
+                known[item_id] = base + k
+            levels[i] = known[r.id]
+        return levels
 
     def _parents_first(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> list[int]:
         """Indexes of ``records``, parents before children; parent loops are problems."""
