@@ -13,15 +13,13 @@ from typing import TypeVar
 
 import peewee as pw
 
-from sowctl import models
+from sowctl import db_guards, models
 from sowctl.db_guards import GuardedSqliteDatabase, check_storage, install_query_deadline
 from sowctl.errors import ServiceUnavailable, SowctlError, UsageError
 
 SQLITE_PRAGMAS = {
     "journal_mode": "wal",
     "foreign_keys": 1,
-    # Waiting writers queue instead of failing with "database is locked".
-    "busy_timeout": 30_000,
     # WAL + NORMAL survives a process crash (SIGKILL); only power loss can drop the tail.
     "synchronous": "normal",
     "cache_size": -32_000,
@@ -78,8 +76,10 @@ def _sqlite(path: str) -> pw.SqliteDatabase:
             raise ServiceUnavailable(f"cannot open database {path}: {exc.strerror or exc}") from exc
         path = str(Path(path).expanduser())
     # Every thread gets its own connection (peewee keeps them thread-local), and the
-    # pragmas above are set on each new connection as it opens, whichever thread opens it.
-    return GuardedSqliteDatabase(path, pragmas=SQLITE_PRAGMAS, check_same_thread=False)
+    # pragmas are set on each new connection as it opens, whichever thread opens it.
+    # Waiting writers queue for the write lock, but only for a bounded time (db_guards).
+    pragmas = {**SQLITE_PRAGMAS, "busy_timeout": int(db_guards.LOCK_TIMEOUT_SECONDS * 1000)}
+    return GuardedSqliteDatabase(path, pragmas=pragmas, check_same_thread=False)
 
 
 def open_database(url_or_path: str | os.PathLike | None, *, migrate: bool = True) -> pw.Database:

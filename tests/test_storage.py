@@ -31,7 +31,7 @@ def pragmas(database: pw.Database) -> dict[str, object]:
     }
 
 
-EXPECTED_PRAGMAS = {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 30_000}
+EXPECTED_PRAGMAS = {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 5_000}  # SOWCTL_DB_LOCK_TIMEOUT
 
 
 # --- where the database lives -------------------------------------------------------------

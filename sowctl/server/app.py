@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 from typing import Any
 
 import bottle
@@ -20,7 +21,7 @@ import peewee as pw
 from sowctl import models, operations
 from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import check_storage
-from sowctl.errors import SowctlError
+from sowctl.errors import ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
 from sowctl.server import auth, cors
 from sowctl.server.errors import (
@@ -96,6 +97,8 @@ class Dispatcher:
         # Set when a write failed for want of storage (disk full, I/O error): /healthz
         # answers 503 until a probe write succeeds again.
         self.storage_failure: str | None = None
+        slots = settings.write_slots
+        self._write_slots = threading.BoundedSemaphore(slots) if slots else None
 
     # --- database -----------------------------------------------------------
 
@@ -188,7 +191,16 @@ class Dispatcher:
 
     def _run(self, op: Operation, request: operations.Request) -> operations.Result:
         if op.write:
-            return op.run(request)  # retried after a serialization failure (SQLSTATE 40001)
+            if self._write_slots is None:
+                return op.run(request)  # retried after a serialization failure (SQLSTATE 40001)
+            if not self._write_slots.acquire(timeout=self.settings.write_slot_wait):
+                # Every other thread already waits to write: the database is held up
+                # (an outside lock); keep this thread for the reads.
+                raise ServiceUnavailable("the database is busy; retry later")
+            try:
+                return op.run(request)
+            finally:
+                self._write_slots.release()
         # Reads are safe to repeat: ride out a briefly locked database before giving up.
         return with_retries(lambda: op.handler(request), attempts=self.settings.read_attempts)
 
