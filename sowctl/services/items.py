@@ -83,13 +83,14 @@ def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
     return calculated_statuses(_subtree_rows(requirements))
 
 
-def to_out(item: m.Item, status: str) -> ItemOut:
+def to_out(item: m.Item, status: str, sow_id: str) -> ItemOut:
+    """The API's item; ``sow_id`` is its SOW's shown id (``item.sow_id`` is the stored key)."""
     return ItemOut(
         id=item.id,
         title=item.title,
         description=item.description,
         type=item.type,
-        sow_id=item.sow_id,
+        sow_id=sow_id,
         parent_item_id=item.parent_id,
         order_index=item.order_index,
         status=status,
@@ -99,11 +100,12 @@ def to_out(item: m.Item, status: str) -> ItemOut:
     )
 
 
-def _render(items: Sequence[m.Item]) -> list[ItemOut]:
+def _render(sow: m.Sow, items: Sequence[m.Item]) -> list[ItemOut]:
+    """Items of ``sow`` as the API shows them."""
     if not items:
         return []
-    shown = _shown_statuses(items[0].sow_id, items)
-    return [to_out(item, shown.get(item.id, item.status)) for item in items]
+    shown = _shown_statuses(sow.key, items)
+    return [to_out(item, shown.get(item.id, item.status), sow.id) for item in items]
 
 
 # --- queries ------------------------------------------------------------------
@@ -119,10 +121,10 @@ def list_items(
     limit: int | None = None,
 ) -> tuple[list[ItemOut], int]:
     """Items of a SOW in ``orderIndex`` order, with the total count before paging."""
-    sow_for(caller, sow_id)
+    sow = sow_for(caller, sow_id)
     if item_type is not None and item_type not in ITEM_TYPES:
         raise InvalidInput.for_field("type", "must be one of: requirement, task_item")
-    query = m.Item.select().where(m.Item.sow == sow_id)
+    query = m.Item.select().where(m.Item.sow == sow.key)
     if item_type is not None:
         query = query.where(m.Item.type == item_type)
     if parent_id is not None:
@@ -134,11 +136,12 @@ def list_items(
     if offset:
         query = query.offset(offset)
     items = list(query)
-    return _render(items), total if total is not None else len(items)
+    return _render(sow, items), total if total is not None else len(items)
 
 
 def get_item(caller: Caller, item_id: str) -> ItemOut:
-    return _render([item_for(caller, item_id)])[0]
+    item = item_for(caller, item_id)
+    return _render(item.sow, [item])[0]
 
 
 # --- changes ------------------------------------------------------------------
@@ -151,7 +154,7 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
         parent = None
         if data.parent_item_id is not None:
             parent = m.Item.get_or_none(m.Item.id == data.parent_item_id)
-            if parent is None or parent.sow_id != sow_id:
+            if parent is None or parent.sow_id != sow.key:
                 raise NotFound(f"parent item {data.parent_item_id} not found in SOW {sow_id}")
             if parent.type == "task_item" and data.type == "requirement":
                 raise HierarchyViolation(
@@ -164,7 +167,7 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
         order_index = data.order_index
         if order_index is None:
             siblings = m.Item.select(pw.fn.MAX(m.Item.order_index)).where(
-                (m.Item.sow == sow_id)
+                (m.Item.sow == sow.key)
                 & (m.Item.parent.is_null() if parent is None else (m.Item.parent == parent.id))
             )
             highest = siblings.scalar()
@@ -176,7 +179,7 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
         moment = clock.now()
         item = m.Item.create(
             id=clock.new_id(),
-            sow=sow_id,
+            sow=sow.key,
             parent=parent.id if parent else None,
             type=data.type,
             title=data.title,
@@ -187,7 +190,7 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
             created_at=moment,
             updated_at=moment,
         )
-    return to_out(item, "pending")
+    return to_out(item, "pending", sow.id)
 
 
 def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
@@ -234,7 +237,7 @@ def reorder_items(caller: Caller, sow_id: str, data: ReorderRequest) -> ReorderR
     with write_transaction(f"org:{sow.project.organization_id}"):
         known: set[str] = set()
         for chunk in _chunks(ids):
-            rows = m.Item.select(m.Item.id).where(m.Item.id.in_(chunk) & (m.Item.sow == sow_id))
+            rows = m.Item.select(m.Item.id).where(m.Item.id.in_(chunk) & (m.Item.sow == sow.key))
             known.update(item_id for (item_id,) in rows.tuples())
         missing = [item_id for item_id in ids if item_id not in known]
         if missing:

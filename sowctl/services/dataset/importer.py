@@ -104,10 +104,11 @@ class _Importer(FinanceChecks):
         return self._load(m.Project.id, m.Project.organization)
 
     @cached_property
-    def db_sows(self) -> dict[str, str]:
+    def db_sows(self) -> list[tuple[str, str, str]]:
+        """(key, id, organization) of every stored SOW."""
         if self.database_empty:
-            return {}
-        return dict(m.Sow.select(m.Sow.id, m.Project.organization).join(m.Project).tuples())
+            return []
+        return list(m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.organization).tuples())
 
     @cached_property
     def db_items(self) -> dict[str, tuple[str, str]]:
@@ -188,13 +189,8 @@ class _Importer(FinanceChecks):
         client_org, contact_client = self._clients(organizations)
         project_org = self._projects(organizations, client_org, contact_client)
 
-        sows = records["sows"]
-        self._owned("sows", "SOW", "projectId", project_org, self.db_sows, "project")
-        _stamp(sows, now, "created_at")
-        self._flat("sows", sows)
-        sow_org = {**self.db_sows, **{r.id: project_org.get(r.project_id) for r in sows}}
-
-        item_info = self._items(sow_org)
+        sow_org, sow_keys = self._sows(project_org)
+        item_info = self._items(sow_org, sow_keys)
         self._dependencies(item_info, sow_org)
 
         # Group B
@@ -286,14 +282,65 @@ class _Importer(FinanceChecks):
         self._flat("projects", records)
         return {**self.db_projects, **{r.id: r.organization_id for r in records}}
 
-    def _items(self, sow_org: dict[str, str]) -> dict[str, tuple[str, str]]:
-        """Hierarchy checks, then rows in an order that puts every parent before its children."""
+    def _sows(self, project_org: dict[str, str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """SOW ids are unique per organization (``models.Sow``): checks, keys, rows.
+
+        Returns the organization of every SOW key (file and database), and the keys each
+        shown id names, for the items: the file's SOWs of that id if it has any, else
+        the database's.
+        """
+        kind, records = "sows", self.records["sows"]
+        taken = {key for key, _, _ in self.db_sows}
+        stored = {(org, sow_id) for _, sow_id, org in self.db_sows}
+        where: dict[tuple[str, str], int] = {}
+        sow_org = {key: org for key, _, org in self.db_sows}
+        in_file: dict[str, list[str]] = defaultdict(list)
+        rows = []
+        getter = _getter(kind)
+        _stamp(records, self.now, "created_at")
+        for i, r in enumerate(records):
+            org = project_org.get(r.project_id)
+            if org is None:
+                self._missing(kind, i, r.id, "projectId", "project", r.project_id)
+            elif (org, r.id) in where:
+                self.problems.add(kind, i, r.id, "id", f"duplicate id (also {kind}[{where[org, r.id]}])")
+            elif (org, r.id) in stored:
+                self.problems.add(kind, i, r.id, "id", f"SOW {r.id} already exists in the database")
+            else:
+                where[org, r.id] = i
+            key = r.id if r.id not in taken else clock.new_id()
+            taken.add(key)
+            sow_org[key] = org
+            in_file[r.id].append(key)
+            rows.append((*getter(r), key, org))
+        self._table(kind, rows, extra=(m.Sow.key, m.Sow.organization))
+        sow_keys: dict[str, list[str]] = defaultdict(list)
+        for key, sow_id, _ in self.db_sows:
+            sow_keys[sow_id].append(key)
+        sow_keys.update(in_file)
+        return sow_org, sow_keys
+
+    def _items(self, sow_org: dict[str, str], sow_keys: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
+        """Hierarchy checks, then rows in an order that puts every parent before its children.
+
+        Each item's ``sowId`` is replaced by its SOW's key first (what the row stores)."""
         records = self.records["items"]
         position = self._unique("items", "item", records, self.db_items)
         db_items, add = self.db_items, self.problems.add
+        unplaced: set[int] = set()
         for i, r in enumerate(records):
-            if r.sow_id not in sow_org:
+            keys = sow_keys.get(r.sow_id, [])
+            if len(keys) == 1:
+                r.sow_id = keys[0]
+                continue
+            unplaced.add(i)
+            if keys:
+                message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
+                add("items", i, r.id, "sowId", message)
+            else:
                 self._missing("items", i, r.id, "sowId", "SOW", r.sow_id)
+        for i, r in enumerate(records):
+            if i in unplaced:
                 continue  # its parent's SOW cannot be compared: one problem is enough
             parent_id = r.parent_item_id
             if parent_id is None:
