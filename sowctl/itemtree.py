@@ -28,12 +28,10 @@ def render_tree(sow_id: str, roots: list[dict], *, rich: bool) -> None:
         return
     from rich.tree import Tree
 
-    from sowctl.render import console, styled
+    from sowctl.render import console, deepest_tree_level, styled
 
     tree = Tree(styled(("SOW " + sow_id, "bold")))
-    # Each level's guide takes 4 columns; nodes deeper than the terminal can show with a
-    # readable label are drawn at the deepest level that fits (rich would drop them).
-    deepest = max(1, (console().width - 30) // 4)
+    deepest = deepest_tree_level()  # deeper nodes are drawn there, not dropped
     branches = [tree]  # branches[level] takes the nodes of that level
     for level, node in walk(roots):
         level = min(level, deepest)

@@ -205,6 +205,22 @@ def test_the_rich_tree_of_a_2000_deep_hierarchy_renders(db, capsys) -> None:
     assert "i1999" in capsys.readouterr().out
 
 
+def test_the_rich_chain_tree_of_a_2000_deep_hierarchy_shows_every_item(
+    db, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sowctl.commands import chain as chain_command
+    from sowctl.services.access import Caller
+    from sowctl.services.chain import chain_report
+
+    import_dataset(demo_data.demo_dataset(datetime.date.today()))
+    ids = insert_chain(SOW, DEEP)
+    report = chain_report(Caller.local(), SOW, "tree")
+    monkeypatch.setattr(chain_command, "is_tty", lambda: True)
+    chain_command._show_tree(report)
+    shown = capsys.readouterr().out
+    assert all(item_id in shown for item_id in (ids[0], ids[DEEP // 2], ids[-1]))
+
+
 @pytest.mark.slow
 def test_a_stored_hierarchy_2000_deep_answers_the_cli_through_a_real_server(db_url: str, cli) -> None:
     from sowctl.db import open_database
