@@ -99,6 +99,9 @@ class Dispatcher:
         self.storage_failure: str | None = None
         slots = settings.write_slots
         self._write_slots = threading.BoundedSemaphore(slots) if slots else None
+        # Writes that left their slot with an answer (not a database that held them up):
+        # while this moves, waiting for a slot is ordinary queueing, not a stall.
+        self._writes_done = 0
 
     # --- database -----------------------------------------------------------
 
@@ -193,16 +196,32 @@ class Dispatcher:
         if op.write:
             if self._write_slots is None:
                 return op.run(request)  # retried after a serialization failure (SQLSTATE 40001)
-            if not self._write_slots.acquire(timeout=self.settings.write_slot_wait):
-                # Every other thread already waits to write: the database is held up
-                # (an outside lock); keep this thread for the reads.
+            if not self._take_write_slot():
+                # Every other thread already waits to write and none got through: the
+                # database is held up (an outside lock); keep this thread for the reads.
                 raise ServiceUnavailable("the database is busy; retry later")
             try:
-                return op.run(request)
+                result = op.run(request)
+            except SowctlError:
+                self._writes_done += 1  # refused, but answered: the database moves
+                raise
             finally:
                 self._write_slots.release()
+            self._writes_done += 1
+            return result
         # Reads are safe to repeat: ride out a briefly locked database before giving up.
         return with_retries(lambda: op.handler(request), attempts=self.settings.read_attempts)
+
+    def _take_write_slot(self) -> bool:
+        """Wait for a write slot while writes keep finishing; False after a whole
+        ``write_slot_wait`` in which none did. (The counter is read and bumped without a
+        lock: a lost increment only means one more wait.)"""
+        while True:
+            done = self._writes_done
+            if self._write_slots.acquire(timeout=self.settings.write_slot_wait):
+                return True
+            if self._writes_done == done:
+                return False
 
     def healthz(self) -> bottle.HTTPResponse:
         try:
