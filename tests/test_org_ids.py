@@ -251,3 +251,35 @@ def test_a_database_with_global_sow_ids_migrates_and_keeps_its_sows(global_ids_d
     with pytest.raises(InvalidInput):
         create_sow(Caller(None, "org-a", "member"), SowCreate(title="again", id="sow-old"))
     m.database_proxy.obj.close()
+
+
+def test_two_organizations_creating_one_id_at_once_both_succeed(tenants: Tenants) -> None:
+    """Each organization's writers lock only their organization, so both may find the
+    stored key free and race for it (on PostgreSQL): the loser takes a fresh key."""
+    import threading
+
+    from sowctl.schemas.sows import SowCreate
+    from sowctl.services.access import Caller
+    from sowctl.services.sows import create_sow
+
+    def create(org: str, sow_id: str, barrier: threading.Barrier, made: dict[str, str]) -> None:
+        try:
+            barrier.wait(timeout=5)
+            made[org] = create_sow(Caller(None, org, "member"), SowCreate(title=org, id=sow_id)).id
+        finally:
+            m.database_proxy.obj.close()  # this thread's connection
+
+    for round_ in range(5):
+        sow_id = f"sow-race-{round_}"
+        barrier = threading.Barrier(2)
+        made: dict[str, str] = {}
+        threads = [
+            threading.Thread(target=create, args=(org, sow_id, barrier, made)) for org in (ACME, GLOBEX)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert made == {ACME: sow_id, GLOBEX: sow_id}
+        keys = {key for (key,) in m.Sow.select(m.Sow.key).where(m.Sow.id == sow_id).tuples()}
+        assert len(keys) == 2 and sow_id in keys
