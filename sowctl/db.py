@@ -173,12 +173,33 @@ def _v4_po_high_water(database: pw.Database) -> None:
         migrate(migrator.add_column(table, "po_high_water", pw.BigIntegerField(null=True)))
 
 
+def _v5_item_list_order_index(database: pw.Database) -> None:
+    """The item index in list order (``services.item_pages``): ``(sow_id, order_index,
+    created_at, id)`` replaces ``(sow_id, order_index)``, a prefix of it."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.Item._meta.table_name
+    wanted = ["sow_id", "order_index", "created_at", "id"]
+    indexes = database.get_indexes(table)
+    migrator = SchemaMigrator.from_database(database)
+    operations = []
+    if not any(index.columns == wanted for index in indexes):
+        operations.append(migrator.add_index(table, tuple(wanted), False))
+    operations += [
+        migrator.drop_index(table, index.name)
+        for index in indexes
+        if index.columns == ["sow_id", "order_index"] and not index.unique
+    ]
+    migrate(*operations)
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
     _v3_item_topo_rank,
     _v4_po_high_water,
+    _v5_item_list_order_index,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -21,6 +21,7 @@ from sowctl.schemas.items import (
     ReorderResult,
 )
 from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
+from sowctl.services import item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import calculated_statuses
 
@@ -55,7 +56,7 @@ def _subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, s
     return list(m.database_proxy.execute_sql(sql, tuple(root_ids)).fetchall())
 
 
-def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
+def _shown_statuses(sow_id: str, items: Sequence[m.Item | item_pages.PageRow]) -> dict[str, str]:
     """Statuses to show for ``items``: a requirement's comes from the task items below it,
     so only the subtrees of the requirements shown are read (GET of one requirement in a
     SOW of thousands of items reads its own few rows, not the SOW's)."""
@@ -101,24 +102,16 @@ def list_items(
     parent_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
-) -> tuple[list[ItemOut], int]:
-    """Items of a SOW in ``orderIndex`` order, with the total count before paging."""
+) -> tuple[list[dict], int]:
+    """Items of a SOW in ``orderIndex`` order (their JSON objects, as ``ItemOut`` dumps
+    them), with the total count before paging (``services.item_pages``)."""
     sow_for(caller, sow_id)
     if item_type is not None and item_type not in ITEM_TYPES:
         raise InvalidInput.for_field("type", "must be one of: requirement, task_item")
-    query = m.Item.select().where(m.Item.sow == sow_id)
-    if item_type is not None:
-        query = query.where(m.Item.type == item_type)
-    if parent_id is not None:
-        query = query.where(m.Item.parent == parent_id)
-    total = query.count() if (offset or limit is not None) else None
-    query = query.order_by(m.Item.order_index, m.Item.created_at, m.Item.id)
-    if limit is not None:
-        query = query.limit(limit)
-    if offset:
-        query = query.offset(offset)
-    items = list(query)
-    return _render(items), total if total is not None else len(items)
+    rows, total = item_pages.read_page(
+        sow_id, item_type=item_type, parent_id=parent_id, offset=offset, limit=limit
+    )
+    return item_pages.dump_page(rows, _shown_statuses(sow_id, rows) if rows else {}), total
 
 
 def get_item(caller: Caller, item_id: str) -> ItemOut:

@@ -32,16 +32,16 @@ _MARKERS = tuple(-7_301_000_001 - k for k in range(8))
 class Lookup:
     """A statement built by ``build(*parameters)`` once per dialect, then only executed.
 
-    ``build`` must use each parameter exactly once, and in a plain comparison or
-    value (peewee converts it with the field's ``db_value``; the markers survive that).
+    ``build`` must use each parameter at least once, each time in a plain comparison
+    or value (peewee converts it with the field's ``db_value``; the markers survive that).
     """
 
     def __init__(self, build: Callable[..., pw.Query], arity: int = 1) -> None:
         self._build = build
         self._arity = arity
-        self._compiled: dict[tuple[type, str], tuple[str, list[Any], list[int]]] = {}
+        self._compiled: dict[tuple[type, str], tuple[str, list[Any], list[list[int]]]] = {}
 
-    def _sql(self, database: pw.Database) -> tuple[str, list[Any], list[int]]:
+    def _sql(self, database: pw.Database) -> tuple[str, list[Any], list[list[int]]]:
         key = (type(database), database.param)
         compiled = self._compiled.get(key)
         if compiled is None:
@@ -49,9 +49,9 @@ class Lookup:
             sql, params = database.get_sql_context().sql(self._build(*markers)).query()
             texts = [str(marker) for marker in markers]
             positions = [[k for k, value in enumerate(params) if str(value) == text] for text in texts]
-            if any(len(found) != 1 for found in positions):
-                raise ValueError(f"a Lookup query must use each parameter exactly once: {sql}")
-            compiled = self._compiled[key] = (sql, list(params), [found[0] for found in positions])
+            if any(not found for found in positions):
+                raise ValueError(f"a Lookup query must use every parameter: {sql}")
+            compiled = self._compiled[key] = (sql, list(params), positions)
         return compiled
 
     def execute(self, *values: Any) -> Any:
@@ -59,8 +59,9 @@ class Lookup:
         database = m.database_proxy.obj
         sql, params, positions = self._sql(database)
         params = params.copy()
-        for position, value in zip(positions, values, strict=True):
-            params[position] = value
+        for places, value in zip(positions, values, strict=True):
+            for place in places:
+                params[place] = value
         return database.execute_sql(sql, params)
 
     def first(self, *values: Any) -> tuple | None:
