@@ -14,12 +14,15 @@ same file to which a table ``items`` was added: the same rows with the API's cam
 column names, inserted in the API's list order, with an index on ``(sowId,
 orderIndex)``, so ``items.json?sowId=S&_sort=orderIndex&_size=100`` returns the same
 100 items for each page (its deep pages by its keyset ``_next`` token, walked once
-beforehand). datasette runs as it is documented to run, one process.
+beforehand). datasette runs as it is documented to run, one process, with facet
+suggestions off (``--setting suggest_facets off``), as for an API client.
 
 Each request is measured with ``wrk -t2 -c32 --latency`` on loopback, the measurements
 interleaved (sowctl page, datasette page, for every page, twice) and averaged, so that a
 change in the machine's load hits both sides alike; every figure is a ratio within
-this one run.
+this one run. The servers' CPU time per request (user + system of all their processes,
+from /proc) is recorded too: on a shared machine it moves far less than requests per
+second do.
 """
 
 from __future__ import annotations
@@ -67,12 +70,34 @@ FROM item ORDER BY sow_id, order_index, created_at, id
 """
 
 
+# Facet suggestions (on by default) run a query per column on every first page: an API
+# client turns them off, and so does this benchmark.
+PEER_SETTINGS = ["--setting", "suggest_facets", "off"]
+
+
 def peer_copy(template: str, target: Path) -> None:
     shutil.copyfile(template, target)
     with sqlite3.connect(target) as raw:
         raw.execute(PEER_TABLE)
         raw.execute("CREATE INDEX items_sow_order ON items (sowId, orderIndex)")
         raw.execute("ANALYZE")
+
+
+def cpu_seconds(session: int) -> float:
+    """User + system CPU time of every live process of a session (a server and its workers):
+    unlike requests per second, hardly changed by what else the machine is running."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # field 6 of stat: the session id
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
 
 
 def free_port() -> int:
@@ -87,7 +112,7 @@ class Datasette:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(
-            [*command, "serve", str(path), "--port", str(self.port), "--host", "127.0.0.1"],
+            [*command, "serve", str(path), "--port", str(self.port), "--host", "127.0.0.1", *PEER_SETTINGS],
             stdout=self.log,
             stderr=self.log,
             start_new_session=True,
@@ -164,6 +189,7 @@ class Row:
     label: str
     rps: list[float]
     p50: list[float]
+    cpu_ms: list[float]  # server CPU per request
 
 
 def main() -> None:
@@ -207,17 +233,26 @@ def main() -> None:
                 path = f"/api/sow/{SOW}/items?page={page}&limit={LIMIT}"
                 probes.append((f"sowctl page {page}", server.url, path, bearer))
                 probes.append((f"datasette page {page}", peer.url, paths[page], {}))
-            rows = {label: Row(label, [], []) for label, *_ in probes}
+            rows = {label: Row(label, [], [], []) for label, *_ in probes}
+            sessions = {server.url: server.process.pid, peer.url: peer.process.pid}
             for label, base, path, headers in probes:  # warm-up: connections, caches, imports
                 bench.wrk(base, bench.Probe(label, path, headers), 1)
             for _ in range(args.rounds):
                 for label, base, path, headers in probes:
+                    cpu_before = cpu_seconds(sessions[base])
                     rps, p50, _p99, errors = bench.wrk(base, bench.Probe(label, path, headers), args.duration)
+                    cpu = cpu_seconds(sessions[base]) - cpu_before
                     if errors != "0":
                         raise SystemExit(f"{label}: wrk errors {errors}")
                     rows[label].rps.append(rps)
                     rows[label].p50.append(p50)
-                    print(f"# {label:32} {rps:8.0f} req/s  p50 {p50:7.2f} ms", file=sys.stderr, flush=True)
+                    rows[label].cpu_ms.append(cpu * 1000 / max(1.0, rps * args.duration))
+                    print(
+                        f"# {label:32} {rps:8.0f} req/s  p50 {p50:7.2f} ms  server CPU "
+                        f"{rows[label].cpu_ms[-1]:.2f} ms/request",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         finally:
             server.stop()
             if peer is not None:
@@ -228,22 +263,26 @@ def main() -> None:
 
     hello = mean(rows[probes[0][0]].rps)
     lines = [
-        "| request | req/s | p50 ms | vs datasette, same page | vs sowctl page 1 | vs hello world |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| request | req/s | p50 ms | server CPU ms per request | req/s vs datasette, same page "
+        "| CPU per request, datasette / sowctl | req/s vs sowctl page 1 | vs hello world |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     first_ours = mean(rows[f"sowctl page {pages[0]}"].rps)
     for label, row in rows.items():
-        rps = mean(row.rps)
-        versus_peer = versus_first = ""
+        rps, cpu = mean(row.rps), mean(row.cpu_ms)
+        versus_peer = cpu_versus_peer = versus_first = ""
         if label.startswith("sowctl page"):
-            page = label.rsplit(" ", 1)[1]
-            versus_peer = f"**{rps / mean(rows[f'datasette page {page}'].rps):.2f}x**"
+            theirs = rows["datasette page " + label.rsplit(" ", 1)[1]]
+            versus_peer = f"**{rps / mean(theirs.rps):.2f}x**"
+            cpu_versus_peer = f"{mean(theirs.cpu_ms) / cpu:.2f}x"
             versus_first = f"{rps / first_ours:.2f}"
         cells = [
             label,
             f"{rps:,.0f}",
             f"{mean(row.p50):.2f}",
+            f"{cpu:.2f}",
             versus_peer,
+            cpu_versus_peer,
             versus_first,
             f"{rps / hello:.1%}",
         ]

@@ -18,8 +18,7 @@ The SQL of each variant (filters, paged or not) is built once per dialect
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import peewee as pw
@@ -66,24 +65,9 @@ _ORDER = (_I.order_index, _I.created_at, _I.id)  # the list order; ids make it t
 _STATUS = PageRow._fields.index("status")
 
 
-def _stored_datetime(field: pw.DateTimeField) -> Callable[[Any], datetime]:
-    """The datetime of a stored value: PostgreSQL's driver gives one, SQLite's the ISO text
-    peewee wrote (parsed at C speed; anything else through the field, as peewee reads it)."""
-
-    def read(value: Any) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        try:
-            return datetime.fromisoformat(value)
-        except (TypeError, ValueError):
-            return field.python_value(value)
-
-    return read
-
-
-DUMP_ROW = row_dumper(
-    ItemOut, [_stored_datetime(f) if isinstance(f, pw.DateTimeField) else None for f in COLUMNS]
-)
+# PostgreSQL's driver gives datetimes, SQLite's the text peewee stored: ItemOut's
+# Timestamp serializer (clock.format_timestamp) takes either.
+DUMP_ROW = row_dumper(ItemOut)
 
 
 def _matching(sow_id: Any, item_type: Any, parent_id: Any, with_type: bool, with_parent: bool):
