@@ -97,7 +97,8 @@ def count_queries(monkeypatch) -> list[str]:
     original = database.execute_sql
 
     def counting(sql, params=None, *args, **kwargs):
-        executed.append(sql)
+        if not sql.startswith("PREPARE "):  # PostgreSQL: once per connection, not per page
+            executed.append(sql)
         return original(sql, params, *args, **kwargs)
 
     monkeypatch.setattr(database, "execute_sql", counting)
