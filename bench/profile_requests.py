@@ -4,24 +4,29 @@
     python bench/profile_requests.py                    # SQLite copy of the throughput dataset
     python bench/profile_requests.py --db postgresql://postgres@127.0.0.1:5432/sowctl_bench_run
     python bench/profile_requests.py --top 25           # also print cProfile's top functions
+    PYTHONPATH=/path/to/older/checkout python bench/profile_requests.py   # the same for another sowctl
 
 Uses the throughput benchmark's dataset (``bench_throughput.sqlite_template``; on
 PostgreSQL, name a copy of its template database). Each request is called ``--repeat``
-times through ``create_app``'s WSGI callable with ``serve --quiet`` settings: first
-plainly (mean µs per request, the figure the ratios use), then under cProfile, whose
-cumulative times are split into the phases below. cProfile slows Python code more than
-the database, so the phase shares are indicative; the plain figures are not affected.
+times through ``create_app``'s WSGI callable with ``serve --quiet`` settings: first as
+it is (µs per request), then with the functions below wrapped in timers, each moment
+counted for the innermost phase running (a token lookup's query counts as a query), as
+shares of that second run. Not included: the WSGI server (gunicorn's HTTP parsing and
+its access log line, off with ``--quiet``), which ``bench_throughput.py``'s hello world
+measures.
 
-Phases (cumulative time of the functions named, which never call one another):
+Phases:
 
-* authentication: ``credentials.authenticate_token`` / ``authenticate_key`` (hash + one query)
-  and the Group B rate counter;
-* query building: peewee turning query objects into SQL (``Context.sql``/``query``);
-* queries: ``Database.execute_sql`` (the driver and the database) and fetching rows;
+* authentication: ``credentials.authenticate_token`` / ``authenticate_key`` (hashing the
+  secret, building the caller) and the Group B rate counter;
+* query building: peewee turning query objects into SQL (``Database.execute``);
+* queries: ``Database.execute_sql`` (the driver and the database, prepared or not);
+  fetching the rows counts for whoever fetches them;
 * validation: ``operations.build_request`` (query string and body through Pydantic);
-* serialisation: building response models (``to_out``) and dumping them (``dump``), ``json_bytes``;
-* logging: the server's log lines (none on a successful request with ``--quiet``);
-* the rest: Bottle routing, the WSGI envelope, the handler's own Python.
+* serialisation: response models built (``to_out``) and dumped (``dump``,
+  ``item_pages.dump_page``), and ``json_bytes``;
+* logging: the server's own log lines (none on a successful request);
+* the rest: Bottle routing and responses, the handler's own Python, fetching rows.
 """
 
 from __future__ import annotations
@@ -50,25 +55,69 @@ def _throughput() -> ModuleType:
     return module
 
 
-# (phase, file suffix, function name): cumulative time of each match counts for the phase.
+# (phase, module, function): time inside these calls counts for the phase, minus the time
+# of calls of another phase inside them (a token lookup's query counts as a query).
 PHASES = [
-    ("authentication", "services/credentials.py", "authenticate_token"),
-    ("authentication", "services/credentials.py", "authenticate_key"),
-    ("authentication", "services/ratelimit.py", "hit"),
-    ("query building", "peewee.py", "sql"),
-    ("queries", "peewee.py", "execute_sql"),
-    ("queries", "~", "<method 'fetchall' of 'sqlite3.Cursor' objects>"),
-    ("queries", "~", "<method 'fetchone' of 'sqlite3.Cursor' objects>"),
-    ("queries", "~", "<method 'fetchall' of 'psycopg2.extensions.cursor' objects>"),
-    ("queries", "~", "<method 'fetchone' of 'psycopg2.extensions.cursor' objects>"),
-    ("validation", "operations/__init__.py", "build_request"),
-    ("serialisation", "services/items.py", "to_out"),
-    ("serialisation", "services/dependencies.py", "to_out"),
-    ("serialisation", "schemas/common.py", "dump"),
-    ("serialisation", "services/item_pages.py", "dump_page"),
-    ("serialisation", "server/http.py", "json_bytes"),
-    ("logging", "server/responses.py", "log"),
+    ("authentication", "sowctl.services.credentials", "authenticate_token"),
+    ("authentication", "sowctl.services.credentials", "authenticate_key"),
+    ("authentication", "sowctl.services.ratelimit", "hit"),
+    ("query building", "peewee", "Database.execute"),
+    ("queries", "peewee", "Database.execute_sql"),
+    ("validation", "sowctl.operations", "build_request"),
+    ("serialisation", "sowctl.services.items", "to_out"),
+    ("serialisation", "sowctl.services.dependencies", "to_out"),
+    ("serialisation", "sowctl.services.item_pages", "dump_page"),
+    ("serialisation", "sowctl.schemas.common", "dump"),
+    ("serialisation", "sowctl.server.http", "json_bytes"),
+    ("logging", "sowctl.server.responses", "log"),
 ]
+PHASE_NAMES = ["authentication", "query building", "queries", "validation", "serialisation", "logging"]
+
+
+class Phases:
+    """Wraps the PHASES functions to time them; each moment counts for the innermost one."""
+
+    def __init__(self) -> None:
+        self.totals = dict.fromkeys(PHASE_NAMES, 0.0)
+        self._stack: list[list[float]] = []  # [start, time of nested phases]
+
+    def install(self) -> None:
+        import importlib
+
+        for phase, module_name, qualname in PHASES:
+            owner, _, name = qualname.rpartition(".")
+            try:  # an older sowctl (to compare with) may lack some of them
+                module = importlib.import_module(module_name)
+                target = getattr(module, owner) if owner else module
+                original = getattr(target, name)
+            except (ImportError, AttributeError):
+                continue
+            wrapped = self._wrap(phase, original)
+            setattr(target, name, wrapped)
+            if not owner:  # names imported elsewhere with "from module import name"
+                for other in list(sys.modules.values()):
+                    if (
+                        getattr(other, "__name__", "").startswith("sowctl")
+                        and getattr(other, name, None) is original
+                    ):
+                        setattr(other, name, wrapped)
+
+    def _wrap(self, phase: str, function):
+        stack, totals, clock = self._stack, self.totals, time.perf_counter
+
+        def timed(*args, **kwargs):
+            frame = [clock(), 0.0]
+            stack.append(frame)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                stack.pop()
+                spent = clock() - frame[0]
+                totals[phase] += spent - frame[1]
+                if stack:
+                    stack[-1][1] += spent
+
+        return timed
 
 
 def wsgi_call(app, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[str, bytes]:
@@ -98,18 +147,6 @@ def wsgi_call(app, method: str, path: str, headers: dict[str, str], body: bytes 
     if hasattr(chunks, "close"):
         chunks.close()
     return status[0], payload
-
-
-def phase_split(profile: cProfile.Profile) -> tuple[dict[str, float], float]:
-    stats = pstats.Stats(profile)
-    total = max(entry[3] for entry in stats.stats.values())  # the outermost call's cumulative time
-    split: dict[str, float] = {}
-    for (filename, _line, name), (_cc, _nc, _tt, ct, _callers) in stats.stats.items():
-        for phase, suffix, wanted in PHASES:
-            if name == wanted and ((suffix == "~" and filename == "~") or filename.endswith(suffix)):
-                split[phase] = split.get(phase, 0.0) + ct
-    # peewee's Context.sql recurses: count only the outermost calls (callers outside sql).
-    return split, total
 
 
 def main() -> None:
@@ -146,32 +183,36 @@ def main() -> None:
             "serialisation | logging | the rest |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for name, method, path, headers in requests:
+        plain: dict[str, float] = {}
+        for name, method, path, headers in requests:  # first without any instrument
             status, _ = wsgi_call(app, method, path, headers)
             if not status.startswith("200"):
                 raise SystemExit(f"{name}: {status}")
             started = time.perf_counter()
             for _ in range(args.repeat):
                 wsgi_call(app, method, path, headers)
-            plain = (time.perf_counter() - started) / args.repeat * 1e6
-            profile = cProfile.Profile()
-            profile.enable()
+            plain[name] = (time.perf_counter() - started) / args.repeat * 1e6
+        phases = Phases()
+        phases.install()
+        for name, method, path, headers in requests:
+            phases.totals.update(dict.fromkeys(PHASE_NAMES, 0.0))
+            started = time.perf_counter()
             for _ in range(args.repeat):
                 wsgi_call(app, method, path, headers)
-            profile.disable()
-            split, total = phase_split(profile)
-            shares = [split.get(phase, 0.0) / total for phase in PHASE_NAMES]
-            rest = max(0.0, 1 - sum(shares))
-            cells = " | ".join(f"{share:.0%}" for share in [*shares, rest])
-            lines.append(f"| {name} | {plain:,.0f} | {cells} |")
+            total = time.perf_counter() - started
+            shares = [phases.totals[phase] / total for phase in PHASE_NAMES]
+            cells = " | ".join(f"{share:.0%}" for share in [*shares, max(0.0, 1 - sum(shares))])
+            lines.append(f"| {name} | {plain[name]:,.0f} | {cells} |")
             if args.top:
+                profile = cProfile.Profile()
+                profile.enable()
+                for _ in range(args.repeat):
+                    wsgi_call(app, method, path, headers)
+                profile.disable()
                 out = io.StringIO()
                 pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
                 print(f"## {name}\n{out.getvalue()}")
         print("\n".join(lines))
-
-
-PHASE_NAMES = ["authentication", "query building", "queries", "validation", "serialisation", "logging"]
 
 
 if __name__ == "__main__":
