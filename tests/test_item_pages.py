@@ -201,3 +201,30 @@ def test_stored_text_and_datetimes_give_the_same_timestamp():
     assert clock.format_timestamp("2026-03-16 09:30:00.999999") == "2026-03-16T09:30:00Z"
     assert clock.format_timestamp("2026-03-16 09:30:00+02:00") == "2026-03-16T07:30:00Z"
     assert clock.format_timestamp(datetime(2026, 3, 16, 9, 30, 0, 999999)) == "2026-03-16T09:30:00Z"
+
+
+@given(
+    query=st.dictionaries(st.sampled_from(["type", "parentId", "x y", "é"]), st.text(max_size=5), max_size=3),
+    page=st.integers(1, 60),
+    limit=st.integers(1, 100),
+    total=st.integers(0, 5000),
+)
+def test_link_header_is_the_plain_urlencode_of_each_page(query, page, limit, total):
+    """The Link header encodes the other parameters once; each link is what encoding all
+    of them for that page gives."""
+    import math
+    from urllib.parse import quote, urlencode
+
+    from sowctl.server.http import link_header
+
+    last = max(1, math.ceil(total / limit))
+    target = "http://h" + quote("/api/sow/s 1/items", safe="/:@!$&'()*+,;=-._~")
+    expected = [
+        f'<{target}?{urlencode({**query, "page": str(n), "limit": str(limit)})}>; rel="{rel}"'
+        for rel, n in (
+            ([("next", page + 1)] if page < last else [])
+            + ([("prev", min(page - 1, last))] if page > 1 else [])
+            + [("first", 1), ("last", last)]
+        )
+    ]
+    assert link_header("http://h", "/api/sow/s 1/items", query, page, limit, total) == ", ".join(expected)
