@@ -4,9 +4,11 @@ which writes them, giving exactly what the response model dumps."""
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 from typing import ClassVar
 
+import peewee as pw
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,6 +21,7 @@ from sowctl.schemas.common import CamelOut, Timestamp, dump, row_dumper
 from sowctl.schemas.items import ItemOut
 from sowctl.services import item_pages
 from sowctl.services.access import Caller
+from sowctl.services.lookup import Lookup
 
 LOCAL = Caller.local()
 T0 = datetime(2026, 3, 16, 9, 30, 0)
@@ -228,3 +231,29 @@ def test_link_header_is_the_plain_urlencode_of_each_page(query, page, limit, tot
         )
     ]
     assert link_header("http://h", "/api/sow/s 1/items", query, page, limit, total) == ", ".join(expected)
+
+
+def test_the_total_is_counted_again_only_after_a_change(big_sow, db, monkeypatch):
+    """SQLite keeps a connection's counts while nothing is committed; every backend tells
+    the right total after a write, its own or another connection's."""
+    sow_id, _ = big_sow
+    used = []
+    original = Lookup.all
+    monkeypatch.setattr(Lookup, "all", lambda self, *values: used.append(self) or original(self, *values))
+    assert page(sow_id, 2, 10)[1] == 60
+    used.clear()
+    assert page(sow_id, 3, 10)[1] == 60
+    counted_again = item_pages._PAGES[(False, False, "counted")] in used
+    assert counted_again == (not isinstance(db, pw.SqliteDatabase))
+    api("items.create", {"sowId": sow_id}, body={"title": "new", "type": "task_item"})  # this connection
+    assert page(sow_id, 3, 10)[1] == 61
+    other = threading.Thread(  # another connection (peewee: one per thread)
+        target=lambda: (
+            api("items.create", {"sowId": sow_id}, body={"title": "other", "type": "task_item"}),
+            db.close(),
+        )
+    )
+    other.start()
+    other.join()
+    assert page(sow_id, 3, 10)[1] == 62
+    assert page(sow_id, 1, 10, type="requirement")[1] == 3  # each filter counted for itself
