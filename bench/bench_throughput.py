@@ -23,6 +23,9 @@ never to refuse, plus, in the same worker processes, a bare Bottle app answering
 ``GET /hello``. The script re-invokes itself with ``--serve`` for that, so the
 hello-world baseline runs on the same server, workers and run as the requests
 it is compared with; it is measured first and last, and the ratio uses the mean.
+``/healthz`` (one ``SELECT 1`` on the database) is the floor that includes a database
+round trip. ``--rounds N`` runs every probe N times interleaved and averages, so that
+on a shared machine a request and its floor see the same load on average.
 
 Every request is measured with ``wrk -t2 -c32 -d5s --latency`` on loopback after
 a 1 s warm-up; POST /api/dependencies uses ``bench/post_dependencies.lua``,
@@ -473,19 +476,23 @@ def check_answers(url: str, targets: Targets, selected: list[Probe]) -> None:
 
 
 def bench_config(
-    backend: str, workers: int, db_url: str, targets: Targets, only: str, duration: float
+    backend: str, workers: int, db_url: str, targets: Targets, only: str, duration: float, rounds: int = 1
 ) -> list[Measure]:
+    """Every selected probe, hello world first and last; with ``rounds`` > 1 the probes run
+    that many times interleaved, and each figure is the mean of its runs (on a busy machine
+    a probe and its floor then see the same load, on average)."""
     selected = [p for p in probes(targets) if p.path == "/hello" or re.search(only, p.name)]
     server = Server(db_url, workers)
-    results: list[Measure] = []
+    runs: dict[str, list[Measure]] = {probe.name: [] for probe in selected}
     try:
         check_answers(server.url, targets, selected)
-        hello = selected[0]
-        runs = [*selected, hello]  # hello world first and last
-        for probe in runs:
+        for probe in selected:
             wrk(server.url, probe, 1)  # warm-up: connections, caches, lazy imports
+        hello = selected[0]
+        order = [probe for _ in range(rounds) for probe in selected] + [hello]  # hello last too
+        for probe in order:
             rps, p50, p99, errors = wrk(server.url, probe, duration)
-            results.append(Measure(backend, workers, probe.name, rps, p50, p99, errors))
+            runs[probe.name].append(Measure(backend, workers, probe.name, rps, p50, p99, errors))
             print(
                 f"# {backend:10} w={workers} {probe.name:34} {rps:8.0f} req/s  p50 {p50:7.2f} ms  "
                 f"p99 {p99:8.2f} ms  errors {errors}",
@@ -498,10 +505,22 @@ def bench_config(
     server.log.close()
     if "Traceback" in log:
         print(log[-3000:], file=sys.stderr)
-    first, last = results[0], results.pop()
-    first.rps = (first.rps + last.rps) / 2
-    first.p50_ms = (first.p50_ms + last.p50_ms) / 2
-    first.p99_ms = (first.p99_ms + last.p99_ms) / 2
+    results = []
+    for probe in selected:
+        measured = runs[probe.name]
+        errors = "; ".join(m.errors for m in measured if m.errors != "0") or "0"
+        results.append(
+            Measure(
+                backend,
+                workers,
+                probe.name,
+                sum(m.rps for m in measured) / len(measured),
+                sum(m.p50_ms for m in measured) / len(measured),
+                sum(m.p99_ms for m in measured) / len(measured),
+                errors,
+            )
+        )
+    first = results[0]
     healthz = next((r.rps for r in results if r.probe.startswith("/healthz")), 0.0)
     for result in results:
         result.ratio = result.rps / first.rps if first.rps else float("nan")
@@ -543,6 +562,7 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per wrk run")
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved runs of every probe, averaged")
     parser.add_argument("--only", default="", help="regex on request names (hello world always runs)")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument(
@@ -574,7 +594,9 @@ def main() -> None:
                     targets = prepare_run(db_url, workdir)
                     if backend != "sqlite":
                         vacuum(db_url)
-                    results += bench_config(backend, workers, db_url, targets, ns.only, ns.duration)
+                    results += bench_config(
+                        backend, workers, db_url, targets, ns.only, ns.duration, ns.rounds
+                    )
                 finally:
                     if backend != "sqlite":
                         drop_run_database(ns.pg_url)
@@ -583,7 +605,8 @@ def main() -> None:
     header = (
         f"`{command.strip()}` ({date.today().isoformat()}; {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; wrk {' '.join(WRK_ARGS)} "
-        f"-d{ns.duration:g}s on loopback, sharing the CPUs with the server; gunicorn gthread, "
+        f"-d{ns.duration:g}s on loopback, {ns.rounds} interleaved round(s) averaged, sharing the CPUs "
+        f"with the server; gunicorn gthread, "
         f"{THREADS} threads per worker; 1-minute load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after)."
     )
