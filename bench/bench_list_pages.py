@@ -32,6 +32,7 @@ import importlib.util
 import json
 import os
 import platform
+import shlex
 import shutil
 import signal
 import socket
@@ -287,7 +288,7 @@ def main() -> None:
             f"{rps / hello:.1%}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    command = "python bench/bench_list_pages.py " + " ".join(sys.argv[1:])
+    command = "python bench/bench_list_pages.py " + shlex.join(sys.argv[1:])
     header = (
         f"`{command.strip()}` ({date.today().isoformat()}; {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; wrk {' '.join(bench.WRK_ARGS)} "

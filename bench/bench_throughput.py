@@ -41,6 +41,7 @@ import os
 import platform
 import random
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -601,7 +602,7 @@ def main() -> None:
                     if backend != "sqlite":
                         drop_run_database(ns.pg_url)
 
-    command = "python bench/bench_throughput.py " + " ".join(sys.argv[1:])
+    command = "python bench/bench_throughput.py " + shlex.join(sys.argv[1:])
     header = (
         f"`{command.strip()}` ({date.today().isoformat()}; {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; wrk {' '.join(WRK_ARGS)} "
