@@ -112,7 +112,14 @@ def prepare(url: str) -> dict[str, str]:
                 m.Project.create(
                     id=f"p-{org}", organization=org, name=org, created_at=moment, updated_at=moment
                 )
-                m.Sow.create(id=f"sow-{org}", project=f"p-{org}", title=org, created_at=moment)
+                m.Sow.create(
+                    key=f"sow-{org}",
+                    id=f"sow-{org}",
+                    organization=org,
+                    project=f"p-{org}",
+                    title=org,
+                    created_at=moment,
+                )
             m.Item.insert_many(
                 [
                     {
