@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.context",
             "sowctl.render",
             "sowctl.chart",
+            "sowctl.reports",
             "sowctl.itemtree",
         ),
     ),
