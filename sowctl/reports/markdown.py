@@ -26,8 +26,9 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "@": "&#64;"
 def md_text(value: Any) -> str:
     """Text safe in a Markdown table cell or paragraph: one line, no markup, no HTML, no mention."""
     text = " ".join(_CONTROL.sub(" ", str(value)).split())
-    text = "".join(_ENTITIES.get(char, char) for char in text)
-    return _PUNCTUATION.sub(r"\\\1", text)
+    text = _PUNCTUATION.sub(r"\\\1", text)
+    # Entities last: their own "#" must not be escaped.
+    return "".join(_ENTITIES.get(char, char) for char in text)
 
 
 def _counts(summary: dict[str, Any]) -> list[str]:
