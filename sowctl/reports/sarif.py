@@ -76,7 +76,7 @@ def _result(finding: dict[str, Any], sow_id: str, fail_on: list[str], uses_basel
         "properties": {"state": finding["state"], "failsCheck": finding["fails"]},
     }
     if uses_baseline:
-        result["baselineState"] = "unchanged" if finding["state"] == "baseline" else "new"
+        result["baselineState"] = "unchanged" if finding.get("inBaseline") else "new"
     acceptance = finding.get("acceptance")
     if acceptance is not None:
         expired = finding["state"] == "expired"

@@ -18,7 +18,8 @@ reads and writes the files.
   An accepted finding is ``accepted`` and does not fail, through its expiry date;
   from the next day (by the chain's ``asOf`` date) it is ``expired`` and fails again.
 
-Finding states: ``new``, ``baseline``, ``accepted``, ``expired``. A finding fails the
+Finding states: ``new``, ``baseline``, ``accepted``, ``expired``; ``inBaseline`` says whether
+the baseline lists the finding, whatever its state. A finding fails the
 check when its kind is named by ``--fail-on`` and its state is ``new`` or ``expired``.
 """
 
@@ -144,10 +145,11 @@ def apply_gate(
         acceptance = by_print.get(finding["fingerprint"]) or by_dep.get(
             f"{finding['kind']}/{finding['dependencyId']}"
         )
+        finding["inBaseline"] = baseline is not None and finding["fingerprint"] in baseline
         if acceptance is not None:
             finding["state"] = "accepted" if today <= acceptance["expires"] else "expired"
             finding["acceptance"] = {key: acceptance[key] for key in ("owner", "reason", "expires")}
-        elif baseline is not None and finding["fingerprint"] in baseline:
+        elif finding["inBaseline"]:
             finding["state"] = "baseline"
         else:
             finding["state"] = "new"

@@ -256,7 +256,7 @@ def check_chain(
         issues[finding["kind"]].append(finding["subject"])
         out.append(
             {key: value for key, value in finding.items() if key != "subject"}
-            | {"state": "new", "fails": finding["kind"] in fail_on}
+            | {"state": "new", "inBaseline": False, "fails": finding["kind"] in fail_on}
         )
     return {
         "sowId": report["sowId"],
