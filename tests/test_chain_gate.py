@@ -561,3 +561,45 @@ def test_titles_cannot_forge_lines_or_break_the_formats(run, tmp_path: Path, mon
     assert diagram[0] == "flowchart LR" and all(line.startswith("  ") for line in diagram[1:])
     assert not any(line.strip() == "::error::forged" for line in markdown.splitlines())
     assert step.read_text() == markdown
+
+
+# --- the body the rules read --------------------------------------------------------------------
+
+
+def test_include_risks_adds_dates_statuses_and_as_of_only_when_asked(db) -> None:
+    from sowctl.schemas.dependencies import ChainFlat, ChainTree
+
+    sow = new_sow()
+    other = new_sow("Elsewhere")
+    a, b = item(sow, "A", "in_progress"), item(other, "B in another SOW", "completed")
+    made = dep(a, b, slaDate="2026-04-01", escalationDate="2026-03-20")
+    plain = operations.call_local("chain.get", MEMBER, query={"sowId": sow})
+    assert set(plain) == {"sowId", "dependencies", "issues"}
+    (entry,) = plain["dependencies"]
+    assert set(entry) == {"id", "sourceItem", "targetItem", "dependencyType", "riskLevel", "status"}
+    assert set(entry["targetItem"]) == {"id", "title"}
+    body = operations.call_local("chain.get", MEMBER, query={"sowId": sow, "include": "risks"})
+    (entry,) = body["dependencies"]
+    assert body["asOf"] == TODAY and entry["id"] == made
+    assert (entry["slaDate"], entry["escalationDate"]) == ("2026-04-01", "2026-03-20")
+    assert entry["sourceItem"] == {"id": a, "title": "A", "type": "task_item", "status": "in_progress"}
+    assert entry["targetItem"]["status"] == "completed"  # a target in another SOW too
+    ChainFlat.model_validate(body)
+    tree = operations.call_local(
+        "chain.get", MEMBER, query={"sowId": sow, "format": "tree", "include": "risks"}
+    )
+    ChainTree.model_validate(tree)
+    assert tree["asOf"] == TODAY
+    with pytest.raises(Exception, match="include=external,risks"):
+        chain_risks.check_chain(plain)
+
+
+def test_a_requirement_shows_its_calculated_status_to_the_rules(run) -> None:
+    sow = new_sow()
+    parent = items.create_item(MEMBER, sow, ItemCreate(title="Structure", type="requirement")).id
+    child = items.create_item(MEMBER, sow, ItemCreate(title="Pour", type="task_item", parentItemId=parent)).id
+    operations.call_local("items.update", MEMBER, {"itemId": child}, body={"status": "completed"})
+    later = item(sow, "Fit-out", "in_progress")
+    dep(later, parent)  # waits for the requirement, completed through its only task
+    assert run("chain", "check", sow, "--fail-on", "conflict").exit_code == 0
+    assert [row["id"] for row in run("chain", "ready", sow, "--json").json()["ready"]] == [later]

@@ -14,7 +14,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sowctl"
 
 # Lowest first. A module may import its own layer and those below, never one above.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("sowctl", "sowctl.errors", "sowctl.clock", "sowctl.money", "sowctl.redaction")),
+    (
+        "foundation",
+        ("sowctl", "sowctl.errors", "sowctl.clock", "sowctl.money", "sowctl.redaction", "sowctl.gcpause"),
+    ),
     ("storage and declarations", ("sowctl.models", "sowctl.db", "sowctl.db_guards", "sowctl.schemas")),
     ("domain core", ("sowctl.services", "sowctl.demo_data")),
     ("API declaration", ("sowctl.operations",)),

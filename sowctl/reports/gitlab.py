@@ -55,15 +55,26 @@ def _issue(description: str, check: str, fingerprint: str, severity: str, sow_id
 
 
 def _dump(issues: list[dict[str, Any]]) -> str:
-    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+    # Compact: with ``indent`` the json module leaves its C encoder (see reports.sarif).
+    return json.dumps(issues, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def render(summary: dict[str, Any]) -> str:
-    sow_id = summary["sowId"]
+    # One location and one category list, shared by every issue (the list is only serialised).
+    location = {"path": location_path(summary["sowId"]), "lines": {"begin": 1}}
+    categories = ["Bug Risk"]
     return _dump(
         [
-            _issue(_description(f), f"sowctl-chain-{f['kind']}", f["fingerprint"], _severity(f), sow_id)
-            for f in summary["findings"]
+            {
+                "type": "issue",
+                "description": _description(finding),
+                "check_name": f"sowctl-chain-{finding['kind']}",
+                "fingerprint": finding["fingerprint"],
+                "severity": _severity(finding),
+                "categories": categories,
+                "location": location,
+            }
+            for finding in summary["findings"]
         ]
     )
 

@@ -36,13 +36,16 @@ def _counts(summary: dict[str, Any]) -> list[str]:
         "| Risk | Findings | Failing | Accepted | In baseline | Fails the check |",
         "| --- | ---: | ---: | ---: | ---: | --- |",
     ]
-    for kind in RISK_KINDS:
-        found = [f for f in summary["findings"] if f["kind"] == kind]
-        failing = sum(f["fails"] for f in found)
-        accepted = sum(f["state"] == "accepted" for f in found)
-        baseline = sum(f["state"] == "baseline" for f in found)
+    tally = {kind: [0, 0, 0, 0] for kind in RISK_KINDS}  # findings, failing, accepted, in baseline
+    for finding in summary["findings"]:
+        counts = tally[finding["kind"]]
+        counts[0] += 1
+        counts[1] += finding["fails"]
+        counts[2] += finding["state"] == "accepted"
+        counts[3] += finding["state"] == "baseline"
+    for kind, (found, failing, accepted, baseline) in tally.items():
         checked = "yes" if kind in summary["failOn"] else "no"
-        cells = [f"{KIND_TITLES[kind]} ({kind})", len(found), failing, accepted, baseline, checked]
+        cells = [f"{KIND_TITLES[kind]} ({kind})", found, failing, accepted, baseline, checked]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return lines
 
@@ -77,40 +80,52 @@ def _findings(summary: dict[str, Any]) -> list[str]:
 
 def _diagram(summary: dict[str, Any]) -> list[str]:
     """The failing findings as a flowchart: items and external parties, an arrow per
-    dependency (source to target) or per step of a cycle (each waits for the next)."""
-    nodes: dict[str, str] = {}
-    edges: dict[tuple[str, str], list[str]] = {}
+    dependency (source to target) or per step of a cycle (each waits for the next).
 
-    def node(key: str, title: str | None) -> str:
-        if key not in nodes:
-            nodes[key] = f"n{len(nodes) + 1}"
-            label = mermaid_text(key) if title is None else f"{mermaid_text(title)}<br/>{mermaid_text(key)}"
-            shape = f'[/"{label}"/]' if key.startswith("external: ") else f'["{label}"]'
-            lines.append(f"  {nodes[key]}{shape}")
-        return nodes[key]
-
-    lines = ["```mermaid", "flowchart LR"]
-    failing = [f for f in summary["findings"] if f["fails"]]
+    At most ``MAX_EDGES`` arrows (a diagram of thousands renders as nothing): the first
+    ones in the findings' order, then a comment says how many links were left out.
+    """
     entries, titles = _index(summary)
-    for finding in failing:
+    edges: dict[tuple[str, str], list[str]] = {}  # (source key, target key) -> kinds
+    left_out = 0
+    for finding in summary["findings"]:
+        if not finding["fails"]:
+            continue
         if finding["kind"] == "circular":
             cycle = finding["itemIds"]
-            for before, after in zip(cycle, [*cycle[1:], cycle[0]], strict=True):
-                key = (node(before, titles.get(before)), node(after, titles.get(after)))
-                edges.setdefault(key, []).append("circular")
-            continue
-        entry = entries[finding["dependencyId"]]
-        source = node(entry["sourceItem"]["id"], entry["sourceItem"]["title"])
-        if entry["targetItem"].get("id") is None:
-            target = node(f"external: {entry['targetItem']['title']}", None)
+            pairs = list(zip(cycle, [*cycle[1:], cycle[0]], strict=True))
         else:
-            target = node(entry["targetItem"]["id"], entry["targetItem"]["title"])
-        edges.setdefault((source, target), []).append(finding["kind"])
-    shown = list(edges.items())[:MAX_EDGES]
-    for (source, target), kinds in shown:
-        lines.append(f'  {source} ==>|"{mermaid_text(" / ".join(dict.fromkeys(kinds)))}"| {target}')
-    if len(edges) > MAX_EDGES:
-        lines.append(f"  %% {len(edges) - MAX_EDGES} more failing link(s) not drawn")
+            entry = entries[finding["dependencyId"]]
+            target = entry["targetItem"]
+            titles.setdefault(entry["sourceItem"]["id"], entry["sourceItem"]["title"])
+            target_key = f"external: {target['title']}" if target.get("id") is None else target["id"]
+            pairs = [(entry["sourceItem"]["id"], target_key)]
+        for pair in pairs:
+            kinds = edges.get(pair)
+            if kinds is None:
+                if len(edges) >= MAX_EDGES:
+                    left_out += 1
+                    continue
+                kinds = edges[pair] = []
+            kinds.append(finding["kind"])
+    nodes: dict[str, str] = {}
+    lines = ["```mermaid", "flowchart LR"]
+    arrows = []
+    for (source, target), kinds in edges.items():
+        for key in (source, target):
+            if key not in nodes:
+                nodes[key] = f"n{len(nodes) + 1}"
+                title = titles.get(key)
+                label = (
+                    mermaid_text(key) if title is None else f"{mermaid_text(title)}<br/>{mermaid_text(key)}"
+                )
+                shape = f'[/"{label}"/]' if key.startswith("external: ") else f'["{label}"]'
+                lines.append(f"  {nodes[key]}{shape}")
+        label = mermaid_text(" / ".join(dict.fromkeys(kinds)))
+        arrows.append(f'  {nodes[source]} ==>|"{label}"| {nodes[target]}')
+    lines += arrows
+    if left_out:
+        lines.append(f"  %% {left_out} more failing link(s) not drawn")
     lines.append("```")
     return lines
 

@@ -193,14 +193,19 @@ def findings(report: dict[str, Any], due_within_days: int = DEFAULT_DUE_WITHIN_D
             }
         )
 
+    described: dict[str, str] = {}  # an entry's description, once however many kinds it has
+
     def add(kind: str, entry: dict[str, Any], item_ids: list[str], detail: str = "") -> None:
+        text = described.get(entry["id"])
+        if text is None:
+            text = described[entry["id"]] = describe(kind, entry)
         found[kind].append(
             {
                 "kind": kind,
                 "fingerprint": fingerprint(kind, sow_id, entry["id"], *item_ids),
                 "dependencyId": entry["id"],
                 "itemIds": item_ids,
-                "message": describe(kind, entry) + detail,
+                "message": text + detail,
                 "subject": entry,
             }
         )

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import defaultdict
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Sequence
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -15,6 +13,7 @@ import peewee as pw
 from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
+from sowctl.gcpause import collector_paused as gc_paused
 from sowctl.schemas import dataset as s
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
@@ -48,21 +47,6 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
                     m.FinancialProject.po_high_water.is_null(False)
                 ).execute()
         return importer.counts()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hundreds of thousands of new, long-lived objects would set off the cyclic collector
-    over and over (a third of the import time) for nothing: they are garbage only at the end.
-    Nests: only the outermost pause turns the collector back on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
