@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import random
@@ -84,18 +85,17 @@ def main(argv: list[str] | None = None) -> int:
         base = [sys.executable, "-m", "sowctl", "--db", str(db), "chain", "check", sow_id]
         base += ["--fail-on", ",".join(RISK_KINDS)]
         reports = []
-        for fmt, name in (("sarif", "r.sarif"), ("junit", "r.xml"), ("gitlab", "r.json"), ("markdown", "r.md")):
+        outputs = {"sarif": "r.sarif", "junit": "r.xml", "gitlab": "r.json", "markdown": "r.md"}
+        for fmt, name in outputs.items():
             reports += ["--report", f"{fmt}={folder / name}"]
         timed(base, env)  # warm the page cache and the bytecode
         samples: dict[str, list[tuple[float, float]]] = {"plain": [], "reports": []}
         for _ in range(args.runs):
-            for name, command in (("plain", base), ("reports", base + reports)):
+            for name, command in (("plain", base), ("reports", [*base, *reports])):
                 wall, cpu, _code = timed(command, env)
                 samples[name].append((wall, cpu))
-        sizes = {name: (folder / name).stat().st_size for name in ("r.sarif", "r.xml", "r.json", "r.md")}
-        findings = subprocess.run(base + ["--json"], env=env, capture_output=True, text=True).stdout
-        import json
-
+        sizes = {name: (folder / name).stat().st_size for name in outputs.values()}
+        findings = subprocess.run([*base, "--json"], env=env, capture_output=True, text=True).stdout
         counts = json.loads(findings)["counts"]
     medians = {
         name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))

@@ -424,7 +424,9 @@ def test_reports_of_a_failing_check(run, risky, tmp_path: Path) -> None:
     assert (critical["ruleId"], critical["level"], blocked["ruleId"], blocked["level"]) == (
         "critical", "error", "blocked", "warning"
     )  # fmt: skip
-    names = [(loc["kind"], loc["name"]) for loc in critical["locations"][0]["logicalLocations"]]
+    places = sarif_run["logicalLocations"]  # described once, named by index in the results
+    refs = critical["locations"][0]["logicalLocations"]
+    names = [(places[ref["index"]]["kind"], places[ref["index"]]["name"]) for ref in refs]
     assert names == [("sow", r["sow"]), ("dependency", r["critical"]), ("item", r["b"]), ("item", r["a"])]
     assert critical["partialFingerprints"]["sowctlFinding/v1"] == chain_risks.fingerprint(
         "critical", r["sow"], r["critical"], r["b"], r["a"]
