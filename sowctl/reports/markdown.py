@@ -85,21 +85,26 @@ def _diagram(summary: dict[str, Any]) -> list[str]:
     At most ``MAX_EDGES`` arrows (a diagram of thousands renders as nothing): the first
     ones in the findings' order, then a comment says how many links were left out.
     """
-    entries, titles = _index(summary)
+    titles: dict[str, str] = {}
     edges: dict[tuple[str, str], list[str]] = {}  # (source key, target key) -> kinds
     left_out = 0
+    # issues[kind][i] is the subject of the i-th finding of that kind (see chain_risks.check_chain).
+    subjects = {kind: iter(found) for kind, found in summary["issues"].items()}
     for finding in summary["findings"]:
+        subject = next(subjects[finding["kind"]])
         if not finding["fails"]:
             continue
         if finding["kind"] == "circular":
             cycle = finding["itemIds"]
             pairs = list(zip(cycle, [*cycle[1:], cycle[0]], strict=True))
         else:
-            entry = entries[finding["dependencyId"]]
-            target = entry["targetItem"]
-            titles.setdefault(entry["sourceItem"]["id"], entry["sourceItem"]["title"])
-            target_key = f"external: {target['title']}" if target.get("id") is None else target["id"]
-            pairs = [(entry["sourceItem"]["id"], target_key)]
+            source, target = subject["sourceItem"], subject["targetItem"]
+            titles[source["id"]] = source["title"]
+            if target.get("id") is None:
+                pairs = [(source["id"], f"external: {target['title']}")]
+            else:
+                titles[target["id"]] = target["title"]
+                pairs = [(source["id"], target["id"])]
         for pair in pairs:
             kinds = edges.get(pair)
             if kinds is None:
@@ -128,20 +133,6 @@ def _diagram(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  %% {left_out} more failing link(s) not drawn")
     lines.append("```")
     return lines
-
-
-def _index(summary: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Chain entries by dependency id, and item titles by item id, from the summary's issues."""
-    entries: dict[str, dict[str, Any]] = {}
-    titles: dict[str, str] = {}
-    for subjects in summary["issues"].values():
-        for subject in subjects:
-            if isinstance(subject, dict):
-                entries[subject["id"]] = subject
-                for ref in (subject["sourceItem"], subject["targetItem"]):
-                    if ref.get("id") is not None:
-                        titles[ref["id"]] = ref["title"]
-    return entries, titles
 
 
 def render(summary: dict[str, Any]) -> str:

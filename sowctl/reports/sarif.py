@@ -81,7 +81,6 @@ def _results(summary: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[s
             "message": {"text": finding["message"]},
             "locations": [{"physicalLocation": physical, "logicalLocations": logical}],
             "partialFingerprints": {FINGERPRINT_KEY: finding["fingerprint"]},
-            "properties": {"state": finding["state"], "failsCheck": finding["fails"]},
         }
         if uses_baseline:
             result["baselineState"] = "unchanged" if finding.get("inBaseline") else "new"
