@@ -82,7 +82,9 @@ def write(spec: ReportSpec, text: str) -> None:
             prefix=f".{target.name}.", dir=target.parent if str(target.parent) else "."
         )
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            # errors="replace": a lone surrogate (which no UTF-8 file can hold) becomes "?" rather
+            # than losing the whole report.
+            with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as handle:
                 handle.write(text)
             os.replace(temp, target)
         except BaseException:

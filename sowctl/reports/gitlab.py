@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring
 from typing import Any
 
 from sowctl.reports.sarif import location_path
@@ -54,32 +55,26 @@ def _issue(description: str, check: str, fingerprint: str, severity: str, sow_id
     }
 
 
-def _dump(issues: list[dict[str, Any]]) -> str:
+def _dump(value: Any) -> str:
     # Compact: with ``indent`` the json module leaves its C encoder (see reports.sarif).
-    return json.dumps(issues, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def render(summary: dict[str, Any]) -> str:
-    # One location and one category list, shared by every issue (the list is only serialised).
-    location = {"path": location_path(summary["sowId"]), "lines": {"begin": 1}}
-    categories = ["Bug Risk"]
-    return _dump(
-        [
-            {
-                "type": "issue",
-                "description": _description(finding),
-                "check_name": f"sowctl-chain-{finding['kind']}",
-                "fingerprint": finding["fingerprint"],
-                "severity": _severity(finding),
-                "categories": categories,
-                "location": location,
-            }
-            for finding in summary["findings"]
-        ]
-    )
+    """Each issue written as text around its one free-text field (``description``, JSON-escaped):
+    twice as fast as a dict per issue (see reports.sarif); the other values are known words and
+    hex fingerprints."""
+    location = _dump({"path": location_path(summary["sowId"]), "lines": {"begin": 1}})
+    issues = [
+        f'{{"type":"issue","description":{encode_basestring(_description(finding))},'
+        f'"check_name":"sowctl-chain-{finding["kind"]}","fingerprint":"{finding["fingerprint"]}",'
+        f'"severity":"{_severity(finding)}","categories":["Bug Risk"],"location":{location}}}'
+        for finding in summary["findings"]
+    ]
+    return "[" + ",".join(issues) + "]\n"
 
 
 def render_error(sow_id: str, message: str, exit_code: int) -> str:
     fingerprint = hashlib.sha256(f"error\x1f{sow_id}".encode()).hexdigest()
     text = f"sowctl chain check could not run (exit {exit_code}): {message}"
-    return _dump([_issue(text, "sowctl-chain-error", fingerprint, "blocker", sow_id)])
+    return _dump([_issue(text, "sowctl-chain-error", fingerprint, "blocker", sow_id)]) + "\n"
