@@ -605,3 +605,15 @@ def test_a_requirement_shows_its_calculated_status_to_the_rules(run) -> None:
     dep(later, parent)  # waits for the requirement, completed through its only task
     assert run("chain", "check", sow, "--fail-on", "conflict").exit_code == 0
     assert [row["id"] for row in run("chain", "ready", sow, "--json").json()["ready"]] == [later]
+
+
+def test_unwritable_paths_name_their_option(run, tmp_path: Path) -> None:
+    sow = new_sow()
+    missing = tmp_path / "no-such-folder"
+    report = run("chain", "check", sow, "--report", f"sarif={missing / 'r.sarif'}")
+    assert report.exit_code == 2 and f"--report: cannot write {missing / 'r.sarif'}" in report.stderr
+    baseline = run("chain", "check", sow, "--write-baseline", missing / "b.json")
+    assert (
+        baseline.exit_code == 2 and f"--write-baseline: cannot write {missing / 'b.json'}" in baseline.stderr
+    )
+    assert not missing.exists()

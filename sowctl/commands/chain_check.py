@@ -98,7 +98,8 @@ def _summary(ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list
         from sowctl.reports import ReportSpec, write
 
         document = chain_gate.baseline_document(summary)
-        write(ReportSpec("baseline", str(options.write_baseline)), json.dumps(document, indent=2) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        write(ReportSpec("baseline", str(options.write_baseline)), text, option="--write-baseline")
         if baseline is None:  # judged by the baseline just written, unless an older one was given
             baseline = {finding["fingerprint"] for finding in document["findings"]}
     return chain_gate.apply_gate(summary, baseline, accepted)

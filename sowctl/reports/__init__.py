@@ -71,7 +71,7 @@ def render_error(fmt: str, sow_id: str, message: str, exit_code: int) -> str:
     return _module(fmt).render_error(sow_id, message, exit_code)
 
 
-def write(spec: ReportSpec, text: str) -> None:
+def write(spec: ReportSpec, text: str, option: str = "--report") -> None:
     """Write a report whole: stdout, or a temp file beside PATH moved over it (never half a file)."""
     if spec.to_stdout:
         sys.stdout.write(text)
@@ -91,7 +91,7 @@ def write(spec: ReportSpec, text: str) -> None:
             Path(temp).unlink(missing_ok=True)
             raise
     except OSError as exc:
-        raise InvalidInput.for_field("--report", f"cannot write {spec.path}: {exc.strerror or exc}") from None
+        raise InvalidInput.for_field(option, f"cannot write {spec.path}: {exc.strerror or exc}") from None
 
 
 def append_step_summary(path: str, text: str) -> None:
