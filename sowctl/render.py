@@ -46,7 +46,9 @@ def text(value: Any) -> str:
         import json
 
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return str(value).replace("\t", " ").replace("\n", " ")
+    # CR too: GitHub's runner (like most line readers) ends a line at a lone CR, so a title
+    # holding "\r::error::..." would otherwise print a workflow command of its own.
+    return str(value).replace("\t", " ").replace("\n", " ").replace("\r", " ")
 
 
 def emit_rows(

@@ -521,7 +521,10 @@ def test_github_step_summary_is_appended(run, risky, tmp_path: Path, monkeypatch
 
 # --- hostile text ---------------------------------------------------------------------------------
 
-HOSTILE = 'Evil\n::error::forged\r|col| ]]> </failure> & "q" `x` [l](http://x.example) @team \x01\x1b[31m #1'
+HOSTILE = (
+    'Evil\n::error::forged\r::warning::cr\r|col| ]]> </failure> & "q" `x` [l](http://x.example) '
+    "@team \x01\x1b[31m #1"
+)
 
 
 def test_titles_cannot_forge_lines_or_break_the_formats(run, tmp_path: Path, monkeypatch) -> None:
@@ -538,8 +541,8 @@ def test_titles_cannot_forge_lines_or_break_the_formats(run, tmp_path: Path, mon
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     result = run("chain", "check", sow, "--fail-on", ALL, *args, env={"GITHUB_ACTIONS": "true"})
     assert result.exit_code == 1
-    lines = result.stdout.splitlines()
-    assert not any(line.startswith("::error::forged") for line in lines)
+    lines = result.stdout.splitlines()  # splits at CR, LF and the other line breaks, as runners do
+    assert not any(line.startswith(("::error::forged", "::warning::cr")) for line in lines)
     assert all(
         line.startswith("::")
         for line in lines
