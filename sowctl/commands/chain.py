@@ -12,8 +12,6 @@ import typer
 from sowctl.commands._options import Json
 from sowctl.context import app_context
 from sowctl.render import Column, console, emit_json, emit_rows, is_tty
-from sowctl.services.chain_risks import is_external as _is_external
-from sowctl.services.chain_risks import item_label as _item
 
 app = typer.Typer(help="The dependency chain of a SOW: show it, or check it in CI.", no_args_is_help=True)
 
@@ -35,6 +33,20 @@ def _flags(report: dict) -> dict[str, str]:
         for entry in report["issues"][kind]:
             flags.setdefault(entry["id"], []).append(kind)
     return {dep_id: ",".join(kinds) for dep_id, kinds in flags.items()}
+
+
+# The describing rules live with the risk rules (services.chain_risks); imported when used, since
+# every command module is imported at start-up and remote mode loads no service module.
+def _item(ref: dict) -> str:
+    from sowctl.services.chain_risks import item_label
+
+    return item_label(ref)
+
+
+def _is_external(entry: dict) -> bool:
+    from sowctl.services.chain_risks import is_external
+
+    return is_external(entry)
 
 
 def _target(entry: dict) -> str:
