@@ -620,3 +620,34 @@ def test_unwritable_paths_name_their_option(run, tmp_path: Path) -> None:
         baseline.exit_code == 2 and f"--write-baseline: cannot write {missing / 'b.json'}" in baseline.stderr
     )
     assert not missing.exists()
+
+
+def test_reports_say_why_when_the_server_cannot_be_reached(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("SOWCTL_DB")
+    monkeypatch.setenv("SOWCTL_RETRIES", "0")
+    sarif, junit = tmp_path / "down.sarif", tmp_path / "down.xml"
+    args = ["--report", f"sarif={sarif}", "--report", f"junit={junit}"]
+    result = cli("--server", "http://127.0.0.1:9", "--token", "t", "chain", "check", "sow-1", *args)
+    assert (result.exit_code, result.stdout) == (5, "")
+    (invocation,) = ci_reports.sarif(sarif)["runs"][0]["invocations"]
+    assert (
+        invocation["exitCode"] == 5
+        and "cannot reach server" in invocation["toolExecutionNotifications"][0]["message"]["text"]
+    )
+    (case,) = [case for cases in ci_reports.junit(junit).values() for case in cases]
+    assert case["result"] == "error" and "cannot reach server" in case["message"]
+
+
+def test_reports_say_why_on_an_unexpected_error(cli, tmp_path: Path, monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(chain_risks, "check_chain", broken)
+    path = tmp_path / "r.gitlab"
+    result = cli("chain", "check", new_sow(), "--report", f"gitlab={path}", env={"GITHUB_ACTIONS": "true"})
+    assert result.exit_code == 5 and "unexpected error: RuntimeError: boom" in result.stderr
+    assert (
+        "::error title=sowctl chain check of SOW" in result.stderr and "RuntimeError: boom" in result.stderr
+    )
+    (issue,) = ci_reports.gitlab(path)
+    assert issue["description"] == "sowctl chain check could not run (exit 5): RuntimeError: boom"
