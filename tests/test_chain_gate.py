@@ -651,3 +651,12 @@ def test_reports_say_why_on_an_unexpected_error(cli, tmp_path: Path, monkeypatch
     )
     (issue,) = ci_reports.gitlab(path)
     assert issue["description"] == "sowctl chain check could not run (exit 5): RuntimeError: boom"
+
+
+def test_an_unwritable_step_summary_warns_and_keeps_the_verdict(
+    cli, risky, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing" / "summary.md"))
+    result = cli("chain", "check", risky["sow"], env={"GITHUB_ACTIONS": "true"})
+    assert result.exit_code == 1
+    assert "warning: GITHUB_STEP_SUMMARY: cannot append to" in result.stderr
