@@ -13,13 +13,13 @@ shape, one per distinct name), labelled with its type. Highlighted:
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from sowctl.output.safe import clean
 
 RED = "#d62728"
 ORANGE = "#ff7f0e"
 GREY = "#999999"
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
 
 
 class _Chart:
@@ -77,10 +77,11 @@ class _Chart:
 def mermaid_text(text: str) -> str:
     """Text safe inside a quoted Mermaid label (entity codes for the characters it parses).
 
-    Line breaks and other control characters become spaces, so a label cannot end its
-    line and start a statement of its own; a backtick would open a Markdown string.
+    Control characters are made harmless by ``output.safe.clean`` (line breaks become
+    spaces, so a label cannot end its line and start a statement of its own); a backtick
+    would open a Markdown string.
     """
-    text = " ".join(_CONTROL.sub(" ", str(text)).split())
+    text = " ".join(clean(str(text)).split())
     for char, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
         text = text.replace(char, code)
     return text
@@ -126,8 +127,10 @@ def to_mermaid(report: dict[str, Any]) -> str:
 
 
 def _dot_text(text: str) -> str:
-    """A DOT double-quoted string's content."""
-    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    """A DOT double-quoted string's content (a newline is DOT's line break; no control passes)."""
+    from sowctl.output.safe import clean
+
+    return clean(str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n"))
 
 
 def to_dot(report: dict[str, Any]) -> str:

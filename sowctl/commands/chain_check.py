@@ -47,7 +47,7 @@ def _in_github_actions() -> bool:
 def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     """Exit code of the check: 0 passed, 1 failed; an error (exit 2-5) propagates."""
     from sowctl import reports
-    from sowctl.gcpause import collector_paused
+    from sowctl.services.collector import collector_paused
 
     specs, problem = reports.parse_specs(options.reports)
     try:
@@ -168,11 +168,12 @@ def _lines(summary: dict[str, Any]) -> None:
 
 
 def _table(summary: dict[str, Any]) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
+    from sowctl.render import styled
+
     out = console()
-    table = Table(title=f"Dependency check of SOW {escape(summary['sowId'])}", header_style="bold")
+    table = Table(title=styled(f"Dependency check of SOW {summary['sowId']}"), header_style="bold")
     for header in ("ISSUE", "COUNT", "FAILS THE CHECK", "RESULT"):
         table.add_column(header, justify="right" if header == "COUNT" else "left")
     styles = {"fail": "[bold red]fail[/]", "pass": "[green]pass[/]", "ignored": "[dim]ignored[/]"}
@@ -183,7 +184,5 @@ def _table(summary: dict[str, Any]) -> None:
     for finding in summary["findings"]:
         style = "red" if finding["fails"] else ("dim" if finding["state"] != "new" else "yellow")
         state = "" if finding["state"] == "new" else f" [{finding['state']}]"
-        out.print(
-            f"[{style}]{finding['kind']}[/] {escape(text(finding['message']) + state)}", highlight=False
-        )
+        out.print(styled((finding["kind"], style), f" {finding['message']}{state}"))
     out.print("[bold green]passed[/]" if summary["passed"] else "[bold red]failed[/]")

@@ -2,21 +2,25 @@
 
 GitHub shows only the first few annotations of a step, so past ``MAX_ANNOTATIONS``
 per kind one more line says how many were left out; the reports list everything.
-Messages are escaped as GitHub's toolkit does (``%``, CR, LF; also ``:`` and ``,`` in
-properties), so no text from the data can end the line and start a command of its own.
+Messages are made safe (``output.safe.clean``) and escaped as GitHub's toolkit does (``%``,
+CR, LF; also ``:`` and ``,`` in properties), so no text from the data can end the line and
+start a command of its own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sowctl.output.safe import clean
 from sowctl.services.chain_risks import KIND_TITLES, RISK_KINDS
 
 MAX_ANNOTATIONS = 50
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Workflow-command message escaping (GitHub's toolkit: %, CR, LF), after the text is made
+    safe to print (``output.safe.clean``: line breaks become spaces, other controls visible)."""
+    return clean(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:

@@ -12,11 +12,11 @@ import re
 from typing import Any
 
 from sowctl.chart import mermaid_text
+from sowctl.output.safe import clean
 from sowctl.services.chain_risks import KIND_TITLES, RISK_KINDS
 
 MAX_ROWS = 200  # findings listed; the counts above the list cover them all
 MAX_EDGES = 100  # arrows drawn; past that the diagram says how many were left out
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 # CommonMark lets any ASCII punctuation be escaped with a backslash; these are the ones that
 # start or end inline syntax (emphasis, code, links, tables, autolinks, strikethrough).
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
@@ -25,7 +25,7 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "@": "&#64;"
 
 def md_text(value: Any) -> str:
     """Text safe in a Markdown table cell or paragraph: one line, no markup, no HTML, no mention."""
-    text = " ".join(_CONTROL.sub(" ", str(value)).split())
+    text = " ".join(clean(str(value)).split())
     text = _PUNCTUATION.sub(r"\\\1", text)
     # Entities last: their own "#" must not be escaped.
     return "".join(_ENTITIES.get(char, char) for char in text)

@@ -69,10 +69,10 @@ import peewee as pw
 from sowctl import clock
 from sowctl import models as m
 from sowctl.errors import InvalidInput
-from sowctl.gcpause import collector_paused
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph, items
 from sowctl.services.access import Caller, sow_for
+from sowctl.services.collector import collector_paused
 from sowctl.services.item_rules import calculated_statuses
 
 FORMATS = ("flat", "tree")

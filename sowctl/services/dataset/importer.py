@@ -13,10 +13,10 @@ import peewee as pw
 from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
-from sowctl.gcpause import collector_paused as gc_paused
 from sowctl.schemas import dataset as s
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
+from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
 from sowctl.services.dataset.finance_checks import FinanceChecks
 from sowctl.services.dataset.problems import _Problems
@@ -33,7 +33,7 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
 
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
     """
-    with gc_paused():
+    with collector_paused():
         records = validate_dataset(data)
         with write_transaction("import"):
             importer = _Importer(records, clock.now())
