@@ -73,7 +73,7 @@ from sowctl.services import dependency_rules as rules
 from sowctl.services import graph, items
 from sowctl.services.access import Caller, sow_for
 from sowctl.services.collector import collector_paused
-from sowctl.services.item_rules import calculated_statuses
+from sowctl.services.item_rules import calculated_statuses, nest
 
 FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external", "risks")  # the extensions a chain body adds on request
@@ -90,9 +90,9 @@ def chain_report(
     unknown = [name for name in include if name not in INCLUDES]
     if unknown:
         raise InvalidInput.for_field("include", f"unknown {unknown[0]!r} (choose from {', '.join(INCLUDES)})")
-    sow_for(caller, sow_id)
+    sow = sow_for(caller, sow_id)
     with collector_paused():
-        return _report(sow_id, fmt, frozenset(include))
+        return _report(sow, fmt, frozenset(include))
 
 
 def parse_include(text: str | None) -> tuple[str, ...]:
@@ -100,15 +100,15 @@ def parse_include(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
 
 
-def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
+def _report(sow: m.Sow, fmt: str, include: frozenset[str]) -> dict[str, Any]:
     today = clock.today()
     entries: list[dict[str, Any]] = []
     edges: list[graph.Edge] = []
     overdue: list[dict[str, Any]] = []
     critical: list[dict[str, Any]] = []
     with_risks = "risks" in include
-    rows, titles = _chain_rows(sow_id)
-    states = _item_states(sow_id, rows) if with_risks else {}
+    rows, titles = _chain_rows(sow.key)
+    states = _item_states(sow.key, rows) if with_risks else {}
     # One {"id", "title"} object per item, shared by every entry that names it: a
     # tenth of the allocations on a dense SOW. The body is only ever serialised.
     refs: dict[str, dict[str, Any]] = {}
@@ -155,9 +155,9 @@ def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
     cycles, path = graph.analyse(edges)
     issues = {"circular": cycles, "overdue": overdue, "critical": critical}
     if fmt == "flat":
-        body = {"sowId": sow_id, "dependencies": entries, "issues": issues}
+        body = {"sowId": sow.id, "dependencies": entries, "issues": issues}
     else:
-        body = {"sowId": sow_id, "items": _item_tree(sow_id, entries), "issues": issues}
+        body = {"sowId": sow.id, "items": _item_tree(sow.key, entries), "issues": issues}
     if "criticalPath" in include:
         body["criticalPath"] = path
     if with_risks:
@@ -165,8 +165,8 @@ def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
     return body
 
 
-def _chain_rows(sow_id: str) -> tuple[list[tuple], dict[str, str]]:
-    """Every dependency of the SOW, oldest first, and the titles of the items they name.
+def _chain_rows(sow_key: str) -> tuple[list[tuple], dict[str, str]]:
+    """Every dependency of the SOW (by its stored key), oldest first, and the titles of the items they name.
 
     Two plain queries (the dependencies, then the titles of the SOW's items and of
     any target in another SOW) joined in a dict: on SQLite that is three times
@@ -188,11 +188,11 @@ def _chain_rows(sow_id: str) -> tuple[list[tuple], dict[str, str]]:
             dep.sla_date,
             dep.escalation_date,
         )
-        .where(dep.sow == sow_id)
+        .where(dep.sow == sow_key)
         .order_by(dep.created_at, dep.id)
     )
     rows = m.database_proxy.execute(query).fetchall()
-    titles = dict(m.database_proxy.execute(_titles().where(m.Item.sow == sow_id)))
+    titles = dict(m.database_proxy.execute(_titles().where(m.Item.sow == sow_key)))
     elsewhere = sorted({row[2] for row in rows if row[2] is not None and row[2] not in titles})
     for start in range(0, len(elsewhere), _CHUNK):
         chunk = elsewhere[start : start + _CHUNK]
@@ -200,14 +200,14 @@ def _chain_rows(sow_id: str) -> tuple[list[tuple], dict[str, str]]:
     return rows, titles
 
 
-def _item_states(sow_id: str, rows: list[tuple]) -> dict[str, tuple[str, str]]:
+def _item_states(sow_key: str, rows: list[tuple]) -> dict[str, tuple[str, str]]:
     """Item id -> (type, shown status) of the SOW's items and of targets in other SOWs.
 
     A requirement shows the status calculated from its task items (contract §7.2),
     as everywhere else in the API; a requirement in another SOW is calculated from
     its own subtree.
     """
-    own = items.sow_rows(sow_id)
+    own = items.sow_rows(sow_key)
     shown = calculated_statuses(own)
     states = {item_id: (kind, shown[item_id]) for item_id, _parent, kind, _status in own}
     elsewhere = sorted({row[2] for row in rows if row[2] is not None and row[2] not in states})
@@ -224,12 +224,10 @@ def _titles() -> pw.ModelSelect:
     return m.Item.select(m.Item.id, m.Item.title)
 
 
-def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The SOW's items nested by parent, each with its outgoing dependency entries.
-
-    Built without recursion: nodes are made first, then appended to their parent
-    in (orderIndex, createdAt, id) order.
-    """
+def _item_tree(sow_key: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The SOW's items nested by parent (``item_rules.nest``: no recursion, bounded
+    nesting), each with its outgoing dependency entries, siblings in (orderIndex,
+    createdAt, id) order."""
     rows = list(
         m.Item.select(
             m.Item.id,
@@ -240,7 +238,7 @@ def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any
             m.Item.order_index,
             m.Item.created_at,
         )
-        .where(m.Item.sow == sow_id)
+        .where(m.Item.sow == sow_key)
         .order_by(m.Item.order_index, m.Item.created_at, m.Item.id)
         .tuples()
     )
@@ -259,8 +257,4 @@ def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any
         }
         for item_id, _parent, kind, status, title, _order, _created in rows
     }
-    roots: list[dict[str, Any]] = []
-    for item_id, parent, *_ in rows:
-        siblings = nodes[parent]["children"] if parent in nodes else roots
-        siblings.append(nodes[item_id])
-    return roots
+    return nest([(item_id, parent) for item_id, parent, *_ in rows], nodes)
