@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.render",
             "sowctl.output",
             "sowctl.chart",
+            "sowctl.reports",
             "sowctl.itemtree",
         ),
     ),

@@ -28,7 +28,7 @@ from sowctl.services.item_rules import calculated_statuses, depth_problem
 _CHUNK = 500  # keeps IN (...) lists under every backend's parameter limit
 
 
-def _sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
+def sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
     return list(
         m.Item.select(m.Item.id, m.Item.parent, m.Item.type, m.Item.status)
         .where(m.Item.sow == sow_id)
@@ -41,7 +41,7 @@ def _sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
 _SUBTREE_ROOTS = 100
 
 
-def _subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, str]]:
+def subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, str]]:
     """(id, parent_id, type, status) of these items and everything below them: one
     recursive query down the parent index, each item once however the subtrees nest."""
     table = m.Item._meta.table_name
@@ -80,8 +80,8 @@ def _shown_statuses(sow_id: str, items: Sequence[m.Item | item_pages.PageRow]) -
     if not requirements:
         return {item.id: item.status for item in items}
     if len(requirements) > _SUBTREE_ROOTS:
-        return calculated_statuses(_sow_rows(sow_id))
-    return calculated_statuses(_subtree_rows(requirements))
+        return calculated_statuses(sow_rows(sow_id))
+    return calculated_statuses(subtree_rows(requirements))
 
 
 def to_out(item: m.Item, status: str, sow_id: str) -> ItemOut:
