@@ -3,7 +3,7 @@
 * SARIF: validated against the official SARIF 2.1.0 JSON schema with jsonschema. The schema is
   not copied into this repository (it carries no licence statement); it is read from the
   project's shared folder (``shared/schemas/sarif-schema-2.1.0.json`` beside or above the
-  checkout, as on developers' machines and in CI) or from ``SOWCTL_TEST_SARIF_SCHEMA``.
+  checkout, or the workplace's ``/work/shared/schemas``) or from ``SOWCTL_TEST_SARIF_SCHEMA``.
 * JUnit XML: parsed with junitparser.
 * GitLab Code Quality: GitLab's documented required fields and their types.
 """
@@ -28,6 +28,8 @@ def _sarif_validator():
     candidates = [Path(override)] if override else []
     here = Path(__file__).resolve()
     candidates += [parent / "shared" / "schemas" / SCHEMA_NAME for parent in here.parents]
+    # A clone made elsewhere (CI clones into a temporary folder) finds the workplace's copy.
+    candidates.append(Path("/work/shared/schemas") / SCHEMA_NAME)
     for path in candidates:
         if path.is_file():
             schema = json.loads(path.read_text(encoding="utf-8"))
