@@ -274,6 +274,7 @@ def probes(t: Targets) -> list[Probe]:
     lua = str(ROOT / "bench" / "post_dependencies.lua")
     return [
         Probe("hello world (bare Bottle)", "/hello"),
+        Probe("/healthz", "/healthz"),
         Probe("get item", f"/api/items/{t.item_id}", bearer),
         Probe("list items (page of 100)", f"/api/sow/{LIST_SOW}/items?limit=100", bearer),
         Probe("create dependency (POST)", "/api/dependencies", script=[lua, str(t.pairs_file), t.token, "2"]),
@@ -326,6 +327,7 @@ def run_server(ns: argparse.Namespace) -> None:
         threads=THREADS,
         on_ready=lambda url: print(f"Listening on {url}", flush=True),
         access_log=False,
+        settings=settings,
     )
 
 

@@ -172,6 +172,7 @@ def serve(
             threads=threads,
             on_ready=ready,
             access_log=not quiet,
+            settings=settings,
         )
     except KeyboardInterrupt:  # Ctrl-C is how a foreground server is meant to stop
         pass
