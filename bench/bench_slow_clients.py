@@ -46,7 +46,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTION = "## Slow and idle clients"
+SECTION = "### Measured: ordinary requests while slow or idle clients hold sockets"
 CLIENT_THREADS = 4
 
 

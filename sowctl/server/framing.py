@@ -88,14 +88,13 @@ class RequestFramer:
         limits = self.limits
         line_end = buf.find(b"\n", 0, limits.max_request_line + 2)
         if line_end < 0:
-            if len(buf) > limits.max_request_line + 1:
-                return self._uri_too_long()
+            # The path so far: enough to pick the envelope of a 414.
             self._path_from(buf[: min(len(buf), 4096)])
-            return None
+            return self._uri_too_long() if len(buf) > limits.max_request_line + 1 else None
         line = bytes(buf[:line_end]).rstrip(b"\r")
+        self._path_from(line)
         if len(line) > limits.max_request_line:
             return self._uri_too_long()
-        self._path_from(line)
         match = _HEAD_END.search(buf, max(line_end - 1, self._scanned - 3))
         head_limit = line_end + 1 + limits.max_header_bytes + 2
         if match is None:
