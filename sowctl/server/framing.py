@@ -15,11 +15,10 @@ Stdlib only; nothing here touches a socket.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-# The end of the head: the first empty line (bare LF tolerated here; gunicorn judges it).
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
+# The end of the head: the first empty line (a bare LF is found too; gunicorn judges it).
+_HEAD_ENDS = (b"\r\n\r\n", b"\n\n")
 # A chunk-size line longer than this is not a chunk-size line (gunicorn refuses it).
 _MAX_CHUNK_LINE = 4096
 
@@ -61,7 +60,6 @@ class RequestFramer:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.head_end: int | None = None  # offset of the body, once the head is complete
-        self.path: str | None = None  # the request target's path, once the request line is
         self.expects_continue = False  # Expect: 100-continue with a body to come
         self._scanned = 0  # where the search for the head's end resumes
         self._body_end: int | None = None  # Content-Length framing: where the request ends
@@ -88,32 +86,32 @@ class RequestFramer:
         limits = self.limits
         line_end = buf.find(b"\n", 0, limits.max_request_line + 2)
         if line_end < 0:
-            # The path so far: enough to pick the envelope of a 414.
-            self._path_from(buf[: min(len(buf), 4096)])
             return self._uri_too_long() if len(buf) > limits.max_request_line + 1 else None
         line = bytes(buf[:line_end]).rstrip(b"\r")
-        self._path_from(line)
         if len(line) > limits.max_request_line:
             return self._uri_too_long()
-        match = _HEAD_END.search(buf, max(line_end - 1, self._scanned - 3))
+        start = max(line_end - 1, self._scanned - 3)
+        ends = [(at, at + len(mark)) for mark in _HEAD_ENDS if (at := buf.find(mark, start)) >= 0]
         head_limit = line_end + 1 + limits.max_header_bytes + 2
-        if match is None:
+        if not ends:
             self._scanned = len(buf)
-            if len(buf) > head_limit:
-                return self._headers_too_large()
-            return None
-        if match.end() > head_limit:
+            return self._headers_too_large() if len(buf) > head_limit else None
+        block_end, self.head_end = min(ends)
+        if self.head_end > head_limit:
             return self._headers_too_large()
-        self.head_end = match.end()
-        return self._frame_body(bytes(buf[line_end + 1 : match.start()]), line)
+        return self._frame_body(bytes(buf[line_end + 1 : block_end]), line)
 
-    def _path_from(self, line: bytes | bytearray) -> None:
-        parts = bytes(line).split(b" ", 2)
-        if len(parts) >= 2:
-            target = parts[1].split(b"?", 1)[0].split(b"#", 1)[0]
-            if b"://" in target:  # absolute form: keep the path
-                target = b"/" + target.split(b"://", 1)[1].partition(b"/")[2]
-            self.path = target.decode("latin-1")
+    @staticmethod
+    def path(buf: bytes | bytearray) -> str:
+        """The path of the request at the start of ``buf``, as far as it was read ("/" if
+        none): enough to pick the error envelope of a refusal."""
+        parts = bytes(buf[:4096]).split(b"\n", 1)[0].split(b" ", 2)
+        if len(parts) < 2:
+            return "/"
+        target = parts[1].split(b"?", 1)[0].split(b"#", 1)[0]
+        if b"://" in target:  # absolute form: keep the path
+            target = b"/" + target.split(b"://", 1)[1].partition(b"/")[2]
+        return target.decode("latin-1") or "/"
 
     def _uri_too_long(self) -> Refusal:
         return Refusal(
@@ -132,17 +130,20 @@ class RequestFramer:
         lengths: list[bytes] = []
         codings: list[bytes] = []
         expect = b""
-        for raw in header_block.split(b"\n"):
-            name, colon, value = raw.partition(b":")
-            if not colon:
-                continue
-            name = name.strip().lower()
-            if name == b"content-length":
-                lengths.append(value.strip())
-            elif name == b"transfer-encoding":
-                codings += [c.strip().lower() for c in value.split(b",")]
-            elif name == b"expect":
-                expect = value.strip().lower()
+        lowered = header_block.lower()
+        # Most requests (GETs) name none of the three: skip the walk over their headers.
+        if b"content-length" in lowered or b"transfer-encoding" in lowered or b"expect" in lowered:
+            for raw in lowered.split(b"\n"):
+                name, colon, value = raw.partition(b":")
+                if not colon:
+                    continue
+                name = name.strip()
+                if name == b"content-length":
+                    lengths.append(value.strip())
+                elif name == b"transfer-encoding":
+                    codings += [c.strip() for c in value.split(b",")]
+                elif name == b"expect":
+                    expect = value.strip()
         # Framing this module does not follow (gunicorn refuses these): hand the head over.
         if codings and (lengths or codings[-1] != b"chunked"):
             return Complete(self.head_end, close_after=True)

@@ -48,7 +48,9 @@ from sowctl.server.settings import ServerSettings
 LINGER_SECONDS = 2.0
 # Kept-alive connections of a stopping worker stay this long, for a request already sent.
 STOP_LINGER_SECONDS = 2.0
-_RECV_BYTES = 256 * 1024
+# Not more: recv(n) allocates n bytes first, and past 128 KiB that is an mmap and munmap
+# per call (measured: 61 µs for recv(256 KiB) of a small request, 7 µs for recv(64 KiB)).
+_RECV_BYTES = 64 * 1024
 _SWEEP_EVERY = 0.25
 
 IDLE, READING, BUSY, CLOSING = "idle", "reading", "busy", "closing"
@@ -212,7 +214,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
         # --- answers the loop gives itself ---------------------------------------------
 
         def refuse(self, conn: _Conn, status: int, reason: str, message: str) -> None:
-            path = conn.framer.path or "/"
+            path = RequestFramer.path(conn.buf)
             error = too_large(settings.max_body_bytes) if status == 413 else HttpStatusError(status, message)
             answer = envelope(group_of_path(path), error)
             body = json_bytes(answer.body)
