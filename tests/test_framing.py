@@ -93,3 +93,12 @@ def test_a_bad_chunk_size_is_left_to_gunicorn() -> None:
     head = b"POST /api/sows HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
     outcome, _ = feed(head + b"zz\r\nhello\r\n")
     assert isinstance(outcome, Complete) and outcome.close_after
+
+
+def test_the_body_limit_may_depend_on_the_path() -> None:
+    framer = RequestFramer(LIMITS, lambda path: 5000 if path == "/_admin/dataset" else 10)
+    head = b"POST %s HTTP/1.1\r\nContent-Length: 2000\r\n\r\n"
+    assert framer.scan(head % b"/_admin/dataset") is None and framer.max_body == 5000
+    framer = RequestFramer(LIMITS, lambda path: 5000 if path == "/_admin/dataset" else 10)
+    outcome = framer.scan(head % b"/api/sows")
+    assert isinstance(outcome, Refusal) and outcome.status == 413 and framer.max_body == 10

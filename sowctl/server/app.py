@@ -232,6 +232,9 @@ class SowctlBottle(bottle.Bottle):
         super().__init__(catchall=True)
         self.dispatcher = dispatcher
         self.settings = dispatcher.settings
+        # Routes that take larger bodies than settings.max_body_bytes (the test double's
+        # dataset upload), by path.
+        self.body_limits: dict[str, int] = {}
         self.add_hook("before_request", _start_request)
         self.add_hook("after_request", self._finish_request)
         self.route("/healthz", "GET", dispatcher.healthz, name="healthz")
@@ -245,6 +248,11 @@ class SowctlBottle(bottle.Bottle):
             )
         if self.settings.cors_origins:
             self.route("/<path:path>", "OPTIONS", self._preflight, name="cors-preflight")
+
+    def body_limit(self, path: str) -> int:
+        """The largest request body a request to ``path`` may carry; ``sowctl serve``'s
+        worker refuses a longer one (413) before reading it."""
+        return self.body_limits.get(path, self.settings.max_body_bytes)
 
     # --- errors Bottle raises itself (routing), and the last resort -----------
 

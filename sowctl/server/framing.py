@@ -15,6 +15,7 @@ Stdlib only; nothing here touches a socket.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # The end of the head: the first empty line (a bare LF is found too; gunicorn judges it).
@@ -57,8 +58,12 @@ class RequestFramer:
     """Scans one request incrementally; call :meth:`scan` with the whole buffer each time
     bytes arrive (the buffer only grows while the request is incomplete)."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, body_limit: Callable[[str], int] | None = None) -> None:
+        """``body_limit(path)``: the largest body of a request to ``path``, when it is not
+        ``limits.max_body_bytes`` for every path."""
         self.limits = limits
+        self._body_limit = body_limit
+        self.max_body = limits.max_body_bytes  # this request's, once its head is complete
         self.head_end: int | None = None  # offset of the body, once the head is complete
         self.expects_continue = False  # Expect: 100-continue with a body to come
         self._scanned = 0  # where the search for the head's end resumes
@@ -150,12 +155,14 @@ class RequestFramer:
         if len(set(lengths)) > 1 or (lengths and not (lengths[0].isascii() and lengths[0].isdigit())):
             return Complete(self.head_end, close_after=True)
         http10 = request_line.endswith(b"HTTP/1.0")
+        if self._body_limit is not None:
+            self.max_body = self._body_limit(self.path(request_line))
         if codings:
-            self._chunks = _ChunkScanner(self.head_end, self.limits)
+            self._chunks = _ChunkScanner(self.head_end, self.limits.max_header_bytes, self.max_body)
             self.expects_continue = expect == b"100-continue" and not http10
             return None
         length = int(lengths[0]) if lengths and len(lengths[0]) < 20 else (10**20 if lengths else 0)
-        if length > self.limits.max_body_bytes:
+        if length > self.max_body:
             return Refusal(413, "Content Too Large", "")  # the message is the application's
         self._body_end = self.head_end + length
         self.expects_continue = expect == b"100-continue" and length > 0 and not http10
@@ -165,16 +172,16 @@ class RequestFramer:
 class _ChunkScanner:
     """Finds the end of a chunked body (RFC 9112 section 7.1) without decoding it."""
 
-    def __init__(self, start: int, limits: Limits) -> None:
+    def __init__(self, start: int, max_trailer_bytes: int, max_body_bytes: int) -> None:
         self.pos = start
         self.start = start
-        self.limits = limits
+        self.max_trailer_bytes = max_trailer_bytes
+        self.max_body_bytes = max_body_bytes
         self.decoded = 0
         self.remaining = 0  # bytes of the current chunk's data and its CRLF still to come
         self.in_trailer = False
 
     def scan(self, buf: bytes | bytearray) -> Complete | Refusal | None:
-        limits = self.limits
         while True:
             if self.remaining:
                 step = min(self.remaining, len(buf) - self.pos)
@@ -192,7 +199,7 @@ class _ChunkScanner:
             if self.in_trailer:
                 if not line:
                     return Complete(self.pos)
-                if self.pos - self.start - self.decoded > limits.max_body_bytes + limits.max_header_bytes:
+                if self.pos - self.start - self.decoded > self.max_body_bytes + self.max_trailer_bytes:
                     return Refusal(413, "Content Too Large", "")
                 continue
             size_text = line.split(b";", 1)[0].strip()
@@ -207,6 +214,6 @@ class _ChunkScanner:
                 continue
             self.decoded += size
             # Decoded size, and the framing around it (tiny chunks, long extensions).
-            if self.decoded > limits.max_body_bytes or self.pos - self.start > 2 * limits.max_body_bytes:
+            if self.decoded > self.max_body_bytes or self.pos - self.start > 2 * self.max_body_bytes:
                 return Refusal(413, "Content Too Large", "")
             self.remaining = size + 2

@@ -52,6 +52,7 @@ STOP_LINGER_SECONDS = 2.0
 # per call (measured: 61 µs for recv(256 KiB) of a small request, 7 µs for recv(64 KiB)).
 _RECV_BYTES = 64 * 1024
 _SWEEP_EVERY = 0.25
+_PARSE_PIECE = 1024 * 1024
 
 IDLE, READING, BUSY, CLOSING = "idle", "reading", "busy", "closing"
 
@@ -105,7 +106,16 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
 
         # --- the loop ----------------------------------------------------------------
 
+        def new_framer(self) -> RequestFramer:
+            return RequestFramer(self.limits, self.body_limit)
+
         def run(self) -> None:
+            # The application's own body limit per path (SowctlBottle.body_limit), seen
+            # through the access-log wrapper; settings.max_body_bytes for any other app.
+            app: Any = self.wsgi
+            while app is not None and not callable(getattr(app, "body_limit", None)):
+                app = getattr(app, "app", None)
+            self.body_limit = app.body_limit if app is not None else None
             self.poller.register(
                 self.method_queue.fileno(), selectors.EVENT_READ, self.method_queue.run_callbacks
             )
@@ -146,7 +156,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                         return
                     raise
                 sock.setblocking(False)
-                conn = _Conn(sock, client, listener.getsockname(), RequestFramer(self.limits))
+                conn = _Conn(sock, client, listener.getsockname(), self.new_framer())
                 self.conns.add(conn)
                 self.wait_for_request(conn, time.monotonic() + settings.idle_timeout)
 
@@ -191,10 +201,11 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             if isinstance(outcome, Refusal):
                 self.refuse(conn, outcome.status, outcome.reason, outcome.message)
             elif isinstance(outcome, Complete):
-                request = bytes(conn.buf[: outcome.end])
+                with memoryview(conn.buf) as view, view[: outcome.end] as head_and_body:
+                    request = bytes(head_and_body)  # one copy, even of a large body
                 del conn.buf[: outcome.end]
                 conn.close_after = outcome.close_after
-                conn.framer = RequestFramer(self.limits)
+                conn.framer = self.new_framer()
                 conn.state = BUSY
                 self.poller.unregister(conn.sock)
                 future = self.tpool.submit(self.run_request, conn, request)
@@ -215,7 +226,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
 
         def refuse(self, conn: _Conn, status: int, reason: str, message: str) -> None:
             path = RequestFramer.path(conn.buf)
-            error = too_large(settings.max_body_bytes) if status == 413 else HttpStatusError(status, message)
+            error = too_large(conn.framer.max_body) if status == 413 else HttpStatusError(status, message)
             answer = envelope(group_of_path(path), error)
             body = json_bytes(answer.body)
             head = [f"HTTP/1.1 {status} {reason}", "Connection: close", "Content-Type: application/json"]
@@ -268,7 +279,9 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             try:
                 conn.sock.setblocking(True)
                 conn.sock.settimeout(settings.send_timeout)  # a client that does not read
-                req = next(http.get_parser(self.cfg, [request], conn.client))
+                # In pieces, so that a large body is not copied whole at every step of parsing.
+                pieces = [request[at : at + _PARSE_PIECE] for at in range(0, len(request), _PARSE_PIECE)]
+                req = next(http.get_parser(self.cfg, pieces, conn.client))
                 # The loop already answered Expect: 100-continue, or read the whole body.
                 req._expected_100_continue = False
                 return bool(self.handle_request(req, conn)) and not conn.close_after
