@@ -236,6 +236,7 @@ def write_section(path: Path, text: str) -> None:
     spec = importlib.util.spec_from_file_location("bench_throughput", ROOT / "bench" / "bench_throughput.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)  # its dataclasses look their module up
     spec.loader.exec_module(module)
     module.SECTION = SECTION
     module.write_section(path, text)
