@@ -188,6 +188,7 @@ def test_bodies_announced_too_large_are_refused_before_they_are_sent(served: Ser
             status, headers, body = read_answer(sock)  # no byte of the body was sent
             assert status.startswith("HTTP/1.1 413") and headers["connection"] == "close"
             assert headers["content-type"] == "application/json"
+            assert len(headers["x-request-id"]) == 16  # like every other answer
             if index == 3:  # a Group C path: that group's envelope
                 assert json.loads(body)["code"] == "PAYLOAD_TOO_LARGE"
             else:

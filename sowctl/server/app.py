@@ -10,7 +10,6 @@ get the envelope of the group the path belongs to, never an HTML page.
 from __future__ import annotations
 
 import os
-import secrets
 from typing import Any
 
 import bottle
@@ -46,6 +45,7 @@ from sowctl.server.responses import (
     json_response,
     log,
     log_exception,
+    new_request_id,
     request_id_line,
 )
 from sowctl.server.settings import ServerSettings
@@ -349,7 +349,7 @@ def _allowed_methods(allow: str) -> list[str]:
 
 
 def _start_request() -> None:
-    bottle.request.environ[REQUEST_ID_KEY] = secrets.token_hex(8)
+    bottle.request.environ[REQUEST_ID_KEY] = new_request_id()
 
 
 def _in_memory(database: pw.Database) -> bool:

@@ -42,6 +42,7 @@ from gunicorn.workers.gthread import ThreadWorker
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.framing import Complete, Limits, Refusal, RequestFramer
 from sowctl.server.http import json_bytes, too_large
+from sowctl.server.responses import new_request_id
 from sowctl.server.settings import ServerSettings
 
 # How long a closing connection is drained after the answer, so it is read, not reset.
@@ -230,6 +231,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             answer = envelope(group_of_path(path), error)
             body = json_bytes(answer.body)
             head = [f"HTTP/1.1 {status} {reason}", "Connection: close", "Content-Type: application/json"]
+            head.append(f"X-Request-Id: {new_request_id()}")
             head += [f"{name}: {value}" for name, value in answer.headers.items()]
             head.append(f"Content-Length: {len(body)}")
             self.send(conn, ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
