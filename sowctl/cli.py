@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from sowctl.context import AppContext
+from sowctl.output.options import OutputGroup
 from sowctl.settings import Settings
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=OutputGroup,  # adds --jq, --columns, --no-pager and plain metavars to the commands
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -270,7 +272,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _fail(message: str) -> None:
-    sys.stderr.write("error: " + " ".join(message.split("\n")) + "\n")
+    from sowctl.output.safe import clean  # a value quoted in a message is printed safely too
+
+    sys.stderr.write("error: " + clean(message) + "\n")
     sys.stderr.flush()
 
 

@@ -173,12 +173,23 @@ def _v4_po_high_water(database: pw.Database) -> None:
         migrate(migrator.add_column(table, "po_high_water", pw.BigIntegerField(null=True)))
 
 
+def _v5_request_log_headers(database: pw.Database) -> None:
+    """``RequestLog.headers``: the non-secret request headers, for ``/_admin/requests/verify``."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.RequestLog._meta.table_name
+    if "headers" not in {column.name for column in database.get_columns(table)}:
+        migrator = SchemaMigrator.from_database(database)
+        migrate(migrator.add_column(table, "headers", pw.TextField(null=True)))
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
     _v3_item_topo_rank,
     _v4_po_high_water,
+    _v5_request_log_headers,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -231,12 +242,12 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
             raise
         return
     with database.atomic():
-        if database.transaction_depth() == 1 and _has_advisory_locks(database):
+        if database.transaction_depth() == 1 and has_advisory_locks(database):
             database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
         yield
 
 
-def _has_advisory_locks(database: pw.Database) -> bool:
+def has_advisory_locks(database: pw.Database) -> bool:
     """PostgreSQL, but not CockroachDB, whose advisory-lock functions are missing or no-ops
     in most versions. CockroachDB runs every transaction SERIALIZABLE instead: of two
     transactions that would together break a check-then-write rule, one is aborted with
@@ -261,7 +272,7 @@ def hold_lock(lock_key: str) -> None:
     Take several keys in sorted order, so that two such writers cannot deadlock.
     """
     database = models.database_proxy.obj
-    if _has_advisory_locks(database):
+    if has_advisory_locks(database):
         database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
 
 

@@ -35,19 +35,17 @@ def render_tree(sow_id: str, roots: list[dict], *, rich: bool) -> None:
     if not rich:
         _plain(roots, 0)
         return
-    from rich.markup import escape
     from rich.tree import Tree
 
-    from sowctl.render import console
+    from sowctl.render import console, styled
 
-    tree = Tree(f"[bold]SOW {escape(sow_id)}[/]")
+    tree = Tree(styled(("SOW " + sow_id, "bold")))
 
     def add(branch, node: dict) -> None:
         style = STATUS_STYLE.get(node["status"], "")
         kind = "R" if node["type"] == "requirement" else "T"
-        label = (
-            f"[bold]{kind}[/] {escape(node['title'])} "
-            f"[{style}]{node['status']}[/] [dim]{escape(node['id'])}[/]"
+        label = styled(
+            (kind, "bold"), f" {node['title']} ", (node["status"], style), " ", (node["id"], "dim")
         )
         sub = branch.add(label)
         for child in node["children"]:
@@ -63,6 +61,6 @@ def _plain(nodes: list[dict], depth: int) -> None:
     from sowctl.render import text
 
     for node in nodes:
-        cells = ["  " * depth + text(node["title"]), node["type"], node["status"], node["id"]]
+        cells = ["  " * depth + text(node["title"]), *(text(node[key]) for key in ("type", "status", "id"))]
         sys.stdout.write("\t".join(cells) + "\n")
         _plain(node["children"], depth + 1)

@@ -15,11 +15,14 @@ app = typer.Typer(help="Requirements and task items of a SOW, in their hierarchy
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("TYPE", "type"),
-    Column("STATUS", "status"),
-    Column("ORDER", "orderIndex", justify="right"),
-    Column("PARENT", "parentItemId"),
-    Column("TITLE", "title"),
+    Column("TYPE", "type", kind="enum"),
+    Column("STATUS", "status", kind="enum"),
+    Column("ORDER", "orderIndex", justify="right", kind="number", priority=2),
+    Column("PARENT", "parentItemId", priority=3),
+    Column("TITLE", "title", kind="text"),
+    Column("DESCRIPTION", "description", kind="text", default=False),
+    Column("CREATED", "createdAt", kind="datetime", default=False),
+    Column("UPDATED", "updatedAt", kind="datetime", default=False),
 ]
 ItemType = Annotated[str | None, typer.Option("--type", help="requirement or task_item.", show_default=False)]
 
@@ -134,7 +137,9 @@ def reorder_items(
     if json_:
         emit_json(result)
     else:
-        emit_rows(result["items"], [Column("ID", "id"), Column("ORDER", "orderIndex", "right")])
+        emit_rows(
+            result["items"], [Column("ID", "id"), Column("ORDER", "orderIndex", "right", kind="number")]
+        )
 
 
 @app.command("tree")

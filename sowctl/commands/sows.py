@@ -14,10 +14,10 @@ app = typer.Typer(help="Statements of Work.", no_args_is_help=True)
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("PROJECT", "projectId"),
-    Column("ITEMS", "itemCount", justify="right"),
-    Column("CREATED", "createdAt"),
-    Column("TITLE", "title"),
+    Column("PROJECT", "projectId", priority=3),
+    Column("ITEMS", "itemCount", justify="right", kind="number", priority=2),
+    Column("CREATED", "createdAt", kind="datetime", priority=2),
+    Column("TITLE", "title", kind="text"),
 ]
 
 

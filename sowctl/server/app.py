@@ -1,10 +1,11 @@
 """The Bottle application, built from the operation registry (``sowctl.operations``).
 
 ``create_app`` registers one route per operation, plus ``/healthz`` and
-``/openapi.json``. Every route goes through ``Dispatcher.handle``: authenticate
+``/openapi.json``. Every API route goes through ``Dispatcher.handle``: authenticate
 by group, read and validate input, run the handler, and shape the response or
 the group's error envelope. Bottle's own errors (unknown route, wrong method)
-get the envelope of the group the path belongs to, never an HTML page.
+get the envelope of the group the path belongs to, never an HTML page. The web
+console's pages and files (``/``, ``/docs``: ``sowctl.server.console``) come last.
 """
 
 from __future__ import annotations
@@ -248,6 +249,10 @@ class SowctlBottle(bottle.Bottle):
             )
         if self.settings.cors_origins:
             self.route("/<path:path>", "OPTIONS", self._preflight, name="cors-preflight")
+        # The web console and /docs: after the API's routes, so no API request meets them.
+        from sowctl.server import console
+
+        console.register(self, admin=bool(self.settings.admin_token))
 
     def body_limit(self, path: str) -> int:
         """The largest request body a request to ``path`` may carry; ``sowctl serve``'s

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import defaultdict
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Sequence
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -18,6 +16,7 @@ from sowctl.db import write_transaction
 from sowctl.schemas import dataset as s
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
+from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
 from sowctl.services.dataset.finance_checks import FinanceChecks
 from sowctl.services.dataset.problems import _Problems
@@ -34,7 +33,7 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
 
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
     """
-    with gc_paused():
+    with collector_paused():
         records = validate_dataset(data)
         with write_transaction("import"):
             importer = _Importer(records, clock.now())
@@ -48,21 +47,6 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
                     m.FinancialProject.po_high_water.is_null(False)
                 ).execute()
         return importer.counts()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hundreds of thousands of new, long-lived objects would set off the cyclic collector
-    over and over (a third of the import time) for nothing: they are garbage only at the end.
-    Nests: only the outermost pause turns the collector back on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
