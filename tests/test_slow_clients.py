@@ -133,6 +133,20 @@ def test_slow_header_clients_do_not_starve_others(served: Served, count: int) ->
         served.ordinary_requests()
 
 
+def test_slow_clients_do_not_starve_more_workers_and_threads_either(tmp_path: Path) -> None:
+    # Before, every thread was one slow socket away from an outage: 8 with --workers 2,
+    # 12 with --workers 2 --threads 8.
+    server = Server(tmp_path / "two.db", "--demo", "--workers", "2", "--threads", "8")
+    try:
+        served = Served(server)
+        with trickling(served, 24):
+            served.ordinary_requests()
+        assert server.stop(signal.SIGTERM) == 0
+    finally:
+        if server.process.poll() is None:
+            server.stop(signal.SIGKILL)
+
+
 def test_slow_body_clients_do_not_starve_others(served: Served) -> None:
     head = (
         b"POST /api/sows HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
