@@ -192,6 +192,12 @@ def console():
     return _console
 
 
+def deepest_tree_level() -> int:
+    """How deep a Rich tree may nest on this terminal: each level's guide takes 4 columns,
+    and Rich silently drops what no longer fits, so deeper nodes are drawn at this level."""
+    return max(1, (console().width - 30) // 4)
+
+
 def error_console():
     from rich.console import Console
 

@@ -11,7 +11,17 @@ import typer
 
 from sowctl.commands._options import Json
 from sowctl.context import app_context
-from sowctl.render import Column, console, emit_json, emit_line, emit_rows, is_tty, no_columns, text
+from sowctl.render import (
+    Column,
+    console,
+    deepest_tree_level,
+    emit_json,
+    emit_line,
+    emit_rows,
+    is_tty,
+    no_columns,
+    text,
+)
 
 app = typer.Typer(help="The dependency chain of a SOW: show it, or check it in CI.", no_args_is_help=True)
 
@@ -185,9 +195,10 @@ def _show_tree(report: dict) -> None:
     from sowctl.render import styled
 
     tree = Tree(styled(("SOW " + report["sowId"], "bold")))
-    stack: list[tuple[Any, dict]] = [(tree, node) for node in reversed(report["items"])]
+    deepest = deepest_tree_level()  # deeper nodes are drawn there, not dropped
+    stack: list[tuple[Any, dict, int]] = [(tree, node, 0) for node in reversed(report["items"])]
     while stack:
-        branch, node = stack.pop()
+        branch, node, level = stack.pop()
         kind = "R" if node["type"] == "requirement" else "T"
         sub = branch.add(styled((kind, "bold"), f" {node['title']} {node['status']} ", (node["id"], "dim")))
         for entry in node["dependencies"]:
@@ -198,7 +209,8 @@ def _show_tree(report: dict) -> None:
                 f"risk {entry['riskLevel']}, {entry['status']}{'  ' + flag.upper() if flag else ''}"
             )
             sub.add(styled((label, style)))
-        stack.extend((sub, child) for child in reversed(node["children"]))
+        below = sub if level < deepest else branch
+        stack.extend((below, child, min(level + 1, deepest)) for child in reversed(node["children"]))
     console().print(tree)
 
 

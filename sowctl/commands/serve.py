@@ -193,6 +193,8 @@ def serve(
         rate_per_day=rate_per_day,
         access_log=not quiet,
         cors_origins=tuple(cors or ()),
+        # Writes waiting for the database never hold the last thread: reads keep flowing.
+        write_slots=max(1, threads - 1),
         **double,
     )
 
