@@ -4,6 +4,8 @@
     python bench/bench_throughput.py                       # SQLite and PostgreSQL, 1 and 2 workers
     python bench/bench_throughput.py --backends sqlite --workers 2 --only "hello|get item"
     python bench/bench_throughput.py --write BENCHMARKS.md # also record the table there
+    python bench/bench_throughput.py --backends sqlite --only "get item|healthz" --compare DIR
+                                    # also the sowctl package in DIR (e.g. a worktree of main), interleaved
 
 Needs ``wrk`` on PATH (``apt-get install -y wrk``) and, for PostgreSQL, a server at
 ``--pg-url`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``).
@@ -17,7 +19,7 @@ fresh copy (a file copy, ``CREATE DATABASE ... TEMPLATE``), so the POST
 benchmark never changes what the next configuration measures.
 
 Each server is the production runner (``sowctl.server.runner.serve``: gunicorn
-gthread, 4 threads per worker) serving the real application built by
+with sowctl's worker, 4 threads per worker) serving the real application built by
 ``create_app`` with ``serve --quiet`` settings and rate limits high enough
 never to refuse, plus, in the same worker processes, a bare Bottle app answering
 ``GET /hello``. The script re-invokes itself with ``--serve`` for that, so the
@@ -31,12 +33,16 @@ Every request is measured with ``wrk -t2 -c32 -d5s --latency`` on loopback after
 a 1 s warm-up; POST /api/dependencies uses ``bench/post_dependencies.lua``,
 which cycles through precomputed depends_on pairs that can never close a cycle.
 wrk shares the two CPUs with the server, as a client on the same machine would.
+"server CPU µs/req" is the user+system time of the server's processes during a run over
+the requests it served: steadier than requests per second on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
+import inspect
 import os
 import platform
 import random
@@ -375,6 +381,8 @@ def run_server(ns: argparse.Namespace) -> None:
 
     open_database(ns.serve).close()  # migrated before the fork, as `sowctl serve` does
     settings = ServerSettings(rate_per_minute=10**9, rate_per_day=10**9, access_log=False)
+    # A runner compared with --compare may predate the settings argument.
+    extra = {"settings": settings} if "settings" in inspect.signature(serve).parameters else {}
     serve(
         partial(bench_app, ns.serve, settings),
         port=0,
@@ -382,15 +390,19 @@ def run_server(ns: argparse.Namespace) -> None:
         threads=THREADS,
         on_ready=lambda url: print(f"Listening on {url}", flush=True),
         access_log=False,
+        **extra,
     )
 
 
 class Server:
-    def __init__(self, db_url: str, workers: int) -> None:
+    def __init__(self, db_url: str, workers: int, source: Path | None = None) -> None:
         command = [sys.executable, __file__, "--serve", db_url, "--server-workers", str(workers)]
+        env = dict(os.environ)
+        if source is not None:  # --compare: the sowctl package of another source tree
+            env["PYTHONPATH"] = str(source)
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True
+            command, stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True, env=env
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
@@ -428,6 +440,7 @@ class Measure:
     errors: str
     ratio: float = float("nan")
     ratio_healthz: float = float("nan")
+    cpu_us: float = float("nan")  # user+system time of the server's processes per request
 
 
 def parse_ms(text: str) -> float:
@@ -437,7 +450,22 @@ def parse_ms(text: str) -> float:
     return float(match[1]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[match[2]]
 
 
-def wrk(url: str, probe: Probe, duration: float) -> tuple[float, float, float, str]:
+@functools.cache
+def _wsgi_servers() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_wsgi_servers", ROOT / "bench" / "wsgi_servers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """The server's CPU time so far, as bench/wsgi_servers.py measures it."""
+    return _wsgi_servers().group_cpu_seconds(pgid)
+
+
+def wrk(url: str, probe: Probe, duration: float) -> tuple[float, float, float, str, int]:
     command = ["wrk", *WRK_ARGS, f"-d{max(1, round(duration))}s"]
     for name, value in probe.headers.items():
         command += ["-H", f"{name}: {value}"]
@@ -453,7 +481,9 @@ def wrk(url: str, probe: Probe, duration: float) -> tuple[float, float, float, s
         errors.append(m[1])
     if m := re.search(r"Non-2xx or 3xx responses: (\d+)", out):
         errors.append(f"non-2xx {m[1]}")
-    return rps, parse_ms(latency.get("50", "")), parse_ms(latency.get("99", "")), "; ".join(errors) or "0"
+    count = int(m[1]) if (m := re.search(r"(\d+) requests in", out)) else 0
+    p50, p99 = parse_ms(latency.get("50", "")), parse_ms(latency.get("99", ""))
+    return rps, p50, p99, "; ".join(errors) or "0", count
 
 
 def check_answers(url: str, targets: Targets, selected: list[Probe]) -> None:
@@ -477,13 +507,22 @@ def check_answers(url: str, targets: Targets, selected: list[Probe]) -> None:
 
 
 def bench_config(
-    backend: str, workers: int, db_url: str, targets: Targets, only: str, duration: float, rounds: int = 1
+    backend: str,
+    workers: int,
+    db_url: str,
+    targets: Targets,
+    only: str,
+    duration: float,
+    rounds: int = 1,
+    source: Path | None = None,
 ) -> list[Measure]:
     """Every selected probe, hello world first and last; with ``rounds`` > 1 the probes run
     that many times interleaved, and each figure is the mean of its runs (on a busy machine
     a probe and its floor then see the same load, on average)."""
     selected = [p for p in probes(targets) if p.path == "/hello" or re.search(only, p.name)]
-    server = Server(db_url, workers)
+    server = Server(db_url, workers, source)
+    if source is not None:
+        backend += " (compared)"
     runs: dict[str, list[Measure]] = {probe.name: [] for probe in selected}
     try:
         check_answers(server.url, targets, selected)
@@ -492,11 +531,15 @@ def bench_config(
         hello = selected[0]
         order = [probe for _ in range(rounds) for probe in selected] + [hello]  # hello last too
         for probe in order:
-            rps, p50, p99, errors = wrk(server.url, probe, duration)
-            runs[probe.name].append(Measure(backend, workers, probe.name, rps, p50, p99, errors))
+            cpu_before = group_cpu_seconds(server.process.pid)
+            rps, p50, p99, errors, count = wrk(server.url, probe, duration)
+            cpu_us = (group_cpu_seconds(server.process.pid) - cpu_before) / max(count, 1) * 1e6
+            runs[probe.name].append(
+                Measure(backend, workers, probe.name, rps, p50, p99, errors, cpu_us=cpu_us)
+            )
             print(
                 f"# {backend:10} w={workers} {probe.name:34} {rps:8.0f} req/s  p50 {p50:7.2f} ms  "
-                f"p99 {p99:8.2f} ms  errors {errors}",
+                f"p99 {p99:8.2f} ms  cpu {cpu_us:5.0f} us/req  errors {errors}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -519,6 +562,7 @@ def bench_config(
                 sum(m.p50_ms for m in measured) / len(measured),
                 sum(m.p99_ms for m in measured) / len(measured),
                 errors,
+                cpu_us=sum(m.cpu_us for m in measured) / len(measured),
             )
         )
     first = results[0]
@@ -532,13 +576,13 @@ def bench_config(
 def table(results: list[Measure]) -> str:
     lines = [
         "| backend | workers | request | req/s | p50 ms | p99 ms | vs hello world | vs /healthz "
-        "| wrk errors |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---|",
+        "| server CPU µs/req | wrk errors |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         lines.append(
             f"| {r.backend} | {r.workers} | {r.probe} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
-            f"{r.ratio:.0%} | {r.ratio_healthz:.2f} | {r.errors} |"
+            f"{r.ratio:.0%} | {r.ratio_healthz:.2f} | {r.cpu_us:,.0f} | {r.errors} |"
         )
     return "\n".join(lines)
 
@@ -572,6 +616,9 @@ def main() -> None:
         default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sowctl-bench",
     )
     parser.add_argument("--write", type=Path, help="record the table in this markdown file")
+    parser.add_argument(
+        "--compare", type=Path, help="also serve the sowctl package of this source tree, interleaved"
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: host a server on this database
     parser.add_argument("--server-workers", type=int, default=1, help=argparse.SUPPRESS)
     ns = parser.parse_args()
@@ -590,24 +637,25 @@ def main() -> None:
         for backend in backends:
             template = str(sqlite_template(ns.cache_dir)) if backend == "sqlite" else pg_template(ns.pg_url)
             for workers in worker_counts:
-                db_url = fresh_copy(backend, template, ns.pg_url, workdir)
-                try:
-                    targets = prepare_run(db_url, workdir)
-                    if backend != "sqlite":
-                        vacuum(db_url)
-                    results += bench_config(
-                        backend, workers, db_url, targets, ns.only, ns.duration, ns.rounds
-                    )
-                finally:
-                    if backend != "sqlite":
-                        drop_run_database(ns.pg_url)
+                for source in [None, ns.compare.resolve()] if ns.compare else [None]:
+                    db_url = fresh_copy(backend, template, ns.pg_url, workdir)
+                    try:
+                        targets = prepare_run(db_url, workdir)
+                        if backend != "sqlite":
+                            vacuum(db_url)
+                        results += bench_config(
+                            backend, workers, db_url, targets, ns.only, ns.duration, ns.rounds, source
+                        )
+                    finally:
+                        if backend != "sqlite":
+                            drop_run_database(ns.pg_url)
 
     command = "python bench/bench_throughput.py " + shlex.join(sys.argv[1:])
     header = (
         f"`{command.strip()}` ({date.today().isoformat()}; {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; wrk {' '.join(WRK_ARGS)} "
         f"-d{ns.duration:g}s on loopback, {ns.rounds} interleaved round(s) averaged, sharing the CPUs "
-        f"with the server; gunicorn gthread, "
+        f"with the server; gunicorn with sowctl's worker, "
         f"{THREADS} threads per worker; 1-minute load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after)."
     )

@@ -78,7 +78,9 @@ def fake_runner(monkeypatch: pytest.MonkeyPatch) -> dict:
     """Replace ``sowctl.server.runner`` so ``serve`` builds its app, calls on_ready, and returns."""
     seen: dict = {}
 
-    def serve(app_factory, *, host, port, workers=1, threads=4, on_ready=None, access_log=True):
+    def serve(
+        app_factory, *, host, port, workers=1, threads=4, on_ready=None, access_log=True, settings=None
+    ):
         seen.update(workers=workers)
         seen["app"] = app_factory()
         if on_ready is not None:

@@ -125,7 +125,7 @@ def test_serve_spreads_logs_and_stops_cleanly(sig: signal.Signals, stdout_kind: 
 
 
 def test_access_log_escapes_and_counts(capsys: pytest.CaptureFixture[str]) -> None:
-    from sowctl.server.runner import _AccessLog
+    from sowctl.server.access_log import AccessLog as _AccessLog
 
     def app(environ, start_response):
         start_response("404 Not Found", [("Content-Type", "text/plain")])
@@ -155,7 +155,7 @@ def test_access_log_of_an_app_that_raises(
     capsys: pytest.CaptureFixture[str], error: type[Exception], status: str
 ) -> None:
     """A dropped connection (the "drop" fault, a client gone) sent no status; a crash is a 500."""
-    from sowctl.server.runner import _AccessLog
+    from sowctl.server.access_log import AccessLog as _AccessLog
 
     def app(environ, start_response):
         raise error("gone")

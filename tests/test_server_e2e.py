@@ -35,8 +35,11 @@ def fake_runner(monkeypatch: pytest.MonkeyPatch) -> dict:
     """Replace ``sowctl.server.runner`` so ``serve`` returns at once after on_ready."""
     seen: dict = {}
 
-    def serve(app_factory, *, host, port, workers=1, threads=4, on_ready=None, access_log=True):
+    def serve(
+        app_factory, *, host, port, workers=1, threads=4, on_ready=None, access_log=True, settings=None
+    ):
         seen.update(host=host, port=port, workers=workers, threads=threads, access_log=access_log)
+        seen["settings"] = settings
         seen["app"] = app_factory()
         if on_ready is not None:
             on_ready(f"http://{host}:{port or 54321}")
@@ -61,6 +64,8 @@ def test_serve_passes_its_options_to_the_runner(cli, fake_runner: dict) -> None:
         "threads": 2,
         "access_log": False,
     }
+    # The runner refuses bodies by the application's own limit (one setting for both).
+    assert fake_runner["settings"] is fake_runner["app"].settings
     with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
         assert client.get("/healthz").json() == {"status": "ok"}
 
@@ -275,11 +280,11 @@ def test_long_urls_reach_the_application_and_protocol_errors_are_json(start, tmp
         response = client.get("/api/dependencies/chain", params={"sowId": "0" * 20_000}, headers=auth)
         assert response.status_code == 400
         assert response.json() == {"error": "sowId: string should have at most 10000 characters"}
-        # Headers over gunicorn's field limit never reach the application: still JSON.
+        # Headers over the limit never reach the application: still JSON.
         response = client.get("/api/sows", headers={**auth, "X-Padding": "x" * 20_000})
         assert response.status_code == 431
         assert response.headers["content-type"] == "application/json"
-        assert response.json()["error"].startswith("Request Header Fields Too Large")
+        assert response.json()["error"].startswith("request header fields too large")
     host, port = httpx.URL(server.url).host, httpx.URL(server.url).port
     with socket.create_connection((host, port), timeout=5) as raw:
         raw.sendall(b"GET /api/sows HTTP/9.9\r\nHost: x\r\n\r\n")

@@ -220,6 +220,7 @@ def serve(
                 threads=threads,
                 on_ready=on_ready,
                 access_log=not quiet,
+                settings=settings,
             )
         except KeyboardInterrupt:  # Ctrl-C is how a foreground server is meant to stop
             pass

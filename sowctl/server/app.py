@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -50,6 +49,7 @@ from sowctl.server.responses import (
     json_response,
     log,
     log_exception,
+    new_request_id,
     request_id_line,
 )
 from sowctl.server.settings import ServerSettings
@@ -279,6 +279,9 @@ class SowctlBottle(bottle.Bottle):
         super().__init__(catchall=True)
         self.dispatcher = dispatcher
         self.settings = dispatcher.settings
+        # Routes that take larger bodies than settings.max_body_bytes (the test double's
+        # dataset upload), by path.
+        self.body_limits: dict[str, int] = {}
         self.add_hook("before_request", _start_request)
         self.add_hook("after_request", self._finish_request)
         self.route("/healthz", "GET", dispatcher.healthz, name="healthz")
@@ -296,6 +299,11 @@ class SowctlBottle(bottle.Bottle):
         from sowctl.server import console
 
         console.register(self, admin=bool(self.settings.admin_token))
+
+    def body_limit(self, path: str) -> int:
+        """The largest request body a request to ``path`` may carry; ``sowctl serve``'s
+        worker refuses a longer one (413) before reading it."""
+        return self.body_limits.get(path, self.settings.max_body_bytes)
 
     # --- errors Bottle raises itself (routing), and the last resort -----------
 
@@ -392,7 +400,7 @@ def _allowed_methods(allow: str) -> list[str]:
 
 
 def _start_request() -> None:
-    bottle.request.environ[REQUEST_ID_KEY] = secrets.token_hex(8)
+    bottle.request.environ[REQUEST_ID_KEY] = new_request_id()
 
 
 def _in_memory(database: pw.Database) -> bool:

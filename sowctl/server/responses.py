@@ -6,6 +6,7 @@ them without importing the application it wraps.
 
 from __future__ import annotations
 
+import secrets
 import sys
 import traceback
 
@@ -17,6 +18,11 @@ from sowctl.server.errors import envelope
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes
 
 REQUEST_ID_KEY = "sowctl.request_id"
+
+
+def new_request_id() -> str:
+    """The ``X-Request-Id`` of a new request (also of one the worker refuses unread)."""
+    return secrets.token_hex(8)
 
 
 def json_response(status: int, payload: bytes, headers: dict[str, str]) -> bottle.HTTPResponse:

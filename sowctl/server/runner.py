@@ -1,7 +1,9 @@
-"""Production WSGI runner for ``sowctl serve``: gunicorn, gthread workers.
+"""Production WSGI runner for ``sowctl serve``: gunicorn, with sowctl's own worker.
 
-Chosen by measurement, see ``bench/WSGI_SERVERS.md``.  Only stdlib is imported
-here; gunicorn is imported when :func:`serve` runs.
+Chosen by measurement, see ``bench/WSGI_SERVERS.md``: gunicorn's gthread worker, whose
+event loop reads every request (limits, deadlines) before a thread runs it
+(``sowctl.server.worker``).  Only stdlib is imported here; gunicorn is imported when
+:func:`serve` runs.
 
 Sockets.  The master binds and listens on the port itself before any worker
 exists, so the real port is known for ``port=0``, ``on_ready`` can run in the
@@ -15,19 +17,15 @@ whatever lands on it is served by whichever worker is free.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import sys
-import threading
-import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from sowctl.redaction import redact_target  # secrets never reach the log
-
-WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+from sowctl.server.access_log import WSGIApplication
+from sowctl.server.settings import ServerSettings
 
 BACKLOG = 2048
 # Signals gunicorn's arbiter takes over; restored when serve() returns so that
@@ -45,8 +43,12 @@ def serve(
     threads: int = 4,
     on_ready: Callable[[str], None] | None = None,
     access_log: bool = True,
+    settings: ServerSettings | None = None,
 ) -> None:
     """Serve the app built by ``app_factory`` until SIGINT or SIGTERM, then return.
+
+    ``settings`` gives the limits and deadlines of requests (``ServerSettings``' defaults
+    when None): pass the application's own, so both refuse the same bodies.
 
     ``app_factory`` runs once in every worker process, after the fork, so each
     worker opens its own database connections.  ``on_ready(url)`` runs once in
@@ -63,7 +65,13 @@ def serve(
     try:
         listener = _listen(host, port)
         _run_gunicorn(
-            app_factory, listener, workers=workers, threads=threads, on_ready=on_ready, access_log=access_log
+            app_factory,
+            listener,
+            workers=workers,
+            threads=threads,
+            on_ready=on_ready,
+            access_log=access_log,
+            settings=settings or ServerSettings(),
         )
     except BaseException as exc:
         if os.getpid() != master_pid:
@@ -87,31 +95,16 @@ def _run_gunicorn(
     threads: int,
     on_ready: Callable[[str], None] | None,
     access_log: bool,
+    settings: ServerSettings,
 ) -> None:
     from gunicorn.app.base import BaseApplication
     from gunicorn.errors import HaltServer
     from gunicorn.sock import TCP6Socket, TCPSocket
-    from gunicorn.workers.base import Worker
-    from gunicorn.workers.gthread import ThreadWorker
 
-    class QuitSafeThreadWorker(ThreadWorker):
-        def handle_quit(self, sig: int, frame: Any) -> None:
-            # gthread's handler calls tpool.shutdown() from inside the signal
-            # handler; when SIGINT/SIGQUIT lands while the main thread is in
-            # tpool.submit() (same non-reentrant lock) the worker hangs until
-            # the master SIGKILLs it after graceful_timeout (seen in ~1 of 10
-            # Ctrl-C; python/cpython#121649).  The pool threads end with the
-            # process anyway.
-            Worker.handle_quit(self, sig, frame)
+    from sowctl.server.access_log import AccessLog, log_refusal
+    from sowctl.server.worker import make_worker_class
 
-        def init_process(self) -> None:
-            # Requests gunicorn refuses before the application sees them (a malformed
-            # request line, oversized headers) get JSON like every other error, not
-            # gunicorn's HTML page. This process serves only sowctl, so patch it here.
-            import gunicorn.util
-
-            gunicorn.util.write_error = _write_json_error
-            super().init_process()
+    worker_class = make_worker_class(settings, log_refusal if access_log else lambda *args: None)
 
     address, port = listener.getsockname()[:2]
     v6 = listener.family == socket.AF_INET6
@@ -136,19 +129,23 @@ def _run_gunicorn(
 
     def load() -> WSGIApplication:
         app = app_factory()
-        return _AccessLog(app) if access_log else app
+        return AccessLog(app) if access_log else app
 
     options: dict[str, Any] = {
         "bind": [hostport],
         "workers": workers,
-        "worker_class": QuitSafeThreadWorker,
+        "worker_class": worker_class,
         "threads": threads,
+        "worker_connections": settings.max_connections,
         "reuse_port": True,
         "backlog": BACKLOG,
-        "keepalive": 5,
-        # 0: request lines up to gunicorn's hard cap of 1 MiB reach the application, which
-        # answers an over-long id or query value in the group's JSON envelope, not 414 HTML.
+        "keepalive": max(1, round(settings.idle_timeout)),  # the worker applies idle_timeout itself
+        # The worker's loop refuses request lines and heads over the limits (414, 431) before
+        # gunicorn parses them; 0 lets every line within them through (gunicorn's own cap
+        # would otherwise be 8190 bytes), so an over-long id or query value gets the
+        # application's answer in the group's envelope.
         "limit_request_line": 0,
+        "limit_request_field_size": settings.max_header_bytes,
         "graceful_timeout": 5,
         "loglevel": "warning",  # no "Booting worker ..." chatter; warnings and errors stay
         "accesslog": None,  # _AccessLog writes it, without headers
@@ -207,7 +204,7 @@ def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn's ``util.write_error``, answering in the Group A/B error envelope."""
     import json
 
@@ -242,91 +239,3 @@ def _exit_worker(exc: BaseException) -> None:
         except Exception:  # closed, broken, or busy in the frame the signal interrupted
             pass
     os._exit(code)
-
-
-# Anything but printable ASCII, and '"' which closes the quoted request field.
-_UNSAFE = re.compile(r"[^\x21\x23-\x7e]")
-
-
-def _percent_escape(match: re.Match[str]) -> str:
-    # WSGI strings are latin-1 decoded bytes, so ord() is the byte on the wire.
-    char = match[0]
-    raw = bytes([ord(char)]) if char <= "\xff" else char.encode("utf-8", "backslashreplace")
-    return "".join(f"%{b:02X}" for b in raw)
-
-
-class _AccessLog:
-    """WSGI middleware: one line per request on stderr, never any header.
-
-    ``127.0.0.1 - "GET /api/items/x?q=1 HTTP/1.1" 200 123 1.2ms``; bytes and time
-    are counted until the server closes the body, i.e. after it was sent.
-    """
-
-    _lock = threading.Lock()  # one whole line at a time from the worker's threads
-
-    def __init__(self, app: WSGIApplication) -> None:
-        self.app = app
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        started = time.perf_counter()
-        status = "-"
-
-        def logging_start_response(status_line: str, headers: Any, exc_info: Any = None) -> Any:
-            nonlocal status
-            status = status_line.split(" ", 1)[0]
-            return start_response(status_line, headers, exc_info)
-
-        try:
-            body = self.app(environ, logging_start_response)
-        except ConnectionError:
-            # The connection is gone (a client hang-up, or the test double's "drop"
-            # fault): no status reached anyone, so none is logged.
-            self._write(environ, "-", 0, started)
-            raise
-        except BaseException:
-            self._write(environ, "500", 0, started)
-            raise
-        return _LoggedBody(body, lambda size: self._write(environ, status, size, started))
-
-    def _write(self, environ: dict[str, Any], status: str, size: int, started: float) -> None:
-        target = redact_target(
-            environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
-        )
-        line = (
-            f'{environ.get("REMOTE_ADDR", "-")} - "{environ.get("REQUEST_METHOD", "-")} '
-            f'{_UNSAFE.sub(_percent_escape, target)} {environ.get("SERVER_PROTOCOL", "-")}" '
-            f"{status} {size} {(time.perf_counter() - started) * 1000:.1f}ms\n"
-        )
-        with self._lock:
-            try:
-                sys.stderr.write(line)
-                sys.stderr.flush()
-            except (OSError, ValueError):  # a closed or broken stderr must not fail requests
-                pass
-
-
-class _LoggedBody:
-    """The app's response iterable, counting bytes; logs on close().
-
-    A class rather than a generator: a server may close() without ever
-    iterating (client gone), and the line and the app's own close() must
-    still happen.
-    """
-
-    def __init__(self, body: Iterable[bytes], log: Callable[[int], None]) -> None:
-        self._body = body
-        self._log = log
-        self._size = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._body:
-            self._size += len(chunk)
-            yield chunk
-
-    def close(self) -> None:
-        try:
-            close = getattr(self._body, "close", None)
-            if close is not None:
-                close()
-        finally:
-            self._log(self._size)

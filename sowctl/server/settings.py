@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sowctl.testdouble.faults import FaultConfig
 
-MIB = 1024 * 1024
+KIB = 1024
+MIB = 1024 * KIB
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,22 @@ class ServerSettings:
     rate_per_day: int = 5000
     # Request bodies above this are refused with 413 (contract §7.1).
     max_body_bytes: int = MIB
+    # Longest request line (method, target, version) and largest header block; past them
+    # the server answers 414 and 431 before reading on. The line fits any id or query
+    # value the API accepts (10,000 characters) with room for percent-encoding.
+    max_request_line: int = 32 * KIB
+    max_header_bytes: int = 16 * KIB
+    # Deadlines of one connection, in seconds (bench/WSGI_SERVERS.md): an idle connection
+    # (new or kept alive) is closed after idle_timeout; a request's head must arrive within
+    # header_timeout of its first byte and its body within body_timeout of the head, else
+    # 408; a response not taken by the client within send_timeout is abandoned.
+    idle_timeout: float = 5.0
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    send_timeout: float = 30.0
+    # Open connections per worker process; past it the worker accepts no more until some
+    # close (the others wait in the listen backlog).
+    max_connections: int = 1000
     # A refused or unread body is read and dropped up to this size, so that the client
     # gets the answer and can reuse the connection; past it the server just closes.
     drain_bytes: int = 8 * MIB

@@ -78,6 +78,7 @@ def register(app: SowctlBottle, layer: TestDouble) -> None:
     ]
     for path, method, handler in routes:
         app.route(path, method, admin.wrap(handler), name=f"admin {method} {path}")
+    app.body_limits["/_admin/dataset"] = MAX_DATASET_BYTES
 
 
 class AdminApi:

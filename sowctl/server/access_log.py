@@ -1,0 +1,126 @@
+"""The access log of ``sowctl serve``: one line per request on stderr, never any header.
+
+``127.0.0.1 - "GET /api/items/x?q=1 HTTP/1.1" 200 123 1.2ms``. Requests the application
+answers are logged by the WSGI middleware :class:`AccessLog`; requests the worker's loop
+refuses itself (408, 413, 414, 431) by :func:`log_refusal`. Secrets in the target are cut
+by the one redaction rule.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from sowctl.redaction import redact_target  # secrets never reach the log
+
+WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+_lock = threading.Lock()  # one whole line at a time from the worker's threads
+# A refused request line is cut to this many characters in the log.
+_REFUSED_TARGET_CHARS = 200
+
+# Anything but printable ASCII, and '"' which closes the quoted request field.
+_UNSAFE = re.compile(r"[^\x21\x23-\x7e]")
+
+
+def _percent_escape(match: re.Match[str]) -> str:
+    # WSGI strings are latin-1 decoded bytes, so ord() is the byte on the wire.
+    char = match[0]
+    raw = bytes([ord(char)]) if char <= "\xff" else char.encode("utf-8", "backslashreplace")
+    return "".join(f"%{b:02X}" for b in raw)
+
+
+class AccessLog:
+    """WSGI middleware: one line per request on stderr, never any header.
+
+    ``127.0.0.1 - "GET /api/items/x?q=1 HTTP/1.1" 200 123 1.2ms``; bytes and time
+    are counted until the server closes the body, i.e. after it was sent.
+    """
+
+    def __init__(self, app: WSGIApplication) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = time.perf_counter()
+        status = "-"
+
+        def logging_start_response(status_line: str, headers: Any, exc_info: Any = None) -> Any:
+            nonlocal status
+            status = status_line.split(" ", 1)[0]
+            return start_response(status_line, headers, exc_info)
+
+        try:
+            body = self.app(environ, logging_start_response)
+        except ConnectionError:
+            # The connection is gone (a client hang-up, or the test double's "drop"
+            # fault): no status reached anyone, so none is logged.
+            self._write(environ, "-", 0, started)
+            raise
+        except BaseException:
+            self._write(environ, "500", 0, started)
+            raise
+        return LoggedBody(body, lambda size: self._write(environ, status, size, started))
+
+    def _write(self, environ: dict[str, Any], status: str, size: int, started: float) -> None:
+        target = redact_target(
+            environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
+        )
+        request = (environ.get("REQUEST_METHOD", "-"), target, environ.get("SERVER_PROTOCOL", "-"))
+        _write_line(environ.get("REMOTE_ADDR", "-"), request, status, size, time.perf_counter() - started)
+
+
+def log_refusal(client: Any, request_line: str, status: int) -> None:
+    """The line of a request the worker refused before the application saw it
+    (``request_line``: its start, as far as it was read)."""
+    parts = request_line.rstrip("\r").split(" ")
+    method = parts[0] or "-"
+    protocol = parts[-1] if len(parts) > 2 and parts[-1].startswith("HTTP/") else "-"
+    path, _, query = " ".join(parts[1:-1] if protocol != "-" else parts[1:]).partition("?")
+    target = redact_target(path, query) or "-"
+    if len(target) > _REFUSED_TARGET_CHARS:
+        target = target[:_REFUSED_TARGET_CHARS] + "..."
+    remote = client[0] if isinstance(client, tuple) and client else "-"
+    _write_line(remote, (method, target, protocol), str(status), 0, 0.0)
+
+
+def _write_line(remote: str, request: tuple[str, str, str], status: str, size: int, seconds: float) -> None:
+    method, target, protocol = (_UNSAFE.sub(_percent_escape, part) for part in request)
+    line = f'{remote} - "{method} {target} {protocol}" {status} {size} {seconds * 1000:.1f}ms\n'
+
+    with _lock:
+        try:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed or broken stderr must not fail requests
+            pass
+
+
+class LoggedBody:
+    """The app's response iterable, counting bytes; logs on close().
+
+    A class rather than a generator: a server may close() without ever
+    iterating (client gone), and the line and the app's own close() must
+    still happen.
+    """
+
+    def __init__(self, body: Iterable[bytes], log: Callable[[int], None]) -> None:
+        self._body = body
+        self._log = log
+        self._size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._body:
+            self._size += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._log(self._size)
