@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
 
 from sowctl.context import AppContext
 from sowctl.settings import Settings
@@ -46,6 +47,27 @@ COMMANDS = [
 ]
 
 
+# The root's options that take a value, by parameter name and by flag.
+_VALUE_OPTION_NAMES = {
+    "db": "--db",
+    "server": "--server",
+    "token": "--token",
+    "api_key": "--api-key",
+    "org": "--org",
+    "company": "--company",
+    "profile": "--profile",
+    "timeout": "--timeout",
+}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from sowctl import __version__
+
+        sys.stdout.write(f"sowctl {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -72,7 +94,12 @@ def root(
     ] = None,
     org: Annotated[
         str | None,
-        typer.Option("--org", envvar="SOWCTL_ORG", help="Organization id (Group B; scopes local B/C)."),
+        typer.Option(
+            "--org",
+            envvar="SOWCTL_ORG",
+            help="Organization id (Group B). Local mode: scopes po, budgets, contracts, "
+            "projects, clients and sows, not items, deps or chain.",
+        ),
     ] = None,
     company: Annotated[
         str | None,
@@ -88,6 +115,10 @@ def root(
             "--timeout", envvar="SOWCTL_TIMEOUT", help="Remote mode: seconds to wait for the server."
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     db, server = _one_mode(ctx, db, server)
     ctx.obj = AppContext(
@@ -100,7 +131,8 @@ def root(
             company=company,
             profile=profile,
             **({"timeout": timeout} if timeout is not None else {}),
-        )
+        ),
+        given={name for name in _VALUE_OPTION_NAMES if _source(ctx, name) == "COMMANDLINE"},
     )
 
 
@@ -138,9 +170,7 @@ def _register() -> None:
 _register()
 
 # Global options that take a value: the command's name is the first other argument.
-_VALUE_OPTIONS = frozenset(
-    {"--db", "--server", "--token", "--api-key", "--org", "--company", "--profile", "--timeout"}
-)
+_VALUE_OPTIONS = frozenset(_VALUE_OPTION_NAMES.values())
 
 
 def _invoked(argv: list[str]) -> str | None:
@@ -190,6 +220,66 @@ def _narrowed(argv: list[str] | None) -> typer.Typer:
     return narrowed
 
 
+def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:
+    """Move global options given after the command (``items list S --server URL``) before it.
+
+    gh accepts its global flags anywhere; click only before the subcommand. An option the
+    command itself defines (``tokens create --org``) stays the command's. (Typer vendors its
+    own click, so groups and options are recognised by what they have, not by class.)
+    """
+    command = root_command
+    index, start = 0, None
+    while _is_group(command) and index < len(argv):
+        arg = argv[index]
+        if arg == "--":
+            return argv
+        if arg.startswith("-"):
+            index += 2 if arg in _VALUE_OPTIONS else 1
+            continue
+        sub = command.commands.get(arg)
+        if sub is None:
+            return argv  # click reports the unknown command
+        start = index if start is None else start
+        command, index = sub, index + 1
+    if start is None or _is_group(command):
+        return argv
+    own: set[str] = set()
+    takes_value: set[str] = set()
+    for param in command.params:
+        if getattr(param, "param_type_name", None) == "option":
+            names = [*param.opts, *param.secondary_opts]
+            own.update(names)
+            if not param.is_flag and not param.count:
+                takes_value.update(names)
+    kept: list[str] = []
+    hoisted: list[str] = []
+    rest = iter(argv[index:])
+    for arg in rest:
+        if arg == "--":
+            kept += [arg, *rest]
+            break
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name in own:
+            kept.append(arg)
+            if name in takes_value and name == arg:  # its value may look like a global option
+                value = next(rest, None)
+                if value is not None:
+                    kept.append(value)
+        elif name in _VALUE_OPTIONS:
+            hoisted.append(arg)
+            if name == arg:
+                value = next(rest, None)
+                if value is not None:
+                    hoisted.append(value)
+        else:
+            kept.append(arg)
+    return [*argv[:start], *hoisted, *argv[start:index], *kept]
+
+
+def _is_group(command: Any) -> bool:
+    return isinstance(getattr(command, "commands", None), dict)
+
+
 def _placeholder() -> None:  # stands in for a command that is not run
     raise AssertionError("a placeholder command was run")
 
@@ -199,7 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     from sowctl.errors import ExitCode, SowctlError
 
     try:
-        result = _narrowed(argv)(args=argv, prog_name="sowctl", standalone_mode=False)
+        args = list(sys.argv[1:] if argv is None else argv)
+        command = typer.main.get_command(_narrowed(args))
+        result = command.main(
+            args=hoist_global_options(command, args), prog_name="sowctl", standalone_mode=False
+        )
         return int(result) if isinstance(result, int) else 0
     except SowctlError as exc:
         _fail(exc.message)
@@ -252,12 +346,30 @@ def _usage_error(exc: typer.TyperException) -> int:
         return int(ExitCode.INVALID_INPUT)
     format_message = getattr(exc, "format_message", None)
     message = format_message() if format_message else str(exc)
+    message = _with_hint(message, _closest_choice(exc))
     if ctx is not None:
         message += f" (see '{ctx.command_path} --help')"
     _fail(message)
     # Click gives 1 to some parameter errors (e.g. an unreadable file); 1 means "check failed" here.
     code = int(getattr(exc, "exit_code", ExitCode.INVALID_INPUT) or ExitCode.INVALID_INPUT)
     return code if code != int(ExitCode.CHECK_FAILED) else int(ExitCode.INVALID_INPUT)
+
+
+def _closest_choice(exc: typer.TyperException) -> str:
+    """For an option with a fixed set of values (``--type depends``): the likeliest one meant."""
+    import re
+
+    choices = getattr(getattr(getattr(exc, "param", None), "type", None), "choices", None)
+    typed = re.match(r"'(.*?)' is not one of", getattr(exc, "message", "") or "")
+    if not choices or not typed:
+        return ""
+    from sowctl.commands._fields import suggestion
+
+    return suggestion(typed.group(1), [str(choice) for choice in choices])
+
+
+def _with_hint(message: str, hint: str) -> str:
+    return message.rstrip(".") + hint if hint else message
 
 
 def _is_database_error(exc: BaseException) -> bool:

@@ -74,7 +74,7 @@ def export_command(
     """
     from sowctl.services.dataset import export_dataset
 
-    app_context(ctx).open_local_database("export")
+    app_context(ctx).open_local_database("export", write=False)
     with _export_progress() as progress:
         data = export_dataset(progress=progress)
     import json  # imported when used: keeps start-up light

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from sowctl import render
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, QuietCreate, Yes, confirm, emit_created, needs_confirmation
 from sowctl.context import app_context
+from sowctl.errors import UsageError
 from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
+from sowctl.schemas.vocabulary import ItemStatus
+from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
 
 app = typer.Typer(help="Requirements and task items of a SOW, in their hierarchy.", no_args_is_help=True)
 
@@ -21,7 +25,9 @@ COLUMNS = [
     Column("PARENT", "parentItemId"),
     Column("TITLE", "title"),
 ]
-ItemType = Annotated[str | None, typer.Option("--type", help="requirement or task_item.", show_default=False)]
+ItemType = Annotated[
+    ItemTypeValue | None, typer.Option("--type", help="requirement or task_item.", show_default=False)
+]
 
 
 @app.command("list")
@@ -53,24 +59,34 @@ def create_item(
     ctx: typer.Context,
     sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
     title: Annotated[str, typer.Option("--title", help="Title of the item.")],
-    item_type: Annotated[str, typer.Option("--type", help="requirement or task_item.")] = "task_item",
+    item_type: Annotated[
+        ItemTypeValue, typer.Option("--type", help="requirement or task_item.")
+    ] = "task_item",
     description: Annotated[str | None, typer.Option("--description", "-d")] = None,
     parent: Annotated[str | None, typer.Option("--parent", help="Parent item id.")] = None,
     order_index: Annotated[
         int | None, typer.Option("--order-index", help="Position among siblings (default: last).")
     ] = None,
+    item_id: Annotated[
+        str | None, typer.Option("--id", help="Choose the item's id (default: a generated uuid).")
+    ] = None,
     json_: Json = False,
+    quiet: QuietCreate = False,
 ) -> None:
-    """Create a requirement or task item in a SOW."""
+    """Create a requirement or task item in a SOW.
+
+    Example: REQ=$(sowctl items create sow-1 --title Structure --type requirement -q)
+    """
     body = _without_none(
         title=title,
         type=item_type,
         description=description,
         parentItemId=parent,
         orderIndex=order_index,
+        id=item_id,
     )
     item = app_context(ctx).call("items.create", {"sowId": sow_id}, body=body)
-    _show_changed(item, json_)
+    emit_created(item, json_mode=json_, quiet=quiet)
 
 
 @app.command("update")
@@ -80,7 +96,12 @@ def update_item(
     title: Annotated[str | None, typer.Option("--title")] = None,
     description: Annotated[str | None, typer.Option("--description", "-d")] = None,
     status: Annotated[
-        str | None, typer.Option("--status", help="pending, in_progress, completed or cancelled.")
+        ItemStatus | None,
+        typer.Option(
+            "--status",
+            help="pending, in_progress, completed or cancelled. A requirement with task items "
+            "takes its status from them (it is calculated), so it cannot be set.",
+        ),
     ] = None,
     order_index: Annotated[int | None, typer.Option("--order-index")] = None,
     json_: Json = False,
@@ -92,17 +113,41 @@ def update_item(
 
         raise UsageError("nothing to update: give --title, --description, --status or --order-index")
     item = app_context(ctx).call("items.update", {"itemId": item_id}, body=body)
-    _show_changed(item, json_)
+    if status is not None and item.get("type") == "requirement" and item.get("status") != status:
+        # The API keeps the stored status but shows the calculated one; say so instead of
+        # letting the change look ignored.
+        sys.stderr.write(
+            f"note: requirement {render.text(item_id)} has task items, so its status is calculated "
+            f"from them ({item.get('status')}); {status} is kept for when it has none\n"
+        )
+    emit_object(item, json_mode=json_)
 
 
 @app.command("delete")
 def delete_item(
     ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
+    yes: Yes = False,
     json_: Json = False,
 ) -> None:
-    """Delete an item with all its descendants and their dependencies."""
-    result = app_context(ctx).call("items.delete", {"itemId": item_id})
+    """Delete an item with all its descendants and their dependencies.
+
+    On a terminal it first shows what goes with the item and asks; --yes skips the question
+    (scripts, whose input is not a terminal, are never asked).
+    """
+    context = app_context(ctx)
+    if needs_confirmation(yes):
+        from sowctl.itemtree import cascade
+
+        item = context.call("items.get", {"itemId": item_id})
+        items = context.call("items.list", {"sowId": item["sowId"]})
+        deps = context.call("deps.list", query={"sowId": item["sowId"]})
+        descendants, dependencies = cascade(item_id, items, deps)
+        confirm(
+            f"Delete item {render.text(item_id)} ({render.text(item.get('title'))}), "
+            f"{_count(len(descendants), 'descendant item')} and {_count(len(dependencies), 'dependency')}?"
+        )
+    result = context.call("items.delete", {"itemId": item_id})
     emit_message(result["message"], json_mode=json_, body=result)
 
 
@@ -120,7 +165,12 @@ def reorder_items(
     ] = None,
     json_: Json = False,
 ) -> None:
-    """Set the order of several items at once: all of them, or none."""
+    """Set the order of several items at once: all of them, or none.
+
+    Example: sowctl items reorder sow-1 item-2=0 item-1=1
+    """
+    if from_file is None and not positions:
+        raise UsageError("give at least one ITEM_ID=ORDER_INDEX pair (or --from-file FILE)")
     if from_file is not None:
         import json
 
@@ -130,7 +180,9 @@ def reorder_items(
             raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     else:
         body = {"items": [_position(text) for text in positions or []]}
-    result = app_context(ctx).call("items.reorder", {"sowId": sow_id}, body=body)
+    result = app_context(ctx).call(
+        "items.reorder", {"sowId": sow_id}, body=body, from_options=from_file is None
+    )
     if json_:
         emit_json(result)
     else:
@@ -170,5 +222,6 @@ def _without_none(**fields: object) -> dict:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def _show_changed(item: dict, json_: bool) -> None:
-    emit_object(item, json_mode=json_)
+def _count(number: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number} {noun if number == 1 else plural}"

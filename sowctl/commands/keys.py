@@ -41,7 +41,7 @@ def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> 
     """List API keys (secrets masked)."""
     from sowctl.services import credentials
 
-    app_context(ctx).open_local_database("keys list")
+    app_context(ctx).open_local_database("keys list", write=False)
     emit_rows(credentials.list_keys(), COLUMNS, json_mode=json_, quiet=quiet)
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from sowctl import render
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, QuietCreate
 from sowctl.context import app_context
 from sowctl.errors import UsageError
 from sowctl.render import Column, emit_json, emit_object, emit_rows
+from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
 app = typer.Typer(
     help="Purchase orders of a financial project: create them (exact decimal amounts) and list them.",
@@ -72,7 +74,7 @@ def create_po(
     title: Annotated[str | None, typer.Option("--title", help="Title of the purchase order.")] = None,
     vendor: Annotated[int | None, typer.Option("--vendor", help="Vendor id.")] = None,
     status: Annotated[
-        str | None,
+        PurchaseOrderStatus | None,
         typer.Option("--status", help="Initial status (default draft), e.g. draft or issued."),
     ] = None,
     lines: Annotated[list[str] | None, typer.Option("--line", help=LINE_HELP)] = None,
@@ -84,6 +86,7 @@ def create_po(
         ),
     ] = None,
     json_: Json = False,
+    quiet: QuietCreate = False,
 ) -> None:
     """Create a purchase order; its amounts are the exact sum of its line amounts."""
     body: dict[str, Any] = _read_body(from_file) if from_file is not None else {}
@@ -97,7 +100,10 @@ def create_po(
     missing = [option for field, option in REQUIRED if field not in body]
     if missing:
         raise UsageError(f"missing option {', '.join(missing)} (or give the field in --from-file)")
-    order = app_context(ctx).call("finance.create_po", body=body)
+    order = app_context(ctx).call("finance.create_po", body=body, from_options=from_file is None)
+    if quiet and not json_:
+        sys.stdout.write(f"{render.text(order.get('id'))}\n")
+        return
     show_order(order, json_)
 
 

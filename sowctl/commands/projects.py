@@ -9,6 +9,7 @@ import typer
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.render import Column, emit_rows
+from sowctl.schemas.vocabulary import ProjectStatus
 
 app = typer.Typer(help="Projects (Group C listing).", no_args_is_help=True)
 
@@ -33,7 +34,7 @@ Offset = Annotated[
 def list_projects(
     ctx: typer.Context,
     status: Annotated[
-        str | None,
+        ProjectStatus | None,
         typer.Option("--status", help="active, on_hold, completed or archived.", show_default=False),
     ] = None,
     client: Annotated[

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
 from sowctl.context import app_context
-from sowctl.render import Column, emit_object, emit_rows
+from sowctl.render import Column, emit_rows
 
 app = typer.Typer(help="Statements of Work.", no_args_is_help=True)
 
@@ -31,6 +31,7 @@ def create_sow(
     ] = None,
     sow_id: Annotated[str | None, typer.Option("--id", help="Choose the SOW's id.")] = None,
     json_: Json = False,
+    quiet: QuietCreate = False,
 ) -> None:
     """Create a SOW (and a default organization and project when none exist)."""
     body = {"title": title}
@@ -38,7 +39,7 @@ def create_sow(
         body["projectId"] = project
     if sow_id:
         body["id"] = sow_id
-    emit_object(app_context(ctx).call("sows.create", body=body), json_mode=json_)
+    emit_created(app_context(ctx).call("sows.create", body=body), json_mode=json_, quiet=quiet)
 
 
 @app.command("list")

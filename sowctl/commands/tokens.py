@@ -10,6 +10,7 @@ import typer
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.render import Column, emit_message, emit_rows
+from sowctl.schemas.vocabulary import Role
 
 app = typer.Typer(help="Bearer tokens (stored hashed; local mode only).", no_args_is_help=True)
 
@@ -29,7 +30,7 @@ def create_token(
     ctx: typer.Context,
     user: Annotated[str, typer.Option("--user", help="User id (created in the org if new).")],
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
-    role: Annotated[str, typer.Option("--role", help="viewer, member or admin.")] = "member",
+    role: Annotated[Role, typer.Option("--role", help="viewer, member or admin.")] = "member",
 ) -> None:
     """Print a new bearer token, and only the token."""
     from sowctl.services import credentials
@@ -44,7 +45,7 @@ def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -
     """List tokens (secrets masked)."""
     from sowctl.services import credentials
 
-    app_context(ctx).open_local_database("tokens list")
+    app_context(ctx).open_local_database("tokens list", write=False)
     emit_rows(credentials.list_tokens(), COLUMNS, json_mode=json_, quiet=quiet)
 
 

@@ -9,6 +9,7 @@ from sowctl.schemas.common import (
     CamelOut,
     Field,
     NonEmptyStr,
+    PathId,
     StrictStr,
     Timestamp,
     WholeNumber,
@@ -21,7 +22,8 @@ Description = Annotated[StrictStr, Field(max_length=100_000)]
 
 
 class ItemCreate(CamelBody):
-    """``parentItemId`` null or absent: a top-level item."""
+    """``parentItemId`` null or absent: a top-level item. ``id`` is a sowctl extension
+    (``items create --id``), as on ``POST /api/sows``; absent, a uuid is generated."""
 
     null_allowed = frozenset({"parent_item_id"})
 
@@ -30,6 +32,7 @@ class ItemCreate(CamelBody):
     description: Description | None = None
     parent_item_id: StrictStr | None = None
     order_index: Position | None = None
+    id: PathId | None = None
 
 
 class ItemUpdate(CamelBody):

@@ -154,9 +154,12 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
                 raise InvalidInput.for_field(
                     "orderIndex", f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
                 )
+        item_id = data.id or clock.new_id()
+        if data.id is not None and m.Item.get_or_none(m.Item.id == item_id) is not None:
+            raise InvalidInput.for_field("id", f"item {item_id} already exists")
         moment = clock.now()
         item = m.Item.create(
-            id=clock.new_id(),
+            id=item_id,
             sow=sow_id,
             parent=parent.id if parent else None,
             type=data.type,
