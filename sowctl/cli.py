@@ -86,11 +86,17 @@ def root(
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option("--token", envvar="SOWCTL_TOKEN", help="Bearer token (Groups A and C)."),
+        typer.Option(
+            "--token",
+            envvar="SOWCTL_TOKEN",
+            help='Bearer token (Groups A and C); "-" reads it from stdin (or asks, on a terminal).',
+        ),
     ] = None,
     api_key: Annotated[
         str | None,
-        typer.Option("--api-key", envvar="SOWCTL_API_KEY", help="API key (Group B)."),
+        typer.Option(
+            "--api-key", envvar="SOWCTL_API_KEY", help='API key (Group B); "-" reads it from stdin.'
+        ),
     ] = None,
     org: Annotated[
         str | None,
@@ -121,6 +127,11 @@ def root(
     ] = False,
 ) -> None:
     db, server = _one_mode(ctx, db, server)
+    if token == "-" or api_key == "-":
+        from sowctl.commands._options import read_secret
+
+        token = read_secret("token") if token == "-" else token
+        api_key = read_secret("API key") if api_key == "-" else api_key
     ctx.obj = AppContext(
         Settings(
             db=db,

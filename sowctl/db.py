@@ -51,13 +51,17 @@ def connect(url_or_path: str | os.PathLike) -> pw.Database:
             f"unsupported database URL scheme {scheme!r}: use a SQLite file path, "
             "sqlite:///path or postgresql://user@host:port/db"
         )
+    try:
+        import psycopg2  # noqa: F401  (peewee would only say "psycopg2 postgres driver not found")
+    except ImportError:
+        raise SowctlError(
+            f"{scheme}:// databases need the PostgreSQL driver, which is not installed: "
+            "pip install 'sowctl[postgres]'"
+        ) from None
     from playhouse.db_url import connect as connect_url
 
     install_query_deadline()
-    try:
-        return connect_url(target)
-    except ImportError as exc:  # psycopg2 not installed
-        raise SowctlError(f"cannot use {scheme}: {exc} (pip install 'sowctl[postgres]')") from exc
+    return connect_url(target)
 
 
 def sqlite_file(target: str) -> str | None:

@@ -13,6 +13,22 @@ QuietCreate = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation on a terminal.")]
 
 
+def read_secret(what: str) -> str:
+    """A secret from the terminal without echo, or the first line of piped stdin, so it
+    stays out of the shell's history (``config set token -``, ``--token -``)."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        import getpass
+
+        value = getpass.getpass(f"{what}: ")
+    else:
+        value = (sys.stdin.readline() if sys.stdin is not None else "").strip()
+    if not value:
+        from sowctl.errors import UsageError
+
+        raise UsageError(f"no {what} given on standard input")
+    return value
+
+
 def emit_created(record: dict, *, json_mode: bool, quiet: bool, id_key: str = "id") -> None:
     """A created record: its JSON body, only its id (``-q``), or its fields."""
     from sowctl.render import emit_object, text

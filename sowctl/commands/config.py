@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from sowctl import config
-from sowctl.commands._options import Json
+from sowctl.commands._options import Json, read_secret
 from sowctl.context import app_context
 from sowctl.errors import NotFound, UsageError
 from sowctl.redaction import secret_hint
@@ -67,11 +67,28 @@ def _value(key: str, text: str) -> Any:
 def set_value(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help=f"One of: {KEYS_HELP}.", show_default=False)],
-    value: Annotated[str, typer.Argument(help="The value to store.", show_default=False)],
+    value: Annotated[
+        str | None,
+        typer.Argument(
+            help='The value to store. For token and api_key, "-" or nothing reads it from stdin, '
+            "or asks for it without echo on a terminal, so it stays out of the shell history.",
+            show_default=False,
+        ),
+    ] = None,
     profile: ProfileOption = None,
 ) -> None:
-    """Store KEY=VALUE in a profile (the file is written atomically, mode 0600)."""
+    """Store KEY=VALUE in a profile (the file is written atomically, mode 0600).
+
+    Example: sowctl config set server http://127.0.0.1:8000 --profile dev
+    Example: sowctl config set token --profile dev      (asks for the token)
+    """
     name = _key(key)
+    if value is None or value == "-":
+        if name not in config.SECRET_KEYS:
+            raise UsageError(
+                f"give a value for {name}" + (" ('-' reads only token and api_key)" if value else "")
+            )
+        value = read_secret(name)
     stored = _value(name, value)
     data = config.load()
     target = _profile_name(ctx, data, profile)

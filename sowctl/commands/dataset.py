@@ -26,7 +26,9 @@ SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify=
 
 def import_command(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help='Dataset JSON file (contract §9); "-" reads stdin.')],
+    file: Annotated[
+        Path, typer.Argument(help='Dataset JSON file (format: "Datasets" in the README); "-" reads stdin.')
+    ],
     json_: Annotated[
         bool, typer.Option("--json", help='Print {"imported": {kind: count}} instead of the summary.')
     ] = False,

@@ -82,7 +82,10 @@ def create_po(
         typer.FileText | None,
         typer.Option(
             "--from-file",
-            help='A JSON request body (spec §2.3; "-" reads stdin). Options given as well override it.',
+            help='A JSON body: {"project_id": "101", "commitment_id": "5001", "title": "...", '
+            '"vendor_id": 7, "status": "draft", "line_items": [{"description": "...", '
+            '"amount": "100.00", "cost_code_id": 3, "quantity": 1, "unit_cost": "100.00"}]} '
+            '("-" reads stdin). Options given as well override it.',
         ),
     ] = None,
     json_: Json = False,
