@@ -13,7 +13,10 @@ from sowctl.commands._options import Json
 from sowctl.context import app_context
 from sowctl.render import Column, console, emit_json, emit_rows, is_tty
 
-app = typer.Typer(help="The dependency chain of a SOW: show it, or check it in CI.", no_args_is_help=True)
+app = typer.Typer(
+    help="The dependency chain of a SOW: show it, or check it in CI.\n\nExample: sowctl chain check sow-1",
+    no_args_is_help=True,
+)
 
 SowId = Annotated[str, typer.Argument(help="The SOW's id.")]
 KIND_TITLES = {
@@ -97,6 +100,8 @@ def show(
     --json prints the API's body for the chain (sowId, dependencies, issues),
     with the extensions named by --include. An external dependency's targetItem
     has only a title: the external party's name.
+
+    Example: sowctl chain show sow-1 --format mermaid
     """
     if json_ or fmt is Format.json:
         emit_json(_chain(ctx, sow_id, "flat", include))
@@ -214,6 +219,8 @@ def check(
     (KIND, DEPENDENCY_ID or "-", DESCRIPTION), then "result passed|failed". With
     GITHUB_ACTIONS=true it also prints ::error annotations for failing kinds and
     ::warning for the others (on stderr when --json keeps stdout for the JSON).
+
+    Example: sowctl chain check sow-1 --fail-on circular,critical
     """
     from sowctl.services.chain import check_chain, parse_fail_on
 

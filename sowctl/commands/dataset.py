@@ -38,6 +38,8 @@ def import_command(
     Every record is checked first (fields, ids, references, item hierarchy); a
     problem names the record and the field and leaves the database unchanged.
     Records whose id already exists in the database are refused, not updated.
+
+    Example: sowctl import dataset.json
     """
     from sowctl.services.dataset import gc_paused, import_dataset
 
@@ -68,11 +70,13 @@ def export_command(
         bool, typer.Option("--compact", help=f"No indentation (the default above {INDENT_UP_TO:,} records).")
     ] = False,
 ) -> None:
-    """Write the whole database as a dataset (contract §9), ordered by id (local mode only).
+    """Write the whole database as a dataset, ordered by id (local mode only; format: README, "Datasets").
 
     Importing the file into an empty database reproduces the same API responses.
     Tokens, API keys and rate counters are not exported. A FILE is replaced
     atomically, so a failed export never leaves half a file behind.
+
+    Example: sowctl export backup.json
     """
     from sowctl.services.dataset import export_dataset
 

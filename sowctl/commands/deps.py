@@ -14,7 +14,9 @@ from sowctl.render import Column, emit_message, emit_object, emit_rows
 from sowctl.schemas.vocabulary import DependencyKind, DependencyStatus, DependencyType, RiskLevel
 
 app = typer.Typer(
-    help="Dependencies between items, or on external systems and vendors.", no_args_is_help=True
+    help="Dependencies between items, or on external systems and vendors."
+    "\n\nExample: sowctl deps create --source slab --target rebar --type depends_on --risk high",
+    no_args_is_help=True,
 )
 
 
@@ -60,7 +62,10 @@ def list_deps(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List dependencies, oldest first."""
+    """List dependencies, oldest first.
+
+    Example: sowctl deps list --sow sow-1 --type overdue
+    """
     query = {"itemId": item, "sowId": sow, "status": status, "type": kind}
     deps = app_context(ctx).call("deps.list", query=query)
     emit_rows(deps, COLUMNS, json_mode=json_, quiet=quiet)
@@ -72,7 +77,10 @@ def get_dep(
     dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
     json_: Json = False,
 ) -> None:
-    """Show one dependency."""
+    """Show one dependency.
+
+    Example: sowctl deps get dep-1
+    """
     emit_object(app_context(ctx).call("deps.get", {"dependencyId": dependency_id}), json_mode=json_)
 
 
@@ -103,6 +111,8 @@ def create_dep(
     """Create a dependency on an item (--target) or on an external party (--external).
 
     Refused when it would close a cycle: the error names the items of the cycle.
+
+    Example: sowctl deps create --source slab --target rebar --type depends_on --risk high --sla 2026-12-01
     """
     if (target is None) == (external is None):
         raise UsageError("give exactly one of --target ITEM_ID or --external NAME")
@@ -144,6 +154,8 @@ def update_dep(
     """Change a dependency's status, risk, dates or notes.
 
     Moving a cancelled dependency back to another status is refused when it would close a cycle.
+
+    Example: sowctl deps update dep-1 --status resolved
     """
     body = _without_none(status=status, riskLevel=risk, notes=notes)
     for key, value in (("slaDate", sla), ("escalationDate", escalation)):
@@ -160,7 +172,10 @@ def delete_dep(
     yes: Yes = False,
     json_: Json = False,
 ) -> None:
-    """Delete a dependency (on a terminal, after asking; --yes skips the question)."""
+    """Delete a dependency (on a terminal, after asking; --yes skips the question).
+
+    Example: sowctl deps delete dep-1 --yes
+    """
     context = app_context(ctx)
     if needs_confirmation(yes):
         dep = context.call("deps.get", {"dependencyId": dependency_id})

@@ -15,7 +15,11 @@ from sowctl.render import Column, emit_json, emit_message, emit_object, emit_row
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
 
-app = typer.Typer(help="Requirements and task items of a SOW, in their hierarchy.", no_args_is_help=True)
+app = typer.Typer(
+    help="Requirements and task items of a SOW, in their hierarchy."
+    "\n\nExample: sowctl items create sow-1 --title Structure --type requirement",
+    no_args_is_help=True,
+)
 
 COLUMNS = [
     Column("ID", "id"),
@@ -39,7 +43,10 @@ def list_items(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List the items of a SOW in orderIndex order."""
+    """List the items of a SOW in orderIndex order.
+
+    Example: sowctl items list sow-1 --type requirement
+    """
     items = app_context(ctx).call("items.list", {"sowId": sow_id}, {"type": item_type, "parentId": parent})
     emit_rows(items, COLUMNS, json_mode=json_, quiet=quiet)
 
@@ -50,7 +57,10 @@ def get_item(
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
     json_: Json = False,
 ) -> None:
-    """Show one item (a requirement shows its calculated status)."""
+    """Show one item (a requirement shows its calculated status).
+
+    Example: sowctl items get req-1
+    """
     emit_object(app_context(ctx).call("items.get", {"itemId": item_id}), json_mode=json_)
 
 
@@ -75,7 +85,7 @@ def create_item(
 ) -> None:
     """Create a requirement or task item in a SOW.
 
-    Example: REQ=$(sowctl items create sow-1 --title Structure --type requirement -q)
+    Example: sowctl items create sow-1 --title Structure --type requirement --id req-1
     """
     body = _without_none(
         title=title,
@@ -106,7 +116,10 @@ def update_item(
     order_index: Annotated[int | None, typer.Option("--order-index")] = None,
     json_: Json = False,
 ) -> None:
-    """Change an item's title, description, status or position."""
+    """Change an item's title, description, status or position.
+
+    Example: sowctl items update task-1 --status in_progress
+    """
     body = _without_none(title=title, description=description, status=status, orderIndex=order_index)
     if not body:
         from sowctl.errors import UsageError
@@ -134,6 +147,8 @@ def delete_item(
 
     On a terminal it first shows what goes with the item and asks; --yes skips the question
     (scripts, whose input is not a terminal, are never asked).
+
+    Example: sowctl items delete req-1 --yes
     """
     context = app_context(ctx)
     if needs_confirmation(yes):
@@ -195,7 +210,10 @@ def tree(
     sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
     json_: Json = False,
 ) -> None:
-    """Show the SOW's hierarchy with calculated statuses."""
+    """Show the SOW's hierarchy with calculated statuses.
+
+    Example: sowctl items tree sow-1
+    """
     from sowctl.itemtree import build_tree, render_tree
 
     items = app_context(ctx).call("items.list", {"sowId": sow_id})

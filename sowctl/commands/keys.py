@@ -12,7 +12,9 @@ from sowctl.context import app_context
 from sowctl.render import Column, emit_message, emit_rows
 
 app = typer.Typer(
-    help="API keys for the external API (stored hashed; local mode only).", no_args_is_help=True
+    help="API keys for the external API (stored hashed; local mode only)."
+    "\n\nExample: sowctl keys create --org org-1",
+    no_args_is_help=True,
 )
 
 COLUMNS = [
@@ -29,7 +31,10 @@ def create_key(
     ctx: typer.Context,
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
 ) -> None:
-    """Print a new API key, and only the key."""
+    """Print a new API key, and only the key.
+
+    Example: sowctl keys create --org org-1
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys create")
@@ -38,7 +43,10 @@ def create_key(
 
 @app.command("list")
 def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
-    """List API keys (secrets masked)."""
+    """List API keys (secrets masked).
+
+    Example: sowctl keys list
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys list", write=False)
@@ -51,7 +59,10 @@ def revoke_key(
     key: Annotated[str, typer.Argument(help="The key's id, or the key itself.")],
     json_: Json = False,
 ) -> None:
-    """Revoke an API key: it is refused from the next request on."""
+    """Revoke an API key: it is refused from the next request on.
+
+    Example: sowctl keys revoke KEY_ID
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys revoke")

@@ -16,7 +16,8 @@ from sowctl.render import Column, emit_json, emit_object, emit_rows
 from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
 app = typer.Typer(
-    help="Purchase orders of a financial project: create them (exact decimal amounts) and list them.",
+    help="Purchase orders of a financial project: create them (exact decimal amounts) and list them."
+    "\n\nExample: sowctl po list --project 101",
     no_args_is_help=True,
 )
 
@@ -91,7 +92,10 @@ def create_po(
     json_: Json = False,
     quiet: QuietCreate = False,
 ) -> None:
-    """Create a purchase order; its amounts are the exact sum of its line amounts."""
+    """Create a purchase order; its amounts are the exact sum of its line amounts.
+
+    Example: sowctl po create --project 101 --commitment 5001 --title Steel --vendor 7 --line "Beams:480.00:3"
+    """
     body: dict[str, Any] = _read_body(from_file) if from_file is not None else {}
     options = {"project_id": project, "commitment_id": commitment, "title": title, "vendor_id": vendor}
     body.update({key: value for key, value in options.items() if value is not None})
@@ -117,7 +121,10 @@ def list_pos(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List the purchase orders of a project (a sowctl extension of the API)."""
+    """List the purchase orders of a project (a sowctl extension of the API).
+
+    Example: sowctl po list --project 101
+    """
     from decimal import Decimal
 
     from sowctl import money

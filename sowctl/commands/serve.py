@@ -113,6 +113,8 @@ def serve(
     tokens, keys, faults, clock, request log); --latency and --fault-* inject delays
     and failures; --seed and --clock make ids and timestamps reproducible; --record
     FILE keeps every successful write for 'sowctl replay'.
+
+    Example: sowctl serve --demo
     """
     from functools import partial
 

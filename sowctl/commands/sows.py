@@ -10,7 +10,10 @@ from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
 from sowctl.context import app_context
 from sowctl.render import Column, emit_rows
 
-app = typer.Typer(help="Statements of Work.", no_args_is_help=True)
+app = typer.Typer(
+    help='Statements of Work.\n\nExample: sowctl sows create "Tower A, phase 1" --id sow-1',
+    no_args_is_help=True,
+)
 
 COLUMNS = [
     Column("ID", "id"),
@@ -33,7 +36,10 @@ def create_sow(
     json_: Json = False,
     quiet: QuietCreate = False,
 ) -> None:
-    """Create a SOW (and a default organization and project when none exist)."""
+    """Create a SOW (and a default organization and project when none exist).
+
+    Example: sowctl sows create "Tower A, phase 1" --id sow-1
+    """
     body = {"title": title}
     if project:
         body["projectId"] = project
@@ -49,6 +55,9 @@ def list_sows(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List SOWs with their item counts."""
+    """List SOWs with their item counts.
+
+    Example: sowctl sows list --json
+    """
     sows = app_context(ctx).call("sows.list", query={"projectId": project})
     emit_rows(sows, COLUMNS, json_mode=json_, quiet=quiet)

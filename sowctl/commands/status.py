@@ -16,7 +16,10 @@ HEALTH_TIMEOUT = 3.0  # seconds; status must answer quickly even when the server
 
 
 def status(ctx: typer.Context, json_: Json = False) -> None:
-    """Show the mode, server or database, profile and identity in effect, and whether it answers."""
+    """Show the mode, server or database, profile and identity in effect, and whether it answers.
+
+    Example: sowctl --server http://127.0.0.1:8000 status
+    """
     from sowctl.config import mask_url
     from sowctl.redaction import secret_hint
 

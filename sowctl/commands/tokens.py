@@ -12,7 +12,11 @@ from sowctl.context import app_context
 from sowctl.render import Column, emit_message, emit_rows
 from sowctl.schemas.vocabulary import Role
 
-app = typer.Typer(help="Bearer tokens (stored hashed; local mode only).", no_args_is_help=True)
+app = typer.Typer(
+    help="Bearer tokens (stored hashed; local mode only)."
+    "\n\nExample: sowctl tokens create --user ada --org org-1",
+    no_args_is_help=True,
+)
 
 COLUMNS = [
     Column("ID", "id"),
@@ -32,7 +36,10 @@ def create_token(
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
     role: Annotated[Role, typer.Option("--role", help="viewer, member or admin.")] = "member",
 ) -> None:
-    """Print a new bearer token, and only the token."""
+    """Print a new bearer token, and only the token.
+
+    Example: sowctl tokens create --user ada --org org-1 --role viewer
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("tokens create")
@@ -42,7 +49,10 @@ def create_token(
 
 @app.command("list")
 def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
-    """List tokens (secrets masked)."""
+    """List tokens (secrets masked).
+
+    Example: sowctl tokens list
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("tokens list", write=False)
@@ -55,7 +65,10 @@ def revoke_token(
     token: Annotated[str, typer.Argument(help="The token's id, or the token itself.")],
     json_: Json = False,
 ) -> None:
-    """Revoke a token: it is refused from the next request on."""
+    """Revoke a token: it is refused from the next request on.
+
+    Example: sowctl tokens revoke TOKEN_ID
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("tokens revoke")
