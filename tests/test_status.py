@@ -98,8 +98,14 @@ def test_remote_server_answers(cli, server):
         },
         "reachable": True,
         "detail": "ok",
+        "credentials": {"token": "ok", "apiKey": "ok"},  # the scripted server accepts anything
     }
-    assert server.script.requests == [("GET", "/healthz")]
+    # Health first, then each credential with one cheap call (as `gh auth status` does).
+    assert [path for _, path in server.script.requests] == [
+        "/healthz",
+        "/projects?limit=1",
+        "/api/external/budget-views?project_id=0",
+    ]
     assert TOKEN not in result.stdout and KEY not in result.stdout
 
 
