@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sowctl import models as m
-from tests.support.modes import LOCAL_ORG, modes  # noqa: F401  (fixture)
+from tests.support.modes import LOCAL_ORG
 
 
 def ok(result):
@@ -50,7 +50,8 @@ def test_a_read_on_a_missing_file_is_an_error_naming_it(cli, tmp_path, args):
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == (
-        f"error: database {missing} does not exist (a command that writes creates it; check --db or SOWCTL_DB)\n"
+        f"error: database {missing} does not exist "
+        "(a command that writes creates it; check --db or SOWCTL_DB)\n"
     )
     assert not (tmp_path / "no").exists()
 
@@ -326,8 +327,8 @@ def test_a_cascading_delete_asks_on_a_terminal_saying_what_goes(modes, terminal_
     run = getattr(modes, mode)
     _tree(modes.local)
     terminal_input("n\n")
-    result = modes.cli(*(() if mode == "local" else ("--server", "http://sowctl.test", "--token", modes.token)),
-                       "items", "delete", "r")  # fmt: skip
+    remote = ("--server", "http://sowctl.test", "--token", modes.token)
+    result = modes.cli(*(() if mode == "local" else remote), "items", "delete", "r")
     assert result.exit_code == 130
     assert "Delete item r (R), 2 descendant items and 1 dependency? [y/N]" in result.stderr
     assert m.Item.select().count() == 4 and m.Dependency.select().count() == 1
