@@ -18,7 +18,7 @@ app = typer.Typer(
     help="Work items, dependencies, budgets and purchase orders of the Project Delivery "
     "Service: on a local database, or against a server.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -301,7 +301,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         args = list(sys.argv[1:] if argv is None else argv)
-        command = typer.main.get_command(_narrowed(args))
+        # A shell asking for completions (the _SOWCTL_COMPLETE protocol) passes its words in
+        # the environment, not argv: it gets the whole app.
+        whole = "_SOWCTL_COMPLETE" in os.environ
+        command = typer.main.get_command(app if whole else _narrowed(args))
         result = command.main(
             args=hoist_global_options(command, args), prog_name="sowctl", standalone_mode=False
         )

@@ -9,8 +9,19 @@ import typer
 
 Json = Annotated[bool, typer.Option("--json", help="Print exactly the API's JSON body, nothing else.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print ids only, one per line.")]
+# The SOW argument of a command: completed from the database or server in use.
+SowArgument = Annotated[
+    str,
+    typer.Argument(help="The SOW's id.", autocompletion=lambda ctx, incomplete: _sow_ids(ctx, incomplete)),
+]
 QuietCreate = Annotated[bool, typer.Option("--quiet", "-q", help="Print only the new id (for scripts).")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation on a terminal.")]
+
+
+def _sow_ids(ctx: typer.Context, incomplete: str) -> list[str]:
+    from sowctl.commands._complete import sow_ids
+
+    return sow_ids(ctx, incomplete)
 
 
 def read_secret(what: str) -> str:

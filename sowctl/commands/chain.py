@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sowctl.commands._options import Json
+from sowctl.commands._options import Json, SowArgument
 from sowctl.context import app_context
 from sowctl.render import Column, console, emit_json, emit_rows, is_tty
 
@@ -18,7 +18,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-SowId = Annotated[str, typer.Argument(help="The SOW's id.")]
+SowId = SowArgument
 KIND_TITLES = {
     "circular": "Circular dependency",
     "critical": "Critical dependency",

@@ -8,7 +8,16 @@ from typing import Annotated
 import typer
 
 from sowctl import render
-from sowctl.commands._options import Json, Quiet, QuietCreate, Yes, confirm, emit_created, needs_confirmation
+from sowctl.commands._options import (
+    Json,
+    Quiet,
+    QuietCreate,
+    SowArgument,
+    Yes,
+    confirm,
+    emit_created,
+    needs_confirmation,
+)
 from sowctl.context import app_context
 from sowctl.errors import UsageError
 from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
@@ -37,7 +46,7 @@ ItemType = Annotated[
 @app.command("list")
 def list_items(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     item_type: ItemType = None,
     parent: Annotated[str | None, typer.Option("--parent", help="Only children of this item.")] = None,
     json_: Json = False,
@@ -67,7 +76,7 @@ def get_item(
 @app.command("create")
 def create_item(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     title: Annotated[str, typer.Option("--title", help="Title of the item.")],
     item_type: Annotated[
         ItemTypeValue, typer.Option("--type", help="requirement or task_item.")
@@ -169,7 +178,7 @@ def delete_item(
 @app.command("reorder")
 def reorder_items(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     positions: Annotated[
         list[str] | None,
         typer.Argument(help="ITEM_ID=ORDER_INDEX pairs, e.g. item-2=0 item-1=1.", show_default=False),
@@ -207,7 +216,7 @@ def reorder_items(
 @app.command("tree")
 def tree(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     json_: Json = False,
 ) -> None:
     """Show the SOW's hierarchy with calculated statuses.

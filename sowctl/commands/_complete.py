@@ -1,0 +1,27 @@
+"""Shell completion of ids, from the current database or server ("where cheap": SOW ids).
+
+A shell asks while the user types, so this never writes, never creates a database, never
+prints anything but candidates, and gives up silently on any error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import Any
+
+
+def sow_ids(ctx: Any, incomplete: str) -> list[str]:
+    """The SOW ids starting with ``incomplete``, in the mode the command line selects."""
+    from sowctl.context import AppContext
+    from sowctl.settings import Settings
+
+    params = ctx.find_root().params
+    names = ("db", "server", "token", "api_key", "org", "company", "profile", "timeout")
+    settings = Settings(**{name: params.get(name) for name in names})
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            sows = AppContext(settings).call("sows.list")
+    except Exception:  # a completion that fails offers nothing, it never shows an error
+        return []
+    return [sow["id"] for sow in sows if isinstance(sow.get("id"), str) and sow["id"].startswith(incomplete)]
