@@ -444,3 +444,31 @@ def test_help_and_readme_never_point_at_internal_documents():
     for name, text in [("README.md", readme), *every_help()]:
         found = re.findall(r"(?:spec|contract|specification)\s*§\s*[\d.]+|§\s*\d", text)
         assert not found, f"{name} refers to {found}"
+
+
+# --- what a purchase order may use ---------------------------------------------------------------
+
+
+def test_po_options_lists_vendors_cost_codes_and_commitments_in_both_modes(cli, db, db_url, monkeypatch):
+    from tests.support.modes import install_wsgi_remote
+    from tests.test_finance_data import COMPANY, GLOBEX_ORG, ORG, build_finance
+
+    fin = build_finance()
+    local = ok(cli("--org", ORG, "--company", COMPANY, "po", "options", "--project", "101"))
+    assert local.stdout == (
+        "vendor\t7\tKeystone Steel\t\n"
+        "vendor\t8\tSkyline Glazing\t\n"
+        "cost_code\t3\tStructural Steel\t05-120\n"
+        "cost_code\t4\tCurtain Wall\t08-440\n"
+        "commitment\t5001\tPackage 5001\tvendor 7\n"
+    )
+    local_json = ok(cli("--org", ORG, "--company", COMPANY, "po", "options", "--project", "101", "--json"))
+    install_wsgi_remote(monkeypatch, db_url)
+    monkeypatch.delenv("SOWCTL_DB")
+    remote = ("--server", "http://sowctl.test", "--api-key", fin.key, "--org", ORG, "--company", COMPANY)
+    assert ok(cli(*remote, "po", "options", "--project", "101")).stdout == local.stdout
+    assert ok(cli(*remote, "po", "options", "--project", "101", "--json")).json() == local_json.json()
+    # Another organization's project is not found, as everywhere in Group B.
+    result = cli(*remote, "po", "options", "--project", "201")
+    assert (result.exit_code, result.stderr) == (3, "error: project 201 not found\n")
+    assert cli("--db", db_url, "--org", GLOBEX_ORG, "po", "options", "--project", "101").exit_code == 3

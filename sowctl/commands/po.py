@@ -215,3 +215,40 @@ def _read_body(stream) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise typer.BadParameter("must hold a JSON object (the request body)", param_hint="--from-file")
     return body
+
+
+OPTION_COLUMNS = [
+    Column("KIND", "kind"),
+    Column("ID", "id", justify="right"),
+    Column("NAME", "name"),
+    Column("CODE OR VENDOR", "detail"),
+]
+
+
+@app.command("options")
+def po_options(
+    ctx: typer.Context,
+    project: Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")],
+    json_: Json = False,
+) -> None:
+    """List the vendors, cost codes and commitments a purchase order of a project may use
+    (their ids go in --vendor, --line and --commitment; a sowctl extension of the API).
+
+    Example: sowctl po options --project 101
+    """
+    result = app_context(ctx).call("finance.po_options", query={"project_id": project})
+    rows = [{"kind": "vendor", "id": v["id"], "name": v["name"], "detail": ""} for v in result["vendors"]]
+    rows += [
+        {"kind": "cost_code", "id": c["id"], "name": c["name"], "detail": c["full_code"]}
+        for c in result["cost_codes"]
+    ]
+    rows += [
+        {
+            "kind": "commitment",
+            "id": c["id"],
+            "name": c["title"],
+            "detail": f"vendor {c['vendor_id']}" if c.get("vendor_id") is not None else "",
+        }
+        for c in result["commitments"]
+    ]
+    emit_rows(rows, OPTION_COLUMNS, json_mode=json_, body=result)
