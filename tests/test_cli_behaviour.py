@@ -472,3 +472,26 @@ def test_po_options_lists_vendors_cost_codes_and_commitments_in_both_modes(cli, 
     result = cli(*remote, "po", "options", "--project", "201")
     assert (result.exit_code, result.stderr) == (3, "error: project 201 not found\n")
     assert cli("--db", db_url, "--org", GLOBEX_ORG, "po", "options", "--project", "101").exit_code == 3
+
+
+def test_status_says_credentials_are_unused_in_local_mode(cli, db):
+    result = ok(cli("status", "--json", env={"SOWCTL_TOKEN": "sowt_secret_value"}))
+    assert result.json()["credentials"] == {"token": "not used: local mode (no server)"}
+    assert "sowt_secret_value" not in result.stdout
+
+
+@pytest.mark.parametrize("kind", ["tokens", "keys"])
+def test_revoking_asks_on_a_terminal(cli, db, terminal_input, kind):
+    from sowctl.services import credentials
+
+    ok(cli("sows", "create", "T"))  # organization "local"
+    issued = (
+        credentials.create_token("u", LOCAL_ORG) if kind == "tokens" else credentials.create_key(LOCAL_ORG)
+    )
+    terminal_input("n\n")
+    result = cli(kind, "revoke", issued.secret)
+    assert result.exit_code == 130 and "? It is refused at once [y/N]" in result.stderr
+    assert issued.secret not in result.stderr  # the prompt shows only the secret's prefix
+    assert [entry["revokedAt"] for entry in ok(cli(kind, "list", "--json")).json()] == [None]
+    ok(cli(kind, "revoke", issued.secret, "--yes"))
+    assert [entry["revokedAt"] is None for entry in ok(cli(kind, "list", "--json")).json()] == [False]

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.context import app_context
+from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_message, emit_rows
 
 app = typer.Typer(
@@ -57,6 +58,7 @@ def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> 
 def revoke_key(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="The key's id, or the key itself.")],
+    yes: Yes = False,
     json_: Json = False,
 ) -> None:
     """Revoke an API key: it is refused from the next request on.
@@ -66,5 +68,7 @@ def revoke_key(
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys revoke")
+    if needs_confirmation(yes):
+        confirm(f"Revoke API key {secret_hint(key) if key.startswith('sow') else key}? It is refused at once")
     key_id = credentials.revoke_key(key)
     emit_message(f"API key {key_id} revoked", json_mode=json_, body={"id": key_id, "revoked": True})

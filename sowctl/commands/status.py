@@ -52,6 +52,11 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
     else:
         report["database"] = mask_url(settings.database)
         report.update(_database_health(settings.database))
+        unused = {"token": settings.token, "apiKey": settings.api_key}
+        if any(unused.values()):  # given, but nothing will send them: say so
+            report["credentials"] = {
+                name: "not used: local mode (no server)" for name, value in unused.items() if value
+            }
     if json_:
         emit_json(report)
     else:

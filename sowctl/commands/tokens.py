@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.context import app_context
+from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_message, emit_rows
 from sowctl.schemas.vocabulary import Role
 
@@ -63,6 +64,7 @@ def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -
 def revoke_token(
     ctx: typer.Context,
     token: Annotated[str, typer.Argument(help="The token's id, or the token itself.")],
+    yes: Yes = False,
     json_: Json = False,
 ) -> None:
     """Revoke a token: it is refused from the next request on.
@@ -72,5 +74,9 @@ def revoke_token(
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("tokens revoke")
+    if needs_confirmation(yes):
+        confirm(
+            f"Revoke token {secret_hint(token) if token.startswith('sow') else token}? It is refused at once"
+        )
     token_id = credentials.revoke_token(token)
     emit_message(f"token {token_id} revoked", json_mode=json_, body={"id": token_id, "revoked": True})
