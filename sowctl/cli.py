@@ -277,11 +277,14 @@ def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:
                 if value is not None:
                     kept.append(value)
         elif name in _VALUE_OPTIONS:
-            hoisted.append(arg)
-            if name == arg:
-                value = next(rest, None)
-                if value is not None:
-                    hoisted.append(value)
+            if name != arg:  # --server=URL
+                hoisted.append(arg)
+                continue
+            value = next(rest, None)
+            if value is None:  # no value: moved, it would take the command's name as one
+                kept.append(arg)
+            else:
+                hoisted += [arg, value]
         else:
             kept.append(arg)
     return [*argv[:start], *hoisted, *argv[start:index], *kept]

@@ -333,14 +333,18 @@ def test_a_cascading_delete_asks_on_a_terminal_saying_what_goes(modes, terminal_
     assert "Delete item r (R), 2 descendant items and 1 dependency? [y/N]" in result.stderr
     assert m.Item.select().count() == 4 and m.Dependency.select().count() == 1
     terminal_input("y\n")
-    assert ok(run("items", "delete", "r")).stdout == "Item r deleted successfully\n"
+    result = ok(run("items", "delete", "r"))
+    assert result.stdout == "Item r deleted successfully\n"
+    assert result.stderr.endswith("[y/N] deleted with it: 2 descendant items and 1 dependency\n")
     assert [item.id for item in m.Item.select()] == ["x"] and m.Dependency.select().count() == 0
 
 
 def test_yes_skips_the_question_and_a_script_is_never_asked(modes, terminal_input):
     _tree(modes.local)
-    terminal_input("")  # a terminal, but --yes: nothing is read
-    assert ok(modes.local("items", "delete", "t2", "--yes")).stderr == ""
+    terminal_input("")  # a terminal, but --yes: nothing is read; what went is still said
+    assert ok(modes.local("items", "delete", "t2", "--yes")).stderr == (
+        "deleted with it: 0 descendant items and 0 dependencies\n"
+    )
     # stdin not a terminal (the cli fixture's default): no question, as before.
     assert ok(modes.local("items", "delete", "r", input="")).stderr == ""
     assert [item.id for item in m.Item.select()] == ["x"]
@@ -495,3 +499,8 @@ def test_revoking_asks_on_a_terminal(cli, db, terminal_input, kind):
     assert [entry["revokedAt"] for entry in ok(cli(kind, "list", "--json")).json()] == [None]
     ok(cli(kind, "revoke", issued.secret, "--yes"))
     assert [entry["revokedAt"] is None for entry in ok(cli(kind, "list", "--json")).json()] == [False]
+
+
+def test_a_global_option_without_its_value_after_the_command_is_not_moved(cli, db):
+    result = cli("items", "list", "sow-1", "--server")
+    assert result.exit_code == 2 and "--server" in result.stderr

@@ -160,19 +160,23 @@ def delete_item(
     Example: sowctl items delete req-1 --yes
     """
     context = app_context(ctx)
-    if needs_confirmation(yes):
+    went = None
+    if needs_confirmation(yes) or (sys.stdin is not None and sys.stdin.isatty()):
+        # A person is there: say what goes with the item (the dependencies counted are
+        # those of the SOW's items, which is where nearly all of them are).
         from sowctl.itemtree import cascade
 
         item = context.call("items.get", {"itemId": item_id})
         items = context.call("items.list", {"sowId": item["sowId"]})
         deps = context.call("deps.list", query={"sowId": item["sowId"]})
         descendants, dependencies = cascade(item_id, items, deps)
-        confirm(
-            f"Delete item {render.text(item_id)} ({render.text(item.get('title'))}), "
-            f"{_count(len(descendants), 'descendant item')} and {_count(len(dependencies), 'dependency')}?"
-        )
+        went = f"{_count(len(descendants), 'descendant item')} and {_count(len(dependencies), 'dependency')}"
+        if not yes:
+            confirm(f"Delete item {render.text(item_id)} ({render.text(item.get('title'))}), {went}?")
     result = context.call("items.delete", {"itemId": item_id})
     emit_message(result["message"], json_mode=json_, body=result)
+    if went is not None:
+        sys.stderr.write(f"deleted with it: {went}\n")
 
 
 @app.command("reorder")
