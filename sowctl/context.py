@@ -82,6 +82,7 @@ class AppContext:
         so a refusal names the options (a body read from a file keeps the API's names)."""
         from sowctl.errors import InvalidInput
 
+        _refuse_unreachable(params)
         try:
             return self.backend.call(name, params, query, body, all_pages=all_pages)
         except InvalidInput as exc:
@@ -106,6 +107,18 @@ class AppContext:
         if write and self.settings.db is not None:
             require_directory(self.settings.db)
         open_database(self.settings.database, create=write)
+
+
+def _refuse_unreachable(params: dict[str, str] | None) -> None:
+    """An id no record can have, since it cannot be part of a URL: not found, in both modes
+    alike (the server would answer "no route" for it, local mode "not found")."""
+    from sowctl.commands._fields import NOUN_FOR
+    from sowctl.errors import NotFound
+    from sowctl.schemas.common import unreachable_id
+
+    for name, value in (params or {}).items():
+        if isinstance(value, str) and unreachable_id(value):
+            raise NotFound(f"{NOUN_FOR.get(name, name)} {value} not found")
 
 
 def app_context(ctx: typer.Context) -> AppContext:

@@ -390,3 +390,16 @@ def test_status_says_credentials_are_unused_in_local_mode(cli, db):
 def test_a_global_option_without_its_value_after_the_command_is_not_moved(cli, db):
     result = cli("items", "list", "sow-1", "--server")
     assert result.exit_code == 2 and "--server" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("items", "get", "a/b"), "error: item a/b not found\n"),
+        (("deps", "delete", "x/y", "--yes"), "error: dependency x/y not found\n"),
+        (("items", "list", "s/1"), "error: SOW s/1 not found\n"),
+        (("items", "update", "..", "--title", "T"), "error: item .. not found\n"),
+    ],
+)
+def test_an_id_that_cannot_be_in_a_url_is_not_found_alike_in_both_modes(modes, args, message):
+    assert same(modes.both(*args))[::2] == (3, message)

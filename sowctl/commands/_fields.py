@@ -54,6 +54,9 @@ OPTION_FOR: dict[str, str] = {
     "clientId": "--client",
 }
 
+# Path parameter -> the word the API's "not found" messages use for it.
+NOUN_FOR: dict[str, str] = {"itemId": "item", "dependencyId": "dependency", "sowId": "SOW"}
+
 _QUERY_PARAMETER = re.compile(r"^Invalid parameter (\w+) in query parameters: (.*)$")
 _FIELD = re.compile(r"^([A-Za-z_]+)((?:\.\w+)*): (.*)$")
 _ONE_OF = "must be one of: "

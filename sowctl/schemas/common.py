@@ -113,14 +113,24 @@ NonEmptyStr = Annotated[
 ]
 
 
-def _reachable_id(value: str) -> str:
-    # The id is a URL path segment (/api/items/{itemId}): a "/" is decoded back into a
-    # path separator by every server, and "." or ".." are removed by URL normalisation,
-    # so such a record could be created but never read, changed or deleted over HTTP.
+def unreachable_id(value: str) -> str | None:
+    """Why ``value`` cannot be an id that is a URL path segment (/api/items/{itemId}), or None.
+
+    A "/" is decoded back into a path separator by every server, and "." or ".." are
+    removed by URL normalisation, so such a record could be created but never read,
+    changed or deleted over HTTP.
+    """
     if "/" in value:
-        raise ValueError("must not contain '/' (ids are part of URLs)")
+        return "must not contain '/' (ids are part of URLs)"
     if value in (".", ".."):
-        raise ValueError(f"must not be {value!r} (ids are part of URLs)")
+        return f"must not be {value!r} (ids are part of URLs)"
+    return None
+
+
+def _reachable_id(value: str) -> str:
+    problem = unreachable_id(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
