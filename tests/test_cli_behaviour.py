@@ -403,3 +403,16 @@ def test_a_global_option_without_its_value_after_the_command_is_not_moved(cli, d
 )
 def test_an_id_that_cannot_be_in_a_url_is_not_found_alike_in_both_modes(modes, args, message):
     assert same(modes.both(*args))[::2] == (3, message)
+
+
+def test_a_refused_line_names_the_line_option(cli, db):
+    from tests.test_finance_cli import CREATE
+    from tests.test_finance_data import COMPANY, ORG, build_finance
+
+    build_finance()
+    scoped = ("--org", ORG, "--company", COMPANY)
+    result = cli(*scoped, *CREATE, "--line", "A:1:3", "--line", "B:1.00001:3")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: invalid --line 2 (amount): must have at most 4 digits after the decimal point\n",
+    )

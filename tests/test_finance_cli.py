@@ -101,7 +101,7 @@ def test_po_create_from_file_and_stdin(cli, fin, tmp_path):
     ("args", "code", "message"),
     [
         (["--line", "Columns:abc:3"], 2, "is not DESCRIPTION:AMOUNT:COST_CODE_ID"),
-        (["--line", "Columns:-1.00:3"], 2, "Invalid parameter line_items[0].amount: must not be negative"),
+        (["--line", "Columns:-1.00:3"], 2, "invalid --line 1 (amount): must not be negative"),
         (["--line", "Columns:1.00:5"], 3, "cost code 5 not found (line_items[0].cost_code_id)"),
         (
             ["--line", "Columns:1.00:3", "--status", "bogus"],

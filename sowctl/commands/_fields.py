@@ -57,7 +57,8 @@ OPTION_FOR: dict[str, str] = {
 # Path parameter -> the word the API's "not found" messages use for it.
 NOUN_FOR: dict[str, str] = {"itemId": "item", "dependencyId": "dependency", "sowId": "SOW"}
 
-_QUERY_PARAMETER = re.compile(r"^Invalid parameter (\w+) in query parameters: (.*)$")
+# Group B's wording, for query parameters and body fields (line_items[0].amount).
+_QUERY_PARAMETER = re.compile(r"^Invalid parameter ([A-Za-z_]+)(\S*?)(?: in query parameters)?: (.*)$")
 _FIELD = re.compile(r"^([A-Za-z_]+)((?:\.\w+)*): (.*)$")
 _ONE_OF = "must be one of: "
 
@@ -74,7 +75,7 @@ def speak_cli(error: InvalidInput, sent: Mapping[str, Any]) -> InvalidInput:
     """``error`` reworded with the options the user typed; ``sent`` maps API fields to values."""
     match = _QUERY_PARAMETER.match(error.message)
     if match:
-        message = _part(match.group(1), "", match.group(2), sent) or error.message
+        message = _part(match.group(1), match.group(2), match.group(3), sent) or error.message
     else:
         parts = error.message.split("; ")
         message = "; ".join(_reworded(part, sent) or part for part in parts)
@@ -94,8 +95,8 @@ def _part(field: str, rest: str, problem: str, sent: Mapping[str, Any]) -> str |
     option = OPTION_FOR.get(field)
     if option is None:
         return None
-    if field == "line_items" and rest:  # line_items.0.amount -> --line 1 (amount)
-        index, _, inner = rest.lstrip(".").partition(".")
+    if field == "line_items" and rest:  # line_items.0.amount or [0].amount -> --line 1 (amount)
+        index, _, inner = rest.replace("[", ".").replace("]", "").lstrip(".").partition(".")
         where = f"--line {int(index) + 1}" if index.isdigit() else "--line"
         return f"invalid {where}{f' ({inner})' if inner else ''}: {problem}"
     value = sent.get(field)
