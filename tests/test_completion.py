@@ -60,3 +60,20 @@ def test_a_missing_database_offers_nothing_and_stays_missing(cli, tmp_path, monk
     missing = tmp_path / "none.db"
     assert complete(monkeypatch, "items tree ", "bash", "--db", str(missing)) == []
     assert not missing.exists()
+
+
+def test_an_unreachable_server_offers_nothing_after_one_try(cli, monkeypatch):
+    """The shell waits: one connection attempt, no retries with backoff."""
+    import httpx
+
+    attempts = []
+
+    def refuse(self, request):
+        attempts.append(request.url.path)
+        raise httpx.ConnectError("connection refused", request=request)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", refuse)
+    assert (
+        complete(monkeypatch, "items tree ", "bash", "--server", "http://127.0.0.1:9", "--token", "t") == []
+    )
+    assert attempts == ["/api/sows"]

@@ -11,14 +11,21 @@ import io
 from typing import Any
 
 
+COMPLETION_TIMEOUT = 2.0  # seconds
+
+
 def sow_ids(ctx: Any, incomplete: str) -> list[str]:
     """The SOW ids starting with ``incomplete``, in the mode the command line selects."""
     from sowctl.context import AppContext
     from sowctl.settings import Settings
 
+    import os
+
     params = ctx.find_root().params
-    names = ("db", "server", "token", "api_key", "org", "company", "profile", "timeout")
-    settings = Settings(**{name: params.get(name) for name in names})
+    names = ("db", "server", "token", "api_key", "org", "company", "profile")
+    # The shell waits for this process: one quick try, no retries with backoff.
+    os.environ["SOWCTL_RETRIES"] = "0"
+    settings = Settings(**{name: params.get(name) for name in names}, timeout=COMPLETION_TIMEOUT)
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             sows = AppContext(settings).call("sows.list")
