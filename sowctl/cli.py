@@ -126,7 +126,7 @@ def root(
         typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
     ] = False,
 ) -> None:
-    db, server = _one_mode(ctx, db, server)
+    db, server = resolve_mode(ctx, db, server)
     if token == "-" or api_key == "-":
         from sowctl.commands._options import read_secret
 
@@ -147,7 +147,7 @@ def root(
     )
 
 
-def _one_mode(ctx: typer.Context, db: str | None, server: str | None) -> tuple[str | None, str | None]:
+def resolve_mode(ctx: typer.Context, db: str | None, server: str | None) -> tuple[str | None, str | None]:
     """Option beats environment for the mode too: ``--server`` with SOWCTL_DB set means remote.
 
     Both given at the same level (two options, or two environment variables) stay

@@ -10,18 +10,21 @@ import contextlib
 import io
 from typing import Any
 
-
 COMPLETION_TIMEOUT = 2.0  # seconds
 
 
 def sow_ids(ctx: Any, incomplete: str) -> list[str]:
     """The SOW ids starting with ``incomplete``, in the mode the command line selects."""
+    import os
+
     from sowctl.context import AppContext
     from sowctl.settings import Settings
 
-    import os
+    from sowctl.cli import resolve_mode
 
-    params = ctx.find_root().params
+    root = ctx.find_root()
+    params = dict(root.params)
+    params["db"], params["server"] = resolve_mode(root, params.get("db"), params.get("server"))
     names = ("db", "server", "token", "api_key", "org", "company", "profile")
     # The shell waits for this process: one quick try, no retries with backoff.
     os.environ["SOWCTL_RETRIES"] = "0"
