@@ -77,7 +77,14 @@ def load(data: dict) -> str:
         m.Project.create(
             id=PROJECT_ID, organization=ORG_ID, name="Bench", created_at=moment, updated_at=moment
         )
-        m.Sow.create(id=sow_id, project=PROJECT_ID, title="Bench SOW", created_at=moment)
+        m.Sow.create(
+            key=sow_id,
+            id=sow_id,
+            organization=ORG_ID,
+            project=PROJECT_ID,
+            title="Bench SOW",
+            created_at=moment,
+        )
         item_rows = [
             {
                 "id": item["id"],

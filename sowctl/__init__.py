@@ -1,3 +1,41 @@
-"""sowctl: command-line client and local server for the Project Delivery Service API."""
+"""sowctl: command-line client and local server for the Project Delivery Service API.
+
+``sowctl.Client`` (``sowctl.client``) calls the API from Python; it and the error
+types are imported on first use, so ``import sowctl`` (and the CLI's start-up) stays
+light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from sowctl.client import Client
+
+_ERRORS = frozenset(
+    {
+        "SowctlError",
+        "InvalidInput",
+        "NotFound",
+        "Unauthorized",
+        "Forbidden",
+        "RateLimited",
+        "ServiceUnavailable",
+        "RemoteError",
+    }
+)
+__all__ = ["Client", *sorted(_ERRORS)]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Client":
+        from sowctl.client import Client
+
+        return Client
+    if name in _ERRORS:
+        from sowctl import errors
+
+        return getattr(errors, name)
+    raise AttributeError(f"module 'sowctl' has no attribute {name!r}")

@@ -74,7 +74,9 @@ class _Chart:
 
 def _mermaid_text(text: str) -> str:
     """Text safe inside a quoted Mermaid label (entity codes for the characters it parses)."""
-    text = " ".join(str(text).split())
+    from sowctl.output.safe import clean
+
+    text = clean(" ".join(str(text).split()))
     for char, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;")):
         text = text.replace(char, code)
     return text
@@ -120,8 +122,10 @@ def to_mermaid(report: dict[str, Any]) -> str:
 
 
 def _dot_text(text: str) -> str:
-    """A DOT double-quoted string's content."""
-    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n")
+    """A DOT double-quoted string's content (a newline is DOT's line break; no control passes)."""
+    from sowctl.output.safe import clean
+
+    return clean(str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", "").replace("\n", "\\n"))
 
 
 def to_dot(report: dict[str, Any]) -> str:

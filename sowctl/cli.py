@@ -11,6 +11,7 @@ import typer
 import typer.main
 
 from sowctl.context import AppContext
+from sowctl.output.options import OutputGroup
 from sowctl.settings import Settings
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
+    cls=OutputGroup,  # adds --jq, --columns, --no-pager and plain metavars to the commands
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -399,7 +401,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _fail(message: str) -> None:
-    sys.stderr.write("error: " + " ".join(message.split("\n")) + "\n")
+    from sowctl.output.safe import clean  # a value quoted in a message is printed safely too
+
+    sys.stderr.write("error: " + clean(message) + "\n")
     sys.stderr.flush()
 
 

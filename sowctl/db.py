@@ -13,15 +13,13 @@ from typing import TypeVar
 
 import peewee as pw
 
-from sowctl import models
+from sowctl import db_guards, models
 from sowctl.db_guards import GuardedSqliteDatabase, check_storage, install_query_deadline
 from sowctl.errors import ServiceUnavailable, SowctlError, UsageError
 
 SQLITE_PRAGMAS = {
     "journal_mode": "wal",
     "foreign_keys": 1,
-    # Waiting writers queue instead of failing with "database is locked".
-    "busy_timeout": 30_000,
     # WAL + NORMAL survives a process crash (SIGKILL); only power loss can drop the tail.
     "synchronous": "normal",
     "cache_size": -32_000,
@@ -82,8 +80,10 @@ def _sqlite(path: str) -> pw.SqliteDatabase:
             raise ServiceUnavailable(f"cannot open database {path}: {exc.strerror or exc}") from exc
         path = str(Path(path).expanduser())
     # Every thread gets its own connection (peewee keeps them thread-local), and the
-    # pragmas above are set on each new connection as it opens, whichever thread opens it.
-    return GuardedSqliteDatabase(path, pragmas=SQLITE_PRAGMAS, check_same_thread=False)
+    # pragmas are set on each new connection as it opens, whichever thread opens it.
+    # Waiting writers queue for the write lock, but only for a bounded time (db_guards).
+    pragmas = {**SQLITE_PRAGMAS, "busy_timeout": int(db_guards.LOCK_TIMEOUT_SECONDS * 1000)}
+    return GuardedSqliteDatabase(path, pragmas=pragmas, check_same_thread=False)
 
 
 def open_database(
@@ -208,12 +208,62 @@ def _v4_po_high_water(database: pw.Database) -> None:
         migrate(migrator.add_column(table, "po_high_water", pw.BigIntegerField(null=True)))
 
 
+def _v5_request_log_headers(database: pw.Database) -> None:
+    """``RequestLog.headers``: the non-secret request headers, for ``/_admin/requests/verify``."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.RequestLog._meta.table_name
+    if "headers" not in {column.name for column in database.get_columns(table)}:
+        migrator = SchemaMigrator.from_database(database)
+        migrate(migrator.add_column(table, "headers", pw.TextField(null=True)))
+
+
+def _v6_sow_ids_per_organization(database: pw.Database) -> None:
+    """SOW ids unique per organization (``models.Sow``): the stored key stays in column
+    ``id`` (items and dependencies keep pointing at it); the shown id moves to
+    ``public_id`` and the organization is copied from the project, under a unique index
+    on both. Existing keys were globally unique, so each old SOW keeps its id as key.
+
+    A database created at v6 or later already has all of it (v1 creates the current
+    models). A migrated SQLite file keeps the two new columns nullable (tightening them
+    would rebuild the table under its items); every writer fills them.
+    """
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.Sow._meta.table_name
+    columns = {column.name for column in database.get_columns(table)}
+    if "public_id" in columns:
+        return
+    migrator = SchemaMigrator.from_database(database)
+    migrate(
+        migrator.add_column(table, "public_id", pw.CharField(max_length=64, null=True)),
+        migrator.add_column(table, "organization_id", pw.CharField(max_length=64, null=True)),
+    )
+    project = models.Project._meta.table_name
+    database.execute_sql(
+        f'UPDATE "{table}" SET public_id = id, organization_id = '
+        f'(SELECT p.organization_id FROM "{project}" p WHERE p.id = "{table}".project_id)'
+    )
+    operations = [migrator.add_index(table, ("organization_id", "public_id"), True)]
+    if not isinstance(database, pw.SqliteDatabase):
+        operations += [
+            migrator.add_not_null(table, "public_id"),
+            migrator.add_not_null(table, "organization_id"),
+            migrator.add_foreign_key_constraint(
+                table, "organization_id", models.Organization._meta.table_name, "id", on_delete="CASCADE"
+            ),
+        ]
+    migrate(*operations)
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
     _v3_item_topo_rank,
     _v4_po_high_water,
+    _v5_request_log_headers,
+    _v6_sow_ids_per_organization,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -266,12 +316,12 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
             raise
         return
     with database.atomic():
-        if database.transaction_depth() == 1 and _has_advisory_locks(database):
+        if database.transaction_depth() == 1 and has_advisory_locks(database):
             database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
         yield
 
 
-def _has_advisory_locks(database: pw.Database) -> bool:
+def has_advisory_locks(database: pw.Database) -> bool:
     """PostgreSQL, but not CockroachDB, whose advisory-lock functions are missing or no-ops
     in most versions. CockroachDB runs every transaction SERIALIZABLE instead: of two
     transactions that would together break a check-then-write rule, one is aborted with
@@ -296,7 +346,7 @@ def hold_lock(lock_key: str) -> None:
     Take several keys in sorted order, so that two such writers cannot deadlock.
     """
     database = models.database_proxy.obj
-    if _has_advisory_locks(database):
+    if has_advisory_locks(database):
         database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
 
 

@@ -5,6 +5,11 @@
   next start. ``GuardedSqliteDatabase`` remembers the file's identity (device and
   inode) and ``check_file`` refuses writes, and ``/healthz``, once the path no
   longer names that file.
+* **An outside process holding SQLite's write lock** (a long import, a backup, a
+  ``sqlite3`` shell left in a transaction): a write waits for the lock at most
+  ``LOCK_TIMEOUT_SECONDS`` (``SOWCTL_DB_LOCK_TIMEOUT``, SQLite's busy timeout), then
+  fails with "database is locked", which the server answers 503 with ``Retry-After``;
+  nothing of it was written. Reads do not wait for that lock (WAL).
 * **A database server that stops answering** (frozen, partitioned): libpq has no
   deadline of its own for a query, so psycopg2 runs with a wait callback that gives
   every call, connecting included, ``DB_TIMEOUT_SECONDS`` (``SOWCTL_DB_TIMEOUT``),
@@ -22,6 +27,9 @@ import peewee as pw
 from sowctl.errors import ServiceUnavailable
 
 DB_TIMEOUT_SECONDS = float(os.environ.get("SOWCTL_DB_TIMEOUT") or 30)
+# Short enough that writers queued behind an outside lock give their threads back soon,
+# long enough to ride out any write of ours (milliseconds) and most imports' batches.
+LOCK_TIMEOUT_SECONDS = float(os.environ.get("SOWCTL_DB_LOCK_TIMEOUT") or 5)
 
 
 class GuardedSqliteDatabase(pw.SqliteDatabase):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
+from sowctl.services.item_rules import nest, walk
+
 STATUS_STYLE = {
     "pending": "yellow",
     "in_progress": "cyan",
@@ -14,58 +16,43 @@ STATUS_STYLE = {
 
 
 def build_tree(items: list[dict]) -> list[dict]:
-    """Nest items under their parents, siblings in orderIndex order."""
-    children: dict[str | None, list[dict]] = defaultdict(list)
-    ids = {item["id"] for item in items}
-    for item in items:
-        parent = item.get("parentItemId")
-        children[parent if parent in ids else None].append(item)
-
-    def node(item: dict, path: frozenset) -> dict:
-        kids = [] if item["id"] in path else children.get(item["id"], [])
-        ordered = sorted(kids, key=lambda k: (k["orderIndex"], k["createdAt"], k["id"]))
-        inner = path | {item["id"]}
-        return {**item, "children": [node(kid, inner) for kid in ordered]}
-
-    roots = sorted(children.get(None, []), key=lambda k: (k["orderIndex"], k["createdAt"], k["id"]))
-    return [node(root, frozenset()) for root in roots]
+    """Nest items under their parents, siblings in orderIndex order (the core's ``nest``:
+    no recursion, nesting bounded however deep the stored hierarchy is)."""
+    ordered = sorted(items, key=lambda k: (k["orderIndex"], k["createdAt"], k["id"]))
+    nodes = {item["id"]: {**item, "children": []} for item in ordered}
+    return nest([(item["id"], item.get("parentItemId")) for item in ordered], nodes)
 
 
 def render_tree(sow_id: str, roots: list[dict], *, rich: bool) -> None:
     if not rich:
-        _plain(roots, 0)
+        _plain(roots)
         return
-    from rich.markup import escape
     from rich.tree import Tree
 
-    from sowctl.render import console
+    from sowctl.render import console, deepest_tree_level, styled
 
-    tree = Tree(f"[bold]SOW {escape(sow_id)}[/]")
-
-    def add(branch, node: dict) -> None:
+    tree = Tree(styled(("SOW " + sow_id, "bold")))
+    deepest = deepest_tree_level()  # deeper nodes are drawn there, not dropped
+    branches = [tree]  # branches[level] takes the nodes of that level
+    for level, node in walk(roots):
+        level = min(level, deepest)
         style = STATUS_STYLE.get(node["status"], "")
         kind = "R" if node["type"] == "requirement" else "T"
-        label = (
-            f"[bold]{kind}[/] {escape(node['title'])} "
-            f"[{style}]{node['status']}[/] [dim]{escape(node['id'])}[/]"
+        label = styled(
+            (kind, "bold"), f" {node['title']} ", (node["status"], style), " ", (node["id"], "dim")
         )
-        sub = branch.add(label)
-        for child in node["children"]:
-            add(sub, child)
-
-    for root in roots:
-        add(tree, root)
+        del branches[level + 1 :]
+        branches.append(branches[level].add(label))
     console().print(tree)
 
 
-def _plain(nodes: list[dict], depth: int) -> None:
+def _plain(roots: list[dict]) -> None:
     """One line per item, indented two spaces per level; a title's tabs and newlines become spaces."""
     from sowctl.render import text
 
-    for node in nodes:
-        cells = ["  " * depth + text(node["title"]), node["type"], node["status"], node["id"]]
+    for level, node in walk(roots):
+        cells = ["  " * level + text(node["title"]), *(text(node[key]) for key in ("type", "status", "id"))]
         sys.stdout.write("\t".join(cells) + "\n")
-        _plain(node["children"], depth + 1)
 
 
 def cascade(item_id: str, items: list[dict], deps: list[dict]) -> tuple[list[str], list[str]]:

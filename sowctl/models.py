@@ -103,10 +103,21 @@ class Project(BaseModel):
 
 
 class Sow(BaseModel):
-    id = pw.CharField(primary_key=True, max_length=64)
+    """A SOW's ``id`` is unique within its organization only (schema v6), so that no
+    organization can take, or learn of, an id another one uses. Items and dependencies
+    refer to the storage ``key``, which is never shown: the same text as ``id`` unless
+    another organization's SOW already had that key, then a fresh random one."""
+
+    key = pw.CharField(primary_key=True, max_length=64, column_name="id")
+    id = pw.CharField(max_length=64, column_name="public_id")
+    # Denormalised from the project (which never changes organization): the namespace.
+    organization = pw.ForeignKeyField(Organization, on_delete="CASCADE")
     project = pw.ForeignKeyField(Project, backref="sows", on_delete="CASCADE")
     title = pw.TextField(default="")
     created_at = pw.DateTimeField()
+
+    class Meta:
+        indexes = ((("organization", "id"), True),)
 
 
 class Item(BaseModel):
@@ -372,6 +383,7 @@ class RequestLog(BaseModel):
     response_body = pw.TextField(null=True)
     response_truncated = pw.BooleanField(default=False)
     fault = pw.TextField(null=True)  # JSON object: the injected fault, if any
+    headers = pw.TextField(null=True)  # JSON object: request headers, never a credential one (v5)
 
 
 # Created by migration v2 (``db._v2_request_log``), not by v1: v1 is released and

@@ -44,6 +44,14 @@ def is_secret_field(name: str) -> bool:
     return key in SECRET_FIELDS or key.endswith(_SECRET_SUFFIXES)
 
 
+# Headers that carry credentials: never stored anywhere (the request log keeps the others).
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
+
+
+def is_secret_header(name: str) -> bool:
+    return name.lower() in CREDENTIAL_HEADERS or is_secret_field(name)
+
+
 def redact(text: str) -> str:
     """``text`` with every sowctl token or key in it cut to its prefix and ``***``."""
     return _SECRET_VALUE.sub(lambda match: match[0][:5] + MASK, text)

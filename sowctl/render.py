@@ -1,18 +1,35 @@
 """Output, decided once for every command (contract §3).
 
-``--json``: exactly the API body. A TTY: Rich tables and trees. Piped: tab-separated
-lines with no header, colour or truncation. ``-q``: ids only. Rich is imported only
-when a human is looking, so scripted calls start fast.
+``--json``: exactly the API body (``--jq`` filters it). A TTY: tables, records and
+trees drawn by Rich, fitted to the terminal. Piped: tab-separated lines with no
+header, colour or truncation. ``-q``: ids only. Every value goes through
+``sowctl.output.safe`` on its way out. Rich is imported only when a human is
+looking, so scripted calls start fast.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from sowctl.output import state
+from sowctl.output.safe import clean, clean_json
+
 Getter = str | Callable[[dict], Any]
+
+# Column kinds. Every kind but TEXT is printed whole: never wrapped, never cut.
+ID, ENUM, DATE, TIME, MONEY, NUMBER, FLAG, TEXT = (
+    "id",
+    "enum",
+    "date",
+    "datetime",
+    "money",
+    "number",
+    "flag",
+    "text",
+)
 
 
 @dataclass(frozen=True)
@@ -21,9 +38,15 @@ class Column:
     value: Getter
     justify: str = "left"  # "right" for money and counts
     style: Callable[[dict], str | None] | None = None  # Rich style per row, e.g. red variance
+    kind: str | Callable[[dict], str] = ID  # per column, or per row (an id, or an external party's name)
+    priority: int = 1  # 1: essential; higher numbers are left out first when the terminal is narrow
+    default: bool = True  # False: shown only when named in --columns
 
     def get(self, row: dict) -> Any:
         return self.value(row) if callable(self.value) else row.get(self.value)
+
+    def kind_of(self, row: dict) -> str:
+        return self.kind(row) if callable(self.kind) else self.kind
 
 
 def is_tty() -> bool:
@@ -31,13 +54,19 @@ def is_tty() -> bool:
 
 
 def emit_json(data: Any) -> None:
+    if state.current.jq is not None:
+        from sowctl.output.shaping import jq_lines, run_jq
+
+        results = run_jq(state.current.jq, data)
+        sys.stdout.write("".join(line + "\n" for line in jq_lines(results, pretty=is_tty())))
+        return
     import json  # imported when used, like Rich: `sowctl --help` needs neither
 
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(clean_json(json.dumps(data, indent=2, ensure_ascii=False)) + "\n")
 
 
 def text(value: Any) -> str:
-    """A cell as plain text: empty for null, JSON for nested values."""
+    """A value as one safe line of plain text: empty for null, JSON for nested values."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -45,8 +74,35 @@ def text(value: Any) -> str:
     if isinstance(value, dict | list):
         import json
 
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return str(value).replace("\t", " ").replace("\n", " ")
+        return clean_json(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return clean(str(value))
+
+
+def shown(value: Any, kind: str = ID) -> str:
+    """A cell for a person: ``text`` with timestamps in the local zone."""
+    if kind == TIME and isinstance(value, str):
+        from sowctl.output.shaping import readable_time
+
+        return readable_time(value)
+    return text(value)
+
+
+def no_columns(view: str) -> None:
+    """Refuse --columns for a view that has none (a tree, a diagram), before printing anything."""
+    if state.current.columns:
+        from sowctl.errors import UsageError
+
+        raise UsageError(f"--columns applies to the table; {view} has no columns")
+
+
+def _chosen(columns: Sequence[Column]) -> list[Column]:
+    """The columns --columns names (each then essential), or the default ones."""
+    names = state.current.columns
+    if not names:
+        return [col for col in columns if col.default]
+    from sowctl.output.shaping import choose
+
+    return [replace(columns[i], priority=1) for i in choose(names, [col.header for col in columns])]
 
 
 def emit_rows(
@@ -65,33 +121,16 @@ def emit_rows(
         emit_json(rows if body is None else body)
         return
     if quiet:
-        for row in rows:
-            sys.stdout.write(text(row.get(id_key)) + "\n")
+        sys.stdout.write("".join(text(row.get(id_key)) + "\n" for row in rows))
         return
+    columns = _chosen(columns)
     if not is_tty():
         for row in rows:
             sys.stdout.write("\t".join(text(col.get(row)) for col in columns) + "\n")
         return
-    from rich.table import Table
+    from sowctl.output.table import print_table
 
-    table = Table(title=title, show_footer=footer is not None, header_style="bold")
-    for col in columns:
-        table.add_column(
-            col.header,
-            justify=col.justify,  # type: ignore[arg-type]
-            footer=text(footer.get(col.header)) if footer else "",
-            overflow="fold",
-        )
-    for row in rows:
-        cells = []
-        for col in columns:
-            style = col.style(row) if col.style else None
-            cell = text(col.get(row))
-            cells.append(f"[{style}]{_escape(cell)}[/]" if style else _escape(cell))
-        table.add_row(*cells)
-    console().print(table)
-    if not rows:
-        console().print("[dim]no results[/]")
+    print_table(console(), rows, columns, title=title, footer=footer)
 
 
 def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | None = None) -> None:
@@ -100,25 +139,48 @@ def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | 
         emit_json(data)
         return
     keys = list(fields) if fields else list(data)
-    if not is_tty():
-        for key in keys:
-            sys.stdout.write(f"{key}\t{text(data.get(key))}\n")
-        return
-    from rich.table import Table
+    if state.current.columns:
+        from sowctl.output.shaping import choose
 
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold cyan")
-    table.add_column(overflow="fold")
-    for key in keys:
-        table.add_row(key, _escape(text(data.get(key))))
-    console().print(table)
+        keys = [keys[i] for i in choose(state.current.columns, keys)]
+    if not is_tty():
+        sys.stdout.write("".join(f"{text(key)}\t{text(data.get(key))}\n" for key in keys))
+        return
+    from sowctl.output.table import print_record
+
+    print_record(console(), [(key, shown(data.get(key), _key_kind(key))) for key in keys])
+
+
+def _key_kind(key: str) -> str:
+    return TIME if key.endswith(("At", "_at")) else TEXT
 
 
 def emit_message(message: str, *, json_mode: bool = False, body: Any = None) -> None:
     if json_mode:
         emit_json(body if body is not None else {"message": message})
     else:
-        sys.stdout.write(message + "\n")
+        sys.stdout.write(clean(message) + "\n")
+
+
+def emit_line(message: str, style: str | None = None) -> None:
+    """One line of text: styled on a TTY (never read as markup), plain when piped."""
+    if not is_tty():
+        sys.stdout.write(clean(message) + "\n")
+        return
+    from rich.text import Text
+
+    console().print(Text(clean(message), style=style or ""))  # wraps between words: ids stay whole
+
+
+def styled(*parts: str | tuple[str, str]) -> Any:
+    """A Rich ``Text`` of safe parts: plain strings, or (text, style) pairs; no markup is read."""
+    from rich.text import Text
+
+    result = Text()
+    for part in parts:
+        content, style = (part, "") if isinstance(part, str) else part
+        result.append(clean(content), style=style)
+    return result
 
 
 def console():
@@ -130,16 +192,16 @@ def console():
     return _console
 
 
+def deepest_tree_level() -> int:
+    """How deep a Rich tree may nest on this terminal: each level's guide takes 4 columns,
+    and Rich silently drops what no longer fits, so deeper nodes are drawn at this level."""
+    return max(1, (console().width - 30) // 4)
+
+
 def error_console():
     from rich.console import Console
 
     return Console(stderr=True)
-
-
-def _escape(value: str) -> str:
-    from rich.markup import escape
-
-    return escape(value)
 
 
 _console = None

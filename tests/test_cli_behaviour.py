@@ -264,13 +264,18 @@ def test_an_imported_id_with_a_slash_is_refused(cli, db, tmp_path):
 
 
 def test_items_create_with_a_chosen_id_and_quiet_output(modes):
-    local, remote = (
-        modes.local("items", "create", "sow-1", "--title", "A", "--id", "a", "-q"),
-        modes.remote("items", "create", "sow-1", "--title", "B", "--id", "b", "-q"),
+    assert ok(modes.local("items", "create", "sow-1", "--title", "A", "--id", "a", "-q")).stdout == "a\n"
+    result = modes.local("items", "create", "sow-1", "--title", "A", "--id", "a")
+    assert (result.exit_code, result.stderr) == (2, "error: invalid --id 'a': item a already exists\n")
+    # A server refuses a chosen item id: item ids are one namespace across organizations.
+    result = modes.remote("items", "create", "sow-1", "--title", "B", "--id", "b", "-q")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: invalid --id 'b': can be chosen in local mode only; a server generates item ids\n",
     )
-    assert (ok(local).stdout, ok(remote).stdout) == ("a\n", "b\n")
-    code, _, stderr = same(modes.both("items", "create", "sow-1", "--title", "A", "--id", "a"))
-    assert (code, stderr) == (2, "error: invalid --id 'a': item a already exists\n")
+    assert m.Item.select().where(m.Item.id == "b").count() == 0
+    created = ok(modes.remote("items", "create", "sow-1", "--title", "B", "-q")).stdout.strip()
+    assert m.Item.get_by_id(created).title == "B"
 
 
 def test_create_commands_print_only_the_new_id_with_q(modes):

@@ -230,13 +230,17 @@ def flat(replies: list[list[Reply]]) -> list[Reply]:
 
 def new_sow(items: int) -> tuple[str, list[str]]:
     now = clock.now()
-    sow = m.Sow.create(id=clock.new_id(), project=PROJECT, title="round", created_at=now)
+    key = clock.new_id()
+    organization = m.Project.get_by_id(PROJECT).organization_id
+    sow = m.Sow.create(
+        key=key, id=key, organization=organization, project=PROJECT, title="round", created_at=now
+    )
     ids = [clock.new_id() for _ in range(items)]
     m.Item.insert_many(
         [
             {
                 "id": item_id,
-                "sow": sow.id,
+                "sow": sow.key,
                 "type": "task_item",
                 "title": f"t{index}",
                 "order_index": index,

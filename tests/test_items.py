@@ -62,7 +62,7 @@ def snapshot() -> list[tuple]:
 def make_org(org_id: str, sow_id: str) -> None:
     m.Organization.create(id=org_id, name=org_id)
     project = m.Project.create(id=f"p-{org_id}", organization=org_id, name="P", created_at=T0, updated_at=T0)
-    m.Sow.create(id=sow_id, project=project, title="S", created_at=T0)
+    m.Sow.create(key=sow_id, id=sow_id, organization=org_id, project=project, title="S", created_at=T0)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from sowctl.demo_data import (
     CLIENT_INITECH,
     CLIENT_NORTHWIND,
     CONTACT_NORTHWIND_MARIA,
+    DEMO_ORG,
     PROJECT_GLOBEX_DC,
     PROJECT_HARBOR_CLINIC,
     PROJECT_RIVERSIDE_GARAGE,
@@ -108,7 +109,16 @@ def test_projects_come_pinned_first_then_by_name(demo) -> None:
 def test_sow_count_counts_every_sow_of_the_project(demo) -> None:
     now = clock.now()
     m.Sow.insert_many(
-        [{"id": f"sow-extra-{n}", "project": PROJECT_TOWER_A, "created_at": now} for n in range(3)]
+        [
+            {
+                "key": f"sow-extra-{n}",
+                "id": f"sow-extra-{n}",
+                "organization": DEMO_ORG,
+                "project": PROJECT_TOWER_A,
+            }
+            | {"created_at": now}
+            for n in range(3)
+        ]
     ).execute()
     assert projects()["projects"][0]["sowCount"] == 4
 

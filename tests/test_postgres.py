@@ -232,6 +232,6 @@ def test_cockroachdb_urls_use_its_dialect_and_no_advisory_locks(scheme: str) -> 
     database = db_module.connect(f"{scheme}://root@127.0.0.1:26257/sowctl")
     assert isinstance(database, CockroachDatabase)
     assert db_module.describe(database) == "root@127.0.0.1:26257/sowctl"
-    assert not db_module._has_advisory_locks(database)
-    assert db_module._has_advisory_locks(db_module.connect("postgresql://u@127.0.0.1:5432/x"))
-    assert not db_module._has_advisory_locks(db_module.connect("sqlite:///:memory:"))
+    assert not db_module.has_advisory_locks(database)
+    assert db_module.has_advisory_locks(db_module.connect("postgresql://u@127.0.0.1:5432/x"))
+    assert not db_module.has_advisory_locks(db_module.connect("sqlite:///:memory:"))

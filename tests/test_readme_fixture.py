@@ -2,15 +2,10 @@
 # copied verbatim below this comment: it MUST stay identical to the README's code block
 # (a test compares them). Change both together.
 
-import subprocess
-import sys
 import time
 
 import httpx
 import pytest
-
-ADMIN_TOKEN = "test-admin-token"
-ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 DATASET = {
     "organizations": [{"id": "org-1", "name": "Acme Build"}],
@@ -27,31 +22,8 @@ DATASET = {
     "items": [{"id": "item-1", "sowId": "sow-1", "title": "Foundations", "type": "requirement"}],
 }
 
-
-@pytest.fixture(scope="session")
-def sowctl_server(tmp_path_factory):
-    """`sowctl serve` on a free port with the admin API on; stopped after the test session."""
-    db = tmp_path_factory.mktemp("sowctl") / "test.db"
-    command = [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0", "--quiet"]
-    server = subprocess.Popen([*command, "--admin-token", ADMIN_TOKEN], stdout=subprocess.PIPE, text=True)
-    for line in server.stdout:  # "Listening on URL" once the port accepts connections
-        if line.startswith("Listening on "):
-            break
-    else:
-        raise RuntimeError("sowctl serve did not start")
-    yield line.split()[-1]
-    server.terminate()
-    server.wait(timeout=10)
-
-
-@pytest.fixture
-def service(sowctl_server):
-    """Per test: an empty database, the dataset, a fresh token, and an admin client."""
-    with httpx.Client(base_url=sowctl_server, headers=ADMIN, timeout=10) as admin:
-        admin.post("/_admin/reset").raise_for_status()
-        admin.post("/_admin/dataset", json=DATASET).raise_for_status()
-        issued = admin.post("/_admin/tokens", json={"userId": "user-1", "organizationId": "org-1"})
-        yield {"url": sowctl_server, "token": issued.json()["token"], "admin": admin}
+# Every test in this module starts from DATASET (loaded once, then restored from a checkpoint).
+pytestmark = pytest.mark.sowctl_dataset(DATASET)
 
 
 def get_with_retries(client, path, attempts=5):
@@ -68,16 +40,39 @@ def get_with_retries(client, path, attempts=5):
     return response
 
 
-def test_client_retries_through_injected_failures(service):
-    admin = service["admin"]
-    # The next two GETs of the SOW's items fail with 503 (in Group A's envelope), then all succeed.
-    fault = {"rate": 1.0, "status": 503, "count": 2, "routes": ["GET /api/sow/*/items"]}
-    admin.put("/_admin/faults", json=fault).raise_for_status()
-    auth = {"Authorization": f"Bearer {service['token']}"}
-    with httpx.Client(base_url=service["url"], headers=auth, timeout=10) as client:
+def test_each_test_starts_from_the_dataset(sowctl_service):
+    api = sowctl_service.client  # a sowctl.Client with this test's token and API key
+    api.items.create("sow-1", title="Walls", type="requirement")
+    assert [item["title"] for item in api.items.list("sow-1")] == ["Foundations", "Walls"]
+    # The server received exactly one such request (a near miss fails, saying what differed).
+    sowctl_service.admin.verify("POST", "/api/sow/sow-1/items", body={"title": "Walls"}, exactly=1)
+
+
+def test_the_walls_of_the_previous_test_are_gone(sowctl_service):
+    assert [item["title"] for item in sowctl_service.client.items.list("sow-1")] == ["Foundations"]
+
+
+# The next two GETs of the SOW's items fail with 503 (in Group A's envelope), then all succeed.
+@pytest.mark.sowctl_faults(rate=1.0, status=503, count=2, routes=["GET /api/sow/*/items"])
+def test_client_retries_through_injected_failures(sowctl_service):
+    auth = {"Authorization": f"Bearer {sowctl_service.token}"}
+    with httpx.Client(base_url=sowctl_service.url, headers=auth, timeout=10) as client:
         response = get_with_retries(client, "/api/sow/sow-1/items")
     assert response.status_code == 200
-    assert [item["title"] for item in response.json()] == ["Foundations"]
     # The request log shows what the client did: two failures, then the success.
-    log = admin.get("/_admin/requests").json()
-    assert [(entry["method"], entry["status"]) for entry in log] == [("GET", 503), ("GET", 503), ("GET", 200)]
+    log = sowctl_service.admin.requests(path="/api/sow/sow-1/items")
+    assert [entry["status"] for entry in log] == [503, 503, 200]
+
+
+@pytest.mark.sowctl_clock("2030-01-01T00:00:00Z")
+def test_with_a_frozen_clock(sowctl_service):
+    item = sowctl_service.client.items.create("sow-1", title="Roof", type="requirement")
+    assert item["createdAt"].startswith("2030-01-01T00:00:00")
+
+
+def test_back_to_a_checkpoint_of_my_own(sowctl_service):
+    admin, api = sowctl_service.admin, sowctl_service.client
+    admin.checkpoint("before-roof")
+    api.items.create("sow-1", title="Roof", type="requirement")
+    admin.restore("before-roof")
+    assert [item["title"] for item in api.items.list("sow-1")] == ["Foundations"]

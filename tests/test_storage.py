@@ -31,7 +31,7 @@ def pragmas(database: pw.Database) -> dict[str, object]:
     }
 
 
-EXPECTED_PRAGMAS = {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 30_000}
+EXPECTED_PRAGMAS = {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 5_000}  # SOWCTL_DB_LOCK_TIMEOUT
 
 
 # --- where the database lives -------------------------------------------------------------
@@ -132,7 +132,9 @@ def test_a_connection_may_be_used_from_another_thread(db):
 @sqlite_only
 def test_foreign_keys_are_enforced(db):
     with pytest.raises(pw.IntegrityError):
-        m.Sow.create(id="s", project="no-such-project", title="t", created_at=T0)
+        m.Sow.create(
+            key="s", id="s", organization="no-such-org", project="no-such-project", title="t", created_at=T0
+        )
     assert m.Sow.select().count() == 0
 
 
@@ -157,7 +159,7 @@ def test_schema_version_is_recorded(db):
 def _seed() -> None:
     m.Organization.create(id="org", name="Org")
     project = m.Project.create(id="p", organization="org", name="P", created_at=T0, updated_at=T0)
-    sow = m.Sow.create(id="s", project=project, title="S", created_at=T0)
+    sow = m.Sow.create(key="s", id="s", organization="org", project=project, title="S", created_at=T0)
     m.Item.create(id="i", sow=sow, type="task_item", title="kept", created_at=T0, updated_at=T0)
 
 

@@ -50,27 +50,31 @@ def negative_red(key: str):
 
 
 VIEW_COLUMNS = [
-    Column("ID", "id", justify="right"),
-    Column("NAME", "name"),
-    Column("DESCRIPTION", "description"),
-    Column("CREATED", "created_at"),
-    Column("UPDATED", "updated_at"),
+    Column("ID", "id", justify="right", kind="number"),
+    Column("NAME", "name", kind="text"),
+    Column("DESCRIPTION", "description", kind="text", priority=2),
+    Column("CREATED", "created_at", kind="datetime", priority=3),
+    Column("UPDATED", "updated_at", kind="datetime", priority=2),
 ]
 SNAPSHOT_COLUMNS = [
-    Column("ID", "id", justify="right"),
-    Column("NAME", "name"),
-    Column("VIEW", "budget_view_id", justify="right"),
-    Column("CREATED", "created_at"),
-    Column("CREATED BY", lambda row: (row.get("created_by") or {}).get("name")),
-    Column("DESCRIPTION", "description"),
+    Column("ID", "id", justify="right", kind="number"),
+    Column("NAME", "name", kind="text"),
+    Column("VIEW", "budget_view_id", justify="right", kind="number", priority=2),
+    Column("CREATED", "created_at", kind="datetime"),
+    Column("CREATED BY", lambda row: (row.get("created_by") or {}).get("name"), kind="text", priority=3),
+    Column("DESCRIPTION", "description", kind="text", priority=2),
 ]
 LINE_COLUMNS = [
-    Column("ID", "id", justify="right"),
-    Column("CODE", "code"),
-    Column("DESCRIPTION", "description"),
+    Column("ID", "id", justify="right", kind="number", priority=2),
+    Column("CODE", "code", kind="enum"),
+    Column("DESCRIPTION", "description", kind="text"),
     *(
         Column(
-            header, money_cell(key), justify="right", style=negative_red(key) if key == "variance" else None
+            header,
+            money_cell(key),
+            justify="right",
+            style=negative_red(key) if key == "variance" else None,
+            kind="money",
         )
         for header, key in MONEY_COLUMNS
     ),

@@ -11,7 +11,17 @@ import typer
 
 from sowctl.commands._options import Json, SowArgument
 from sowctl.context import app_context
-from sowctl.render import Column, console, emit_json, emit_rows, is_tty
+from sowctl.render import (
+    Column,
+    console,
+    deepest_tree_level,
+    emit_json,
+    emit_line,
+    emit_rows,
+    is_tty,
+    no_columns,
+    text,
+)
 
 app = typer.Typer(
     help="The dependency chain of a SOW: show it, or check it in CI.\n\nExample: sowctl chain check sow-1",
@@ -103,8 +113,11 @@ def show(
 
     Example: sowctl chain show sow-1 --format mermaid
     """
+    if fmt is not Format.table:
+        no_columns(f"--format {fmt.value}")
     if json_ or fmt is Format.json:
-        emit_json(_chain(ctx, sow_id, "flat", include))
+        # --format tree --json: the tree body, as the API gives it for format=tree
+        emit_json(_chain(ctx, sow_id, "tree" if fmt is Format.tree else "flat", include))
     elif fmt is Format.tree:
         _show_tree(_chain(ctx, sow_id, "tree"))
     elif fmt in (Format.mermaid, Format.dot):
@@ -121,35 +134,39 @@ def _show_table(report: dict) -> None:
     columns = [
         Column("ID", "id"),
         Column("SOURCE", lambda e: e["sourceItem"]["id"]),
-        Column("TARGET", _target),
-        Column("TYPE", "dependencyType"),
-        Column("RISK", "riskLevel"),
-        Column("STATUS", "status"),
-        Column("ISSUES", lambda e: flags.get(e["id"], "")),
+        Column("TARGET", _target, kind=lambda e: "text" if _is_external(e) else "id"),
+        Column("TYPE", "dependencyType", kind="enum"),
+        Column("RISK", "riskLevel", kind="enum", priority=2),
+        Column("STATUS", "status", kind="enum"),
+        Column(
+            "ISSUES",
+            lambda e: flags.get(e["id"], ""),
+            style=lambda e: "bold red" if e["id"] in flags else None,
+            kind="enum",
+        ),
+        # On a terminal wide enough, the titles of the items too (piped: only by --columns).
+        Column("SOURCE TITLE", lambda e: e["sourceItem"]["title"], kind="text", priority=3, default=is_tty()),
+        Column(
+            "TARGET TITLE",
+            lambda e: "" if _is_external(e) else e["targetItem"]["title"],
+            kind="text",
+            priority=3,
+            default=is_tty(),
+        ),
     ]
     if not is_tty():  # plain rows only, so cut/awk see one dependency per line
         emit_rows(report["dependencies"], columns)
         return
-    columns[1] = Column("SOURCE", lambda e: _item(e["sourceItem"]))
-    columns[2] = Column("TARGET", lambda e: _target(e) if _is_external(e) else _item(e["targetItem"]))
-    columns[-1] = Column(
-        "ISSUES", lambda e: flags.get(e["id"], ""), style=lambda e: "bold red" if e["id"] in flags else None
-    )
     emit_rows(report["dependencies"], columns, title=f"Dependency chain of SOW {report['sowId']}")
-    out = console()
     issues = report["issues"]
-    out.print(
+    emit_line(
         f"circular: {len(issues['circular'])}  critical: {len(issues['critical'])}  "
-        f"overdue: {len(issues['overdue'])}",
-        markup=False,
-        highlight=False,
+        f"overdue: {len(issues['overdue'])}"
     )
     for cycle in issues["circular"]:
-        out.print(
-            "cycle: " + " -> ".join([*cycle, cycle[0]]), style="bold red", markup=False, highlight=False
-        )
+        emit_line("cycle: " + " -> ".join([*cycle, cycle[0]]), style="bold red")
     if report.get("criticalPath"):
-        out.print(
+        emit_line(
             f"critical path ({len(report['criticalPath'])} items): " + " -> ".join(report["criticalPath"])
         )
 
@@ -163,34 +180,42 @@ def _show_tree(report: dict) -> None:
         while stack:
             node, depth = stack.pop()
             indent = "  " * depth
-            sys.stdout.write(f"{indent}{node['title']}\t{node['type']}\t{node['status']}\t{node['id']}\n")
+            cells = [
+                indent + text(node["title"]),
+                *(text(node[k]) for k in ("type", "status", "id")),
+            ]
+            sys.stdout.write("\t".join(cells) + "\n")
             for entry in node["dependencies"]:
-                sys.stdout.write(
-                    f"{indent}  -> {entry['dependencyType']}\t{_target(entry)}\t{entry['riskLevel']}\t"
-                    f"{entry['status']}\t{flags.get(entry['id'], '')}\t{entry['id']}\n"
-                )
+                cells = [
+                    f"{indent}  -> {text(entry['dependencyType'])}",
+                    *(text(value) for value in (_target(entry), entry["riskLevel"], entry["status"])),
+                    flags.get(entry["id"], ""),
+                    text(entry["id"]),
+                ]
+                sys.stdout.write("\t".join(cells) + "\n")
             stack.extend((child, depth + 1) for child in reversed(node["children"]))
         return
-    from rich.markup import escape
     from rich.tree import Tree
 
-    tree = Tree(f"[bold]SOW {escape(report['sowId'])}[/]")
-    stack: list[tuple[Any, dict]] = [(tree, node) for node in reversed(report["items"])]
+    from sowctl.render import styled
+
+    tree = Tree(styled(("SOW " + report["sowId"], "bold")))
+    deepest = deepest_tree_level()  # deeper nodes are drawn there, not dropped
+    stack: list[tuple[Any, dict, int]] = [(tree, node, 0) for node in reversed(report["items"])]
     while stack:
-        branch, node = stack.pop()
+        branch, node, level = stack.pop()
         kind = "R" if node["type"] == "requirement" else "T"
-        sub = branch.add(
-            f"[bold]{kind}[/] {escape(node['title'])} {node['status']} [dim]{escape(node['id'])}[/]"
-        )
+        sub = branch.add(styled((kind, "bold"), f" {node['title']} {node['status']} ", (node["id"], "dim")))
         for entry in node["dependencies"]:
             flag = flags.get(entry["id"])
             style = "bold red" if flag else ("dim" if entry["status"] in ("cancelled", "resolved") else "")
-            label = escape(
+            label = (
                 f"→ {entry['dependencyType']} {_item(entry['targetItem'])}  "
                 f"risk {entry['riskLevel']}, {entry['status']}{'  ' + flag.upper() if flag else ''}"
             )
-            sub.add(f"[{style}]{label}[/]" if style else label)
-        stack.extend((sub, child) for child in reversed(node["children"]))
+            sub.add(styled((label, style)))
+        below = sub if level < deepest else branch
+        stack.extend((below, child, min(level + 1, deepest)) for child in reversed(node["children"]))
     console().print(tree)
 
 
@@ -256,17 +281,18 @@ def _summary_lines(summary: dict) -> None:
         sys.stdout.write(f"{kind}\t{count}\t{verdict}\n")
     for kind, found in summary["issues"].items():
         for issue in found:
-            dep_id = "-" if kind == "circular" else issue["id"]
-            sys.stdout.write(f"{kind}\t{dep_id}\t{describe(kind, issue, with_id=False)}\n")
+            dep_id = "-" if kind == "circular" else text(issue["id"])
+            sys.stdout.write(f"{kind}\t{dep_id}\t{text(describe(kind, issue, with_id=False))}\n")
     sys.stdout.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
 
 
 def _summary_table(summary: dict) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
+    from sowctl.render import styled
+
     out = console()
-    table = Table(title=f"Dependency check of SOW {escape(summary['sowId'])}", header_style="bold")
+    table = Table(title=styled(f"Dependency check of SOW {summary['sowId']}"), header_style="bold")
     for header in ("ISSUE", "COUNT", "FAILS THE CHECK", "RESULT"):
         table.add_column(header, justify="right" if header == "COUNT" else "left")
     for kind, count in summary["counts"].items():
@@ -277,17 +303,17 @@ def _summary_table(summary: dict) -> None:
     for kind, found in summary["issues"].items():
         for issue in found:
             style = "red" if kind in summary["failOn"] else "yellow"
-            out.print(f"[{style}]{kind}[/] {escape(describe(kind, issue))}", highlight=False)
+            out.print(styled((kind, style), " " + describe(kind, issue)))
     out.print("[bold green]passed[/]" if summary["passed"] else "[bold red]failed[/]")
 
 
-def _escape_data(text: str) -> str:
-    """Workflow-command message escaping (GitHub's toolkit: %, CR, LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+def _escape_data(value: str) -> str:
+    """Workflow-command message escaping (GitHub's toolkit: %, CR, LF), after the values are made safe."""
+    return text(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
 def annotations(summary: dict) -> list[str]:

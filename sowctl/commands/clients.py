@@ -29,10 +29,10 @@ def contacts_summary(client: dict) -> str:
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("PINNED", "isPinned"),
-    Column("INDUSTRY", "industry"),
-    Column("NAME", "name"),
-    Column("CONTACTS", contacts_summary),
+    Column("PINNED", "isPinned", kind="flag", priority=3),
+    Column("INDUSTRY", "industry", kind="text", priority=2),
+    Column("NAME", "name", kind="text"),
+    Column("CONTACTS", contacts_summary, kind="text", priority=2),
 ]
 
 

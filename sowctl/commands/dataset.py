@@ -21,7 +21,7 @@ INDENT_UP_TO = 10_000
 # Below this many rows an import is over before a progress bar would be read.
 PROGRESS_FROM = 5_000
 
-SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right")]
+SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right", kind="number")]
 
 
 def import_command(
@@ -41,10 +41,11 @@ def import_command(
 
     Example: sowctl import dataset.json
     """
-    from sowctl.services.dataset import gc_paused, import_dataset
+    from sowctl.services.collector import collector_paused
+    from sowctl.services.dataset import import_dataset
 
     app_context(ctx).open_local_database("import")
-    with gc_paused():  # parsing builds as many objects as validating: no collections in between
+    with collector_paused():  # parsing builds as many objects as validating: no collections in between
         data = _read_json(file)
         records = sum(len(v) for v in data.values() if isinstance(v, list)) if isinstance(data, dict) else 0
         with _import_progress(records) as progress:

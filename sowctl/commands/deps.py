@@ -29,11 +29,21 @@ def _target(dep: dict) -> str:
 COLUMNS = [
     Column("ID", "id"),
     Column("SOURCE", "sourceItemId"),
-    Column("TARGET", _target),
-    Column("TYPE", "dependencyType"),
-    Column("RISK", "riskLevel", style=lambda d: "bold red" if d.get("riskLevel") == "critical" else None),
-    Column("STATUS", "status"),
-    Column("SLA", "slaDate"),
+    Column("TARGET", _target, kind=lambda d: "text" if d.get("isExternal") else "id"),
+    Column("TYPE", "dependencyType", kind="enum"),
+    Column(
+        "RISK",
+        "riskLevel",
+        style=lambda d: "bold red" if d.get("riskLevel") == "critical" else None,
+        kind="enum",
+        priority=2,
+    ),
+    Column("STATUS", "status", kind="enum"),
+    Column("SLA", "slaDate", kind="date", priority=2),
+    Column("ESCALATION", "escalationDate", kind="date", default=False),
+    Column("OWNER", "externalOwner", kind="text", default=False),
+    Column("NOTES", "notes", kind="text", default=False),
+    Column("CREATED", "createdAt", kind="datetime", default=False),
 ]
 
 Status = Annotated[

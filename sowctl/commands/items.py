@@ -32,11 +32,14 @@ app = typer.Typer(
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("TYPE", "type"),
-    Column("STATUS", "status"),
-    Column("ORDER", "orderIndex", justify="right"),
-    Column("PARENT", "parentItemId"),
-    Column("TITLE", "title"),
+    Column("TYPE", "type", kind="enum"),
+    Column("STATUS", "status", kind="enum"),
+    Column("ORDER", "orderIndex", justify="right", kind="number", priority=2),
+    Column("PARENT", "parentItemId", priority=3),
+    Column("TITLE", "title", kind="text"),
+    Column("DESCRIPTION", "description", kind="text", default=False),
+    Column("CREATED", "createdAt", kind="datetime", default=False),
+    Column("UPDATED", "updatedAt", kind="datetime", default=False),
 ]
 ItemType = Annotated[
     ItemTypeValue | None, typer.Option("--type", help="requirement or task_item.", show_default=False)
@@ -87,7 +90,8 @@ def create_item(
         int | None, typer.Option("--order-index", help="Position among siblings (default: last).")
     ] = None,
     item_id: Annotated[
-        str | None, typer.Option("--id", help="Choose the item's id (default: a generated uuid).")
+        str | None,
+        typer.Option("--id", help="Choose the item's id (local mode only; default: a generated uuid)."),
     ] = None,
     json_: Json = False,
     quiet: QuietCreate = False,
@@ -214,7 +218,9 @@ def reorder_items(
     if json_:
         emit_json(result)
     else:
-        emit_rows(result["items"], [Column("ID", "id"), Column("ORDER", "orderIndex", "right")])
+        emit_rows(
+            result["items"], [Column("ID", "id"), Column("ORDER", "orderIndex", "right", kind="number")]
+        )
 
 
 @app.command("tree")

@@ -21,9 +21,9 @@ app = typer.Typer(
 COLUMNS = [
     Column("ID", "id"),
     Column("KEY", "key"),
-    Column("ORG", "organizationId"),
-    Column("CREATED", "createdAt"),
-    Column("REVOKED", "revokedAt"),
+    Column("ORG", "organizationId", priority=2),
+    Column("CREATED", "createdAt", kind="datetime", priority=3),
+    Column("REVOKED", "revokedAt", kind="datetime", priority=2),
 ]
 
 

@@ -48,20 +48,20 @@ def money_cell(key: str):
 
 
 LIST_COLUMNS = [
-    Column("ID", "id", justify="right"),
-    Column("NUMBER", "number"),
-    Column("STATUS", "status"),
-    Column("TITLE", "title"),
-    Column("VENDOR", lambda row: (row.get("vendor") or {}).get("name")),
-    Column("LINES", lambda row: len(row.get("line_items") or []), justify="right"),
-    Column("TOTAL", money_cell("total_amount"), justify="right"),
+    Column("ID", "id", justify="right", kind="number"),
+    Column("NUMBER", "number", kind="enum"),
+    Column("STATUS", "status", kind="enum"),
+    Column("TITLE", "title", kind="text"),
+    Column("VENDOR", lambda row: (row.get("vendor") or {}).get("name"), kind="text", priority=2),
+    Column("LINES", lambda row: len(row.get("line_items") or []), justify="right", kind="number", priority=3),
+    Column("TOTAL", money_cell("total_amount"), justify="right", kind="money"),
 ]
 LINE_COLUMNS = [
-    Column("ID", "id", justify="right"),
-    Column("DESCRIPTION", "description"),
-    Column("COST CODE", lambda row: (row.get("cost_code") or {}).get("full_code")),
-    Column("COST CODE NAME", lambda row: (row.get("cost_code") or {}).get("name")),
-    Column("AMOUNT", money_cell("amount"), justify="right"),
+    Column("ID", "id", justify="right", kind="number", priority=3),
+    Column("DESCRIPTION", "description", kind="text"),
+    Column("COST CODE", lambda row: (row.get("cost_code") or {}).get("full_code"), kind="enum"),
+    Column("COST CODE NAME", lambda row: (row.get("cost_code") or {}).get("name"), kind="text", priority=2),
+    Column("AMOUNT", money_cell("amount"), justify="right", kind="money"),
 ]
 
 

@@ -17,11 +17,11 @@ app = typer.Typer(
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("STATUS", "status"),
-    Column("PINNED", "isPinned"),
-    Column("SOWS", "sowCount", justify="right"),
-    Column("CLIENT", "clientName"),
-    Column("NAME", "name"),
+    Column("STATUS", "status", kind="enum"),
+    Column("PINNED", "isPinned", kind="flag", priority=3),
+    Column("SOWS", "sowCount", justify="right", kind="number", priority=2),
+    Column("CLIENT", "clientName", kind="text", priority=2),
+    Column("NAME", "name", kind="text"),
 ]
 Limit = Annotated[
     str | None,

@@ -67,9 +67,10 @@ def replay(
         run = service.run_local
 
     def report(failure: dict) -> None:
-        sys.stderr.write(
-            f"error: line {failure['line']}: {failure['method']} {failure['path']}: {failure['error']}\n"
-        )
+        from sowctl.render import text  # the recording's paths and errors are printed safely
+
+        line = f"line {failure['line']}: {failure['method']} {failure['path']}: {failure['error']}"
+        sys.stderr.write(f"error: {text(line)}\n")
 
     outcome = service.replay(entries, run, continue_on_error=continue_on_error, on_failure=report)
     if json_:

@@ -1,13 +1,15 @@
-"""sowctl serve: the whole HTTP API on the selected database (contract §4)."""
+"""sowctl serve: the whole HTTP API on the selected database (contract §4), the web console and /docs."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from sowctl.commands import serve_exec
 from sowctl.context import app_context
 
 
@@ -23,8 +25,8 @@ def serve(
         bool,
         typer.Option(
             "--demo",
-            help="Load the demo dataset into an empty database, and print a token, an API key "
-            "and example commands.",
+            help="Load the demo dataset into an empty database, and print a token, an API key, "
+            "a web console link and example commands.",
         ),
     ] = False,
     rate_per_minute: Annotated[
@@ -101,6 +103,29 @@ def serve(
             "--record", metavar="FILE", help="Append every successful write request to FILE (JSON lines)."
         ),
     ] = None,
+    exec_command: Annotated[
+        str | None,
+        typer.Option(
+            "--exec",
+            metavar="CMD",
+            help="Start, run CMD (a shell command) with SOWCTL_SERVER, SOWCTL_TOKEN, SOWCTL_API_KEY, "
+            "SOWCTL_ORG and SOWCTL_COMPANY set, stop, and exit with CMD's exit code.",
+        ),
+    ] = None,
+    load: Annotated[
+        Path | None,
+        typer.Option(
+            "--load",
+            metavar="FILE",
+            help="Replace the database's records with the dataset in FILE before serving (all or nothing).",
+        ),
+    ] = None,
+    export_on_exit: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-on-exit", metavar="FILE", help="Write the whole database to FILE as a dataset on stop."
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (Groups A, B and C) until Ctrl-C or SIGTERM.
 
@@ -109,10 +134,17 @@ def serve(
     demo dataset; a non-empty one that holds the demo organization just gets a
     fresh token and API key.
 
+    In a browser, URL/ is the web console (sign in with a bearer token) and
+    URL/docs the interactive API documentation.
+
     As a test double: --admin-token (or --admin) enables /_admin (reset, datasets,
     tokens, keys, faults, clock, request log); --latency and --fault-* inject delays
     and failures; --seed and --clock make ids and timestamps reproducible; --record
     FILE keeps every successful write for 'sowctl replay'.
+
+    For one run of a test suite: --load FILE starts from a dataset, --exec CMD runs
+    the suite against the server and exits with its exit code, --export-on-exit
+    FILE keeps the state for the next run.
 
     Example: sowctl serve --demo
     """
@@ -136,6 +168,8 @@ def serve(
         fixed_clock=fixed_clock,
         record=record,
     )
+    if export_on_exit is not None:
+        serve_exec.check_export_target(export_on_exit)
     context = app_context(ctx)
     context.open_local_database("serve")  # refuses --server; opens and migrates
     db_url = context.settings.database
@@ -143,11 +177,17 @@ def serve(
         from sowctl import clock
 
         clock.set_fixed_now(double["fixed_now"])  # --demo data is stamped with it too
+    if load is not None:
+        loaded = serve_exec.load_file(load)
+        sys.stderr.write(f"loaded {sum(loaded.values()):,} records from {load}\n")
     credentials = _demo_access() if demo else None
     if double["admin_token"]:
         from sowctl.testdouble.state import clear_runtime
 
         clear_runtime()  # faults and clock set through /_admin by an earlier run do not carry over
+    exec_env = serve_exec.credentials(credentials) if exec_command is not None else {}
+    if exec_command is not None and double["admin_token"]:
+        exec_env[serve_exec.ENV_ADMIN_TOKEN] = double["admin_token"]
     close_database()  # each worker opens its own connection after the fork
 
     settings = ServerSettings(
@@ -155,6 +195,8 @@ def serve(
         rate_per_day=rate_per_day,
         access_log=not quiet,
         cors_origins=tuple(cors or ()),
+        # Writes waiting for the database never hold the last thread: reads keep flowing.
+        write_slots=max(1, threads - 1),
         **double,
     )
 
@@ -163,24 +205,40 @@ def serve(
             _print(f"Admin token: {settings.admin_token}")
         _print(f"Listening on {url}")
         if credentials is not None:
-            _print(_demo_text(url, *credentials))
+            _print(_demo_text(url, *credentials, admin_token=settings.admin_token if admin else None))
 
-    try:
-        run_server(
-            partial(create_app, db_url, settings),
-            host=host,
-            port=port,
-            workers=workers,
-            threads=threads,
-            on_ready=ready,
-            access_log=not quiet,
-        )
-    except KeyboardInterrupt:  # Ctrl-C is how a foreground server is meant to stop
-        pass
-    except OSError as exc:  # the port is taken, the host is not ours...
-        from sowctl.errors import ServiceUnavailable
+    def run(also_ready: Callable[[str], None] | None = None) -> None:
+        def on_ready(url: str) -> None:
+            ready(url)
+            if also_ready is not None:
+                also_ready(url)
 
-        raise ServiceUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        try:
+            run_server(
+                partial(create_app, db_url, settings),
+                host=host,
+                port=port,
+                workers=workers,
+                threads=threads,
+                on_ready=on_ready,
+                access_log=not quiet,
+            )
+        except KeyboardInterrupt:  # Ctrl-C is how a foreground server is meant to stop
+            pass
+        except OSError as exc:  # the port is taken, the host is not ours...
+            from sowctl.errors import ServiceUnavailable
+
+            raise ServiceUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+    if exec_command is None:
+        run()
+        code = 0
+    else:
+        code = serve_exec.serve_and_exec(exec_command, run, exec_env)
+    if export_on_exit is not None:
+        serve_exec.export_file(db_url, export_on_exit)
+    if code:
+        raise typer.Exit(code)
 
 
 def _demo_access() -> tuple[str, str, bool]:
@@ -190,8 +248,13 @@ def _demo_access() -> tuple[str, str, bool]:
     return access.token, access.api_key, access.loaded
 
 
-def _demo_text(url: str, token: str, key: str, loaded: bool) -> str:
+def _demo_text(url: str, token: str, key: str, loaded: bool, *, admin_token: str | None = None) -> str:
+    """The demo's credentials, a ready console link and the lines to paste into another
+    shell. The link carries the tokens in its fragment (``#token=...``), which a browser
+    never sends to the server; a generated admin token (``--admin``) rides along, one
+    given with ``--admin-token`` is not printed."""
     import shlex
+    from urllib.parse import urlencode
 
     from sowctl.demo_data import DEMO_COMPANY, DEMO_ORG, DEMO_PROJECT_ID, DEMO_SOW
 
@@ -204,8 +267,10 @@ def _demo_text(url: str, token: str, key: str, loaded: bool) -> str:
         "SOWCTL_ORG": DEMO_ORG,
         "SOWCTL_COMPANY": DEMO_COMPANY,
     }
+    fragment = urlencode({"token": token, **({"admin": admin_token} if admin_token else {})})
     lines = [
         state,
+        f"  console:  {url}/#{fragment}",
         f"  token:    {token}",
         f"  API key:  {key}",
         f"  org:      {DEMO_ORG}",

@@ -17,10 +17,10 @@ app = typer.Typer(
 
 COLUMNS = [
     Column("ID", "id"),
-    Column("PROJECT", "projectId"),
-    Column("ITEMS", "itemCount", justify="right"),
-    Column("CREATED", "createdAt"),
-    Column("TITLE", "title"),
+    Column("PROJECT", "projectId", priority=3),
+    Column("ITEMS", "itemCount", justify="right", kind="number", priority=2),
+    Column("CREATED", "createdAt", kind="datetime", priority=2),
+    Column("TITLE", "title", kind="text"),
 ]
 
 

@@ -23,10 +23,10 @@ COLUMNS = [
     Column("ID", "id"),
     Column("TOKEN", "token"),
     Column("USER", "userId"),
-    Column("ORG", "organizationId"),
-    Column("ROLE", "role"),
-    Column("CREATED", "createdAt"),
-    Column("REVOKED", "revokedAt"),
+    Column("ORG", "organizationId", priority=2),
+    Column("ROLE", "role", kind="enum"),
+    Column("CREATED", "createdAt", kind="datetime", priority=3),
+    Column("REVOKED", "revokedAt", kind="datetime", priority=2),
 ]
 
 

@@ -39,3 +39,6 @@ ROLES: tuple[str, ...] = Role.__args__
 
 MAX_ORDER_INDEX = 2**31 - 1  # orderIndex is a 32-bit integer column
 MAX_BIGINT = 2**63 - 1  # the integer id columns are 64-bit
+# Levels of the item hierarchy: a top-level item is at level 1. Bounds what one caller can
+# make every later reader walk and encode (a chain tree nests two JSON levels per item).
+MAX_HIERARCHY_DEPTH = 100

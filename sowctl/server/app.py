@@ -1,16 +1,20 @@
 """The Bottle application, built from the operation registry (``sowctl.operations``).
 
 ``create_app`` registers one route per operation, plus ``/healthz`` and
-``/openapi.json``. Every route goes through ``Dispatcher.handle``: authenticate
+``/openapi.json``. Every API route goes through ``Dispatcher.handle``: authenticate
 by group, read and validate input, run the handler, and shape the response or
 the group's error envelope. Bottle's own errors (unknown route, wrong method)
-get the envelope of the group the path belongs to, never an HTML page.
+get the envelope of the group the path belongs to, never an HTML page. The web
+console's pages and files (``/``, ``/docs``: ``sowctl.server.console``) come last.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import bottle
@@ -19,7 +23,7 @@ import peewee as pw
 from sowctl import models, operations
 from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import check_storage
-from sowctl.errors import SowctlError
+from sowctl.errors import ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
 from sowctl.server import auth, cors
 from sowctl.server.errors import (
@@ -95,6 +99,12 @@ class Dispatcher:
         # Set when a write failed for want of storage (disk full, I/O error): /healthz
         # answers 503 until a probe write succeeds again.
         self.storage_failure: str | None = None
+        slots = settings.write_slots
+        self._write_slots = threading.BoundedSemaphore(slots) if slots else None
+        # Writes that left their slot with an answer (not a database that held them up):
+        # while this moves, waiting for a slot is ordinary queueing, not a stall.
+        self._writes_done = 0
+        self._stalled_at = -1  # _writes_done when a waiter last gave up
 
     # --- database -----------------------------------------------------------
 
@@ -122,7 +132,9 @@ class Dispatcher:
             check_declared_length(environ, self.settings.max_body_bytes)
             self.ensure_connection()
             if op.group == "B":
-                caller, company_id = auth.external_caller(environ, op.path, self.settings, headers)
+                # Counting the request against its key's rate limit is a write.
+                with self._write_slot(True):
+                    caller, company_id = auth.external_caller(environ, op.path, self.settings, headers)
             else:
                 caller, company_id = auth.bearer_caller(environ.get("HTTP_AUTHORIZATION")), None
             if op.write:
@@ -147,7 +159,8 @@ class Dispatcher:
                 limit=limit,
                 company_id=company_id,
             )
-            result = self._run(op, request)
+            with self._write_slot(op.write):
+                result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
                 total = result.total if result.total is not None else _length(result.body)
                 headers["X-Total-Count"] = str(total)
@@ -190,6 +203,40 @@ class Dispatcher:
             return op.run(request)  # retried after a serialization failure (SQLSTATE 40001)
         # Reads are safe to repeat: ride out a briefly locked database before giving up.
         return with_retries(lambda: op.handler(request), attempts=self.settings.read_attempts)
+
+    @contextlib.contextmanager
+    def _write_slot(self, writes: bool) -> Iterator[None]:
+        """Hold one of the worker's write slots (``ServerSettings.write_slots``) while a
+        write runs (never while a body is read: a slow client must not hold one). A slot
+        is waited for while writes keep finishing; after a whole ``write_slot_wait`` in
+        which none did, the database is held up (a lock taken outside sowctl) and the
+        request is refused with 503, so that this thread stays free for the reads."""
+        if not writes or self._write_slots is None:
+            yield
+            return
+        while True:
+            done = self._writes_done
+            if self._stalled_at == done:
+                # A waiter already saw no write finish for a whole wait, and none has since:
+                # refuse at once, or queued writes would each take the thread for a wait.
+                if self._write_slots.acquire(blocking=False):
+                    break
+                raise ServiceUnavailable("the database is busy; retry later")
+            if self._write_slots.acquire(timeout=self.settings.write_slot_wait):
+                break
+            if self._writes_done == done:
+                self._stalled_at = done
+                raise ServiceUnavailable("the database is busy; retry later")
+        try:
+            yield
+        except SowctlError:
+            self._writes_done += 1  # refused, but answered: the database moves
+            raise
+        else:
+            # Read and bumped without a lock: a lost increment only means one more wait.
+            self._writes_done += 1
+        finally:
+            self._write_slots.release()
 
     def healthz(self) -> bottle.HTTPResponse:
         try:
@@ -245,6 +292,10 @@ class SowctlBottle(bottle.Bottle):
             )
         if self.settings.cors_origins:
             self.route("/<path:path>", "OPTIONS", self._preflight, name="cors-preflight")
+        # The web console and /docs: after the API's routes, so no API request meets them.
+        from sowctl.server import console
+
+        console.register(self, admin=bool(self.settings.admin_token))
 
     # --- errors Bottle raises itself (routing), and the last resort -----------
 

@@ -40,6 +40,13 @@ class ServerSettings:
     # Read-only operations retry transient database failures ("database is locked")
     # this many times in all before answering 503.
     read_attempts: int = 3
+    # Write requests that may wait for the database at once in one worker process; the
+    # others queue for a slot while writes keep finishing, and are answered 503 after a
+    # whole ``write_slot_wait`` seconds in which none did (the database is held up).
+    # ``serve`` sets it to its threads minus one, so that writes queued behind a lock
+    # never hold every thread and reads keep being answered. None: no limit (in process).
+    write_slots: int | None = None
+    write_slot_wait: float = 0.5
 
     # --- the test double (``serve --admin ...``; sowctl.testdouble.layer) -------------
     # Bearer token of the /_admin API; None: no /_admin routes at all (404).

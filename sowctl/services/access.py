@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sowctl import models as m
-from sowctl.errors import Forbidden, NotFound
+from sowctl.errors import Forbidden, InvalidInput, NotFound
 from sowctl.services.lookup import Lookup, hydrate
 
 Role = Literal["viewer", "member", "admin"]
@@ -38,51 +38,70 @@ class Caller:
 
 
 # Hot path (most Group A requests start here): SQL built once, see services.lookup.
+# A SOW is found by its id within the caller's organization (ids are per organization);
+# an item or dependency by its own id, with its SOW's shown id and organization.
 _SOW_FIELDS = m.Sow._meta.sorted_fields
-_SOW = Lookup(
-    lambda sow_id: (
-        m.Sow.select(*_SOW_FIELDS, m.Project.organization).join(m.Project).where(m.Sow.id == sow_id).limit(1)
-    )
+_SOW_IN_ORG = Lookup(
+    lambda organization_id, sow_id: (
+        m.Sow.select(*_SOW_FIELDS)
+        .where((m.Sow.organization == organization_id) & (m.Sow.id == sow_id))
+        .limit(1)
+    ),
+    arity=2,
 )
 _ITEM_FIELDS = m.Item._meta.sorted_fields
 _ITEM = Lookup(
     lambda item_id: (
-        m.Item.select(*_ITEM_FIELDS, m.Sow.project, m.Project.organization)
+        m.Item.select(*_ITEM_FIELDS, m.Sow.id, m.Sow.project, m.Sow.organization)
         .join(m.Sow)
-        .join(m.Project)
         .where(m.Item.id == item_id)
         .limit(1)
     )
 )
 
 
-def _with_project(sow: m.Sow, organization_id: str) -> m.Sow:
+def _with_project(sow: m.Sow) -> m.Sow:
     """``sow.project`` as a Project holding its id and organization (no further query)."""
     sow.__rel__["project"] = hydrate(
-        m.Project, (m.Project.id, m.Project.organization), (sow.project_id, organization_id)
+        m.Project, (m.Project.id, m.Project.organization), (sow.project_id, sow.organization_id)
     )
     return sow
 
 
 def sow_for(caller: Caller, sow_id: str) -> m.Sow:
-    """The SOW if it exists and is the caller's; otherwise 404, as if it did not exist.
+    """The caller's SOW with this id; otherwise 404, as if it did not exist (another
+    organization's SOW of the same id is another SOW). ``sow.key`` is what items refer
+    to; ``sow.project.organization_id`` is loaded with it.
 
-    ``sow.project.organization_id`` is loaded with it.
+    Full rights (local mode without ``--org``) see every organization: an id that
+    several of them use must be told apart with ``--org``.
     """
-    row = _SOW.first(sow_id)
-    if row is None or not caller.sees(row[-1]):
+    if caller.organization_id is not None:
+        row = _SOW_IN_ORG.first(caller.organization_id, sow_id)
+    else:
+        rows = list(m.Sow.select(*_SOW_FIELDS).where(m.Sow.id == sow_id).limit(2).tuples())
+        if len(rows) > 1:
+            owners = sorted(m.Sow.select(m.Sow.organization).where(m.Sow.id == sow_id).tuples())
+            raise InvalidInput.for_field(
+                "sowId",
+                f"SOW {sow_id} exists in several organizations ({', '.join(o for (o,) in owners)}): "
+                "choose one with --org",
+            )
+        row = rows[0] if rows else None
+    if row is None:
         raise NotFound(f"SOW {sow_id} not found")
-    return _with_project(hydrate(m.Sow, _SOW_FIELDS, row[:-1]), row[-1])
+    return _with_project(hydrate(m.Sow, _SOW_FIELDS, row))
 
 
 def item_for(caller: Caller, item_id: str) -> m.Item:
-    """The item if it exists and is the caller's; ``item.sow.project.organization_id`` is loaded."""
+    """The item if it exists and is the caller's; ``item.sow`` (its key, shown id and
+    project) and ``item.sow.project.organization_id`` are loaded."""
     row = _ITEM.first(item_id)
     if row is None or not caller.sees(row[-1]):
         raise NotFound(f"item {item_id} not found")
-    item = hydrate(m.Item, _ITEM_FIELDS, row[:-2])
-    sow = hydrate(m.Sow, (m.Sow.id, m.Sow.project), (item.sow_id, row[-2]))
-    item.__rel__["sow"] = _with_project(sow, row[-1])
+    item = hydrate(m.Item, _ITEM_FIELDS, row[:-3])
+    sow = hydrate(m.Sow, (m.Sow.key, m.Sow.id, m.Sow.project, m.Sow.organization), (item.sow_id, *row[-3:]))
+    item.__rel__["sow"] = _with_project(sow)
     return item
 
 

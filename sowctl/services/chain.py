@@ -56,10 +56,7 @@ calculated status, as item lists do.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import peewee as pw
@@ -70,7 +67,8 @@ from sowctl.errors import InvalidInput
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, sow_for
-from sowctl.services.item_rules import calculated_statuses
+from sowctl.services.collector import collector_paused
+from sowctl.services.item_rules import calculated_statuses, nest
 
 FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external")  # the extensions a chain body adds on request
@@ -91,9 +89,9 @@ def chain_report(
     unknown = [name for name in include if name not in INCLUDES]
     if unknown:
         raise InvalidInput.for_field("include", f"unknown {unknown[0]!r} (choose from {', '.join(INCLUDES)})")
-    sow_for(caller, sow_id)
-    with _collector_paused():
-        return _report(sow_id, fmt, frozenset(include))
+    sow = sow_for(caller, sow_id)
+    with collector_paused():
+        return _report(sow, fmt, frozenset(include))
 
 
 def parse_include(text: str | None) -> tuple[str, ...]:
@@ -101,31 +99,13 @@ def parse_include(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while the report is built.
-
-    A 50,000-dependency report allocates a few hundred thousand containers that
-    all stay alive, which sets off full collections for nothing (15% of the
-    time). Only the outermost pause turns the collector back on, so concurrent
-    or nested pauses (the importer has one too) leave it as they found it.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
+def _report(sow: m.Sow, fmt: str, include: frozenset[str]) -> dict[str, Any]:
     today = clock.today()
     entries: list[dict[str, Any]] = []
     edges: list[graph.Edge] = []
     overdue: list[dict[str, Any]] = []
     critical: list[dict[str, Any]] = []
-    rows, titles = _chain_rows(sow_id)
+    rows, titles = _chain_rows(sow.key)
     # One {"id", "title"} object per item, shared by every entry that names it: a
     # tenth of the allocations on a dense SOW. The body is only ever serialised.
     refs: dict[str, dict[str, Any]] = {}
@@ -164,16 +144,16 @@ def _report(sow_id: str, fmt: str, include: frozenset[str]) -> dict[str, Any]:
     cycles, path = graph.analyse(edges)
     issues = {"circular": cycles, "overdue": overdue, "critical": critical}
     if fmt == "flat":
-        body = {"sowId": sow_id, "dependencies": entries, "issues": issues}
+        body = {"sowId": sow.id, "dependencies": entries, "issues": issues}
     else:
-        body = {"sowId": sow_id, "items": _item_tree(sow_id, entries), "issues": issues}
+        body = {"sowId": sow.id, "items": _item_tree(sow.key, entries), "issues": issues}
     if "criticalPath" in include:
         body["criticalPath"] = path
     return body
 
 
-def _chain_rows(sow_id: str) -> tuple[list[tuple], dict[str, str]]:
-    """Every dependency of the SOW, oldest first, and the titles of the items they name.
+def _chain_rows(sow_key: str) -> tuple[list[tuple], dict[str, str]]:
+    """Every dependency of the SOW (by its stored key), oldest first, and the titles of the items they name.
 
     Two plain queries (the dependencies, then the titles of the SOW's items and of
     any target in another SOW) joined in a dict: on SQLite that is three times
@@ -194,11 +174,11 @@ def _chain_rows(sow_id: str) -> tuple[list[tuple], dict[str, str]]:
             dep.external_target,
             dep.sla_date,
         )
-        .where(dep.sow == sow_id)
+        .where(dep.sow == sow_key)
         .order_by(dep.created_at, dep.id)
     )
     rows = m.database_proxy.execute(query).fetchall()
-    titles = dict(m.database_proxy.execute(_titles().where(m.Item.sow == sow_id)))
+    titles = dict(m.database_proxy.execute(_titles().where(m.Item.sow == sow_key)))
     elsewhere = sorted({row[2] for row in rows if row[2] is not None and row[2] not in titles})
     for start in range(0, len(elsewhere), _CHUNK):
         chunk = elsewhere[start : start + _CHUNK]
@@ -211,12 +191,10 @@ def _titles() -> pw.ModelSelect:
     return m.Item.select(m.Item.id, m.Item.title)
 
 
-def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The SOW's items nested by parent, each with its outgoing dependency entries.
-
-    Built without recursion: nodes are made first, then appended to their parent
-    in (orderIndex, createdAt, id) order.
-    """
+def _item_tree(sow_key: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The SOW's items nested by parent (``item_rules.nest``: no recursion, bounded
+    nesting), each with its outgoing dependency entries, siblings in (orderIndex,
+    createdAt, id) order."""
     rows = list(
         m.Item.select(
             m.Item.id,
@@ -227,7 +205,7 @@ def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any
             m.Item.order_index,
             m.Item.created_at,
         )
-        .where(m.Item.sow == sow_id)
+        .where(m.Item.sow == sow_key)
         .order_by(m.Item.order_index, m.Item.created_at, m.Item.id)
         .tuples()
     )
@@ -246,11 +224,7 @@ def _item_tree(sow_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any
         }
         for item_id, _parent, kind, status, title, _order, _created in rows
     }
-    roots: list[dict[str, Any]] = []
-    for item_id, parent, *_ in rows:
-        siblings = nodes[parent]["children"] if parent in nodes else roots
-        siblings.append(nodes[item_id])
-    return roots
+    return nest([(item_id, parent) for item_id, parent, *_ in rows], nodes)
 
 
 # --- the CI check (contract §6) ----------------------------------------------------

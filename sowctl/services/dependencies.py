@@ -95,8 +95,7 @@ def list_dependencies(
     if caller.organization_id is not None:
         query = query.join(m.Sow).join(m.Project).where(m.Project.organization == caller.organization_id)
     if sow_id is not None:
-        sow_for(caller, sow_id)
-        query = query.where(m.Dependency.sow == sow_id)
+        query = query.where(m.Dependency.sow == sow_for(caller, sow_id).key)
     if item_id is not None:
         query = query.where(m.Dependency.source_item == item_id)
     if status is not None:

@@ -20,9 +20,9 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
 from sowctl.services.access import Caller, item_for, sow_for
-from sowctl.services.item_rules import calculated_statuses
+from sowctl.services.item_rules import calculated_statuses, depth_problem
 
 _CHUNK = 500  # keeps IN (...) lists under every backend's parameter limit
 
@@ -55,6 +55,22 @@ def _subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, s
     return list(m.database_proxy.execute_sql(sql, tuple(root_ids)).fetchall())
 
 
+def item_level(item_id: str) -> int:
+    """The level of a stored item (1: top level), counted up its parents in one recursive
+    query that stops just past ``MAX_HIERARCHY_DEPTH`` (enough to refuse a child, and
+    bounded on older, deeper data or a corrupt parent loop)."""
+    table = m.Item._meta.table_name
+    parent = m.Item.parent.column_name
+    param = m.database_proxy.param
+    sql = (
+        f"WITH RECURSIVE up(id, parent, level) AS (SELECT id, {parent}, 1 FROM {table} WHERE id = {param} "
+        f"UNION ALL SELECT i.id, i.{parent}, up.level + 1 FROM {table} i JOIN up ON i.id = up.parent "
+        f"WHERE up.level <= {param}) SELECT MAX(level) FROM up"
+    )
+    row = m.database_proxy.execute_sql(sql, (item_id, MAX_HIERARCHY_DEPTH)).fetchone()
+    return int(row[0] or 0)
+
+
 def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
     """Statuses to show for ``items``: a requirement's comes from the task items below it,
     so only the subtrees of the requirements shown are read (GET of one requirement in a
@@ -67,13 +83,14 @@ def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
     return calculated_statuses(_subtree_rows(requirements))
 
 
-def to_out(item: m.Item, status: str) -> ItemOut:
+def to_out(item: m.Item, status: str, sow_id: str) -> ItemOut:
+    """The API's item; ``sow_id`` is its SOW's shown id (``item.sow_id`` is the stored key)."""
     return ItemOut(
         id=item.id,
         title=item.title,
         description=item.description,
         type=item.type,
-        sow_id=item.sow_id,
+        sow_id=sow_id,
         parent_item_id=item.parent_id,
         order_index=item.order_index,
         status=status,
@@ -83,11 +100,12 @@ def to_out(item: m.Item, status: str) -> ItemOut:
     )
 
 
-def _render(items: Sequence[m.Item]) -> list[ItemOut]:
+def _render(sow: m.Sow, items: Sequence[m.Item]) -> list[ItemOut]:
+    """Items of ``sow`` as the API shows them."""
     if not items:
         return []
-    shown = _shown_statuses(items[0].sow_id, items)
-    return [to_out(item, shown.get(item.id, item.status)) for item in items]
+    shown = _shown_statuses(sow.key, items)
+    return [to_out(item, shown.get(item.id, item.status), sow.id) for item in items]
 
 
 # --- queries ------------------------------------------------------------------
@@ -103,10 +121,10 @@ def list_items(
     limit: int | None = None,
 ) -> tuple[list[ItemOut], int]:
     """Items of a SOW in ``orderIndex`` order, with the total count before paging."""
-    sow_for(caller, sow_id)
+    sow = sow_for(caller, sow_id)
     if item_type is not None and item_type not in ITEM_TYPES:
         raise InvalidInput.for_field("type", "must be one of: requirement, task_item")
-    query = m.Item.select().where(m.Item.sow == sow_id)
+    query = m.Item.select().where(m.Item.sow == sow.key)
     if item_type is not None:
         query = query.where(m.Item.type == item_type)
     if parent_id is not None:
@@ -118,11 +136,12 @@ def list_items(
     if offset:
         query = query.offset(offset)
     items = list(query)
-    return _render(items), total if total is not None else len(items)
+    return _render(sow, items), total if total is not None else len(items)
 
 
 def get_item(caller: Caller, item_id: str) -> ItemOut:
-    return _render([item_for(caller, item_id)])[0]
+    item = item_for(caller, item_id)
+    return _render(item.sow, [item])[0]
 
 
 # --- changes ------------------------------------------------------------------
@@ -135,17 +154,20 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
         parent = None
         if data.parent_item_id is not None:
             parent = m.Item.get_or_none(m.Item.id == data.parent_item_id)
-            if parent is None or parent.sow_id != sow_id:
+            if parent is None or parent.sow_id != sow.key:
                 raise NotFound(f"parent item {data.parent_item_id} not found in SOW {sow_id}")
             if parent.type == "task_item" and data.type == "requirement":
                 raise HierarchyViolation(
                     f"a task item cannot contain a requirement (parentItemId {parent.id} is a task_item)",
                     [Issue(("parentItemId",), "a task item cannot contain a requirement")],
                 )
+            problem = depth_problem(item_level(parent.id))
+            if problem is not None:
+                raise InvalidInput.for_field("parentItemId", problem)
         order_index = data.order_index
         if order_index is None:
             siblings = m.Item.select(pw.fn.MAX(m.Item.order_index)).where(
-                (m.Item.sow == sow_id)
+                (m.Item.sow == sow.key)
                 & (m.Item.parent.is_null() if parent is None else (m.Item.parent == parent.id))
             )
             highest = siblings.scalar()
@@ -155,12 +177,19 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
                     "orderIndex", f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
                 )
         item_id = data.id or clock.new_id()
-        if data.id is not None and m.Item.get_or_none(m.Item.id == item_id) is not None:
-            raise InvalidInput.for_field("id", f"item {item_id} already exists")
+        if data.id is not None:
+            if caller.organization_id is not None:
+                # Item ids are one namespace across organizations: on a shared server a
+                # chosen id could collide with, and so reveal, another organization's item.
+                raise InvalidInput.for_field(
+                    "id", "can be chosen in local mode only; a server generates item ids"
+                )
+            if m.Item.get_or_none(m.Item.id == item_id) is not None:
+                raise InvalidInput.for_field("id", f"item {item_id} already exists")
         moment = clock.now()
         item = m.Item.create(
             id=item_id,
-            sow=sow_id,
+            sow=sow.key,
             parent=parent.id if parent else None,
             type=data.type,
             title=data.title,
@@ -171,7 +200,7 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
             created_at=moment,
             updated_at=moment,
         )
-    return to_out(item, "pending")
+    return to_out(item, "pending", sow.id)
 
 
 def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
@@ -218,7 +247,7 @@ def reorder_items(caller: Caller, sow_id: str, data: ReorderRequest) -> ReorderR
     with write_transaction(f"org:{sow.project.organization_id}"):
         known: set[str] = set()
         for chunk in _chunks(ids):
-            rows = m.Item.select(m.Item.id).where(m.Item.id.in_(chunk) & (m.Item.sow == sow_id))
+            rows = m.Item.select(m.Item.id).where(m.Item.id.in_(chunk) & (m.Item.sow == sow.key))
             known.update(item_id for (item_id,) in rows.tuples())
         missing = [item_id for item_id in ids if item_id not in known]
         if missing:

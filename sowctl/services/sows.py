@@ -38,20 +38,36 @@ def default_project(organization_id: str) -> m.Project:
 
 
 def create_sow(caller: Caller, data: SowCreate) -> SowOut:
+    """A SOW in the caller's organization (or the project's, with full rights). Its id is
+    unique within that organization only: whether another organization uses the same id
+    changes nothing in the answer."""
     caller.require_write()
     organization_id = caller.organization_id or DEFAULT_ORG_ID
+    if data.project_id is not None:
+        project = m.Project.get_or_none(m.Project.id == data.project_id)
+        if project is None or not caller.sees(project.organization_id):
+            raise NotFound(f"project {data.project_id} not found")
+        organization_id = project.organization_id
     with write_transaction(f"org:{organization_id}"):
-        if data.project_id is None:
-            project = default_project(organization_id)
-        else:
-            project = m.Project.get_or_none(m.Project.id == data.project_id)
-            if project is None or not caller.sees(project.organization_id):
-                raise NotFound(f"project {data.project_id} not found")
+        project = default_project(organization_id) if data.project_id is None else project
         sow_id = data.id or clock.new_id()
-        if m.Sow.get_or_none(m.Sow.id == sow_id) is not None:
+        taken = m.Sow.select().where((m.Sow.organization == organization_id) & (m.Sow.id == sow_id))
+        if taken.exists():
             raise InvalidInput.for_field("id", f"SOW {sow_id} already exists")
-        sow = m.Sow.create(id=sow_id, project=project.id, title=data.title, created_at=clock.now())
+        sow = _insert(sow_id, organization_id, project.id, data.title)
     return SowOut(id=sow.id, project_id=project.id, title=sow.title, created_at=sow.created_at, item_count=0)
+
+
+def _insert(sow_id: str, organization_id: str, project_id: str, title: str) -> m.Sow:
+    """Store a SOW under the key ``sow_id`` or, when another organization's SOW holds that
+    key, under a fresh one (the key is never shown). A savepoint makes the taken key no
+    error of the transaction, whichever organization's writer got there first."""
+    fields = {"id": sow_id, "organization": organization_id, "project": project_id, "title": title}
+    try:
+        with m.database_proxy.atomic():
+            return m.Sow.create(key=sow_id, created_at=clock.now(), **fields)
+    except pw.IntegrityError:
+        return m.Sow.create(key=clock.new_id(), created_at=clock.now(), **fields)
 
 
 def list_sows(caller: Caller, project_id: str | None = None) -> list[SowOut]:
@@ -61,11 +77,11 @@ def list_sows(caller: Caller, project_id: str | None = None) -> list[SowOut]:
         .join(m.Project)
         .switch(m.Sow)
         .join(m.Item, pw.JOIN.LEFT_OUTER)
-        .group_by(m.Sow.id)
-        .order_by(m.Sow.created_at, m.Sow.id)
+        .group_by(m.Sow.key)
+        .order_by(m.Sow.created_at, m.Sow.id, m.Sow.key)
     )
     if caller.organization_id is not None:
-        query = query.where(m.Project.organization == caller.organization_id)
+        query = query.where(m.Sow.organization == caller.organization_id)
     if project_id is not None:
         query = query.where(m.Sow.project == project_id)
     return [

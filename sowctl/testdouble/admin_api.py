@@ -16,7 +16,16 @@ Routes:
   ``POST /_admin/keys`` ``{"organizationId"}`` -> 201 ``{"key", "id", "organizationId"}``.
 * ``GET/PUT/POST/DELETE /_admin/faults``: show, replace, clear the latency and fault config.
 * ``GET/POST /_admin/clock``: show, or set ``{"now": timestamp}`` / unfreeze ``{"now": null}``.
-* ``GET/DELETE /_admin/requests[?limit=N]``: the last N API requests (default 100), oldest first; clear.
+* ``GET/DELETE /_admin/requests[?limit=N&method=&path=&status=&group=&caller=]``: the last N API
+  requests (default 100) that match the filters, oldest first; clear.
+* ``POST /_admin/requests/verify`` ``{pattern, "exactly"|"atLeast"|"atMost": n}``: 200 when the
+  count holds, 409 with the closest requests and what differed (``sowctl.testdouble.verify``).
+* ``GET/POST /_admin/checkpoints`` ``{"name"}``, ``POST /_admin/checkpoints/NAME/restore``,
+  ``DELETE /_admin/checkpoints/NAME``: save, restore, list and drop whole states
+  (``sowctl.testdouble.checkpoints``).
+
+Reset, replace and restore hold the gate exclusive (``sowctl.testdouble.gate``):
+requests in flight finish first, new ones wait.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from sowctl.errors import InvalidInput, Issue, Unauthorized
 from sowctl.server import auth
 from sowctl.server.http import drain_body, json_bytes, parse_query, read_json_body
 from sowctl.server.responses import json_response
+from sowctl.testdouble import verify
 from sowctl.testdouble.faults import FaultConfig
 
 if TYPE_CHECKING:
@@ -60,6 +70,11 @@ def register(app: SowctlBottle, layer: TestDouble) -> None:
         ("/_admin/clock", "POST", admin.set_clock),
         ("/_admin/requests", "GET", admin.requests),
         ("/_admin/requests", "DELETE", admin.clear_requests),
+        ("/_admin/requests/verify", "POST", admin.verify),
+        ("/_admin/checkpoints", "GET", admin.list_checkpoints),
+        ("/_admin/checkpoints", "POST", admin.save_checkpoint),
+        ("/_admin/checkpoints/<name>/restore", "POST", admin.restore_checkpoint),
+        ("/_admin/checkpoints/<name>", "DELETE", admin.delete_checkpoint),
     ]
     for path, method, handler in routes:
         app.route(path, method, admin.wrap(handler), name=f"admin {method} {path}")
@@ -74,14 +89,14 @@ class AdminApi:
 
     # --- plumbing -------------------------------------------------------------------------
 
-    def wrap(self, handler: Callable[[], Any]) -> Callable[[], bottle.HTTPResponse]:
-        def route() -> bottle.HTTPResponse:
+    def wrap(self, handler: Callable[..., Any]) -> Callable[..., bottle.HTTPResponse]:
+        def route(**params: str) -> bottle.HTTPResponse:
 
             environ = bottle.request.environ
             try:
                 self.authenticate(environ.get("HTTP_AUTHORIZATION"))
                 self.app.dispatcher.ensure_connection()
-                result = handler()
+                result = handler(**params)
                 status, body = result if isinstance(result, tuple) else (200, result)
                 return json_response(status, json_bytes(body), {})
             except Exception as exc:
@@ -110,8 +125,9 @@ class AdminApi:
     def reset(self) -> dict[str, Any]:
         from sowctl.testdouble import state
 
-        state.reset_database()
-        self.layer.restart()
+        with self.layer.gate.exclusive():
+            state.reset_database()
+            self.layer.restart()
         return {"message": "database reset"}
 
     def export(self) -> dict[str, Any]:
@@ -132,10 +148,10 @@ class AdminApi:
             )
         if not replace:
             return {"imported": import_dataset(data)}
-        with write_transaction("global"):  # reset and load together, or neither
+        with self.layer.gate.exclusive(), write_transaction("global"):  # reset and load, or neither
             state.reset_database()
             counts = import_dataset(data)
-        self.layer.restart()
+            self.layer.restart()
         return {"imported": counts}
 
     def token(self) -> tuple[int, dict[str, Any]]:
@@ -209,17 +225,55 @@ class AdminApi:
     def requests(self) -> list[dict[str, Any]]:
         from sowctl.testdouble import state
 
-        text = self.query().get("limit", str(DEFAULT_REQUESTS)).strip()
+        query = self.query()
+        text = query.get("limit", str(DEFAULT_REQUESTS)).strip()
         keep = self.settings.request_log_size
         # isascii: "²".isdigit() is true but int("²") fails; len: no int() of 5,000 digits
         if not (text.isascii() and text.isdigit() and len(text) <= 10) or not 1 <= int(text) <= 10**9:
             raise InvalidInput.for_field("limit", f"must be an integer from 1 to {keep}")
-        return state.recent_requests(min(int(text), keep))
+        pattern = verify.filter_query(query)
+        entries = [entry for entry in state.recent_requests(keep) if not pattern.differences(entry)]
+        return entries[-min(int(text), keep) :]
 
     def clear_requests(self) -> dict[str, Any]:
         from sowctl.testdouble import state
 
         return {"deleted": state.clear_requests()}
+
+    def verify(self) -> tuple[int, dict[str, Any]]:
+        from sowctl.testdouble import state
+
+        holds, report = verify.verify(self.body(), state.recent_requests(self.settings.request_log_size))
+        return (200 if holds else 409), report
+
+    # --- checkpoints ----------------------------------------------------------------------------
+
+    def list_checkpoints(self) -> list[dict[str, Any]]:
+        from sowctl.testdouble import checkpoints
+
+        return checkpoints.list_checkpoints()
+
+    def save_checkpoint(self) -> tuple[int, dict[str, Any]]:
+        from sowctl.testdouble import checkpoints
+
+        name = checkpoints.check_name(_object(self.body()).get("name"))
+        with self.layer.gate.exclusive():  # one consistent state, even on PostgreSQL
+            return 201, checkpoints.save(name)
+
+    def restore_checkpoint(self, name: str) -> dict[str, Any]:
+        from sowctl.testdouble import checkpoints
+
+        with self.layer.gate.exclusive():
+            restored = checkpoints.restore(name)
+            self.layer.restart()
+            self.layer.sync()
+        return restored
+
+    def delete_checkpoint(self, name: str) -> dict[str, Any]:
+        from sowctl.testdouble import checkpoints
+
+        checkpoints.delete(name)
+        return {"deleted": name}
 
 
 def _object(body: Any) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 ``create_app`` installs it only when a test-double option is on
 (``ServerSettings.test_double``); otherwise requests go straight to Bottle and
-cost nothing extra. Per request, in this order:
+cost nothing extra. The web console's pages and files (``/``, ``/docs``,
+``sowctl.server.console``) pass straight through, as ``/healthz`` does. Per request,
+in this order:
 
 1. **Shared state.** With the admin API on, the run-time settings that
    ``/_admin/faults`` and ``/_admin/clock`` store in the database are read (one
@@ -35,12 +37,14 @@ from urllib.parse import parse_qsl
 import bottle
 
 from sowctl import clock
-from sowctl.redaction import redact, redact_value
+from sowctl.redaction import is_secret_header, redact, redact_value
 from sowctl.server import auth, cors
+from sowctl.server.console import is_console_path
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
 from sowctl.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
+from sowctl.testdouble.gate import Gate
 from sowctl.testdouble.recorder import MUTATING, Recorder
 
 if TYPE_CHECKING:
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 ADMIN_PREFIX = "/_admin"
 NEVER_FAULTED = ("/healthz",)
+MAX_HEADER_CHARS = 512  # per header value in the request log
 
 
 def install(app: SowctlBottle) -> TestDouble:
@@ -90,6 +95,8 @@ class TestDouble:
         self._count_left: int | None = None  # a start-up config's count, kept in this process
         self._now = self.settings.fixed_now
         self._clock_raw: str | None = None
+        # Reset, replace and restore wait for requests in flight (sowctl.testdouble.gate).
+        self.gate = Gate(app.dispatcher.database)
         self.restart()
 
     def restart(self) -> None:
@@ -158,12 +165,20 @@ class TestDouble:
     def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
         path = request_path(environ)
-        if path in NEVER_FAULTED:
+        if path in NEVER_FAULTED or is_console_path(path):  # the console must load to show a fault
             return self.inner(environ, start_response)
         self.sync()
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if is_admin_path(path):
             return self.inner(environ, start_response)
+        if not self.shared:  # without /_admin nothing replaces the database under a request
+            return self._api(environ, start_response, path, method, started)
+        with self.gate.shared():
+            return self._api(environ, start_response, path, method, started)
+
+    def _api(
+        self, environ: dict, start_response: Callable[..., Any], path: str, method: str, started: float
+    ) -> Iterable[bytes]:
         fault: dict[str, Any] | None = None
         faults = self._faults
         if faults.active and method != "OPTIONS" and faults.matches(method, path):
@@ -303,6 +318,7 @@ class TestDouble:
                 "response_body": response_text,
                 "response_truncated": response_truncated,
                 "fault": _json_or_none(fault),
+                "headers": _json_or_none(request_headers(environ)),
             }
             self.app.dispatcher.ensure_connection()
             state.log_request(entry, self.settings.request_log_size)
@@ -370,6 +386,21 @@ def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
         return {"userId": token.user_id, "organizationId": token.organization_id, "role": token.role}
     except Exception:  # a broken database: the request log shows no identity
         return None
+
+
+def request_headers(environ: dict) -> dict[str, str] | None:
+    """The request's headers (lower-case names) without any credential one, values redacted."""
+    found: dict[str, str] = {}
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            name = key[5:].replace("_", "-").lower()
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            name = key.replace("_", "-").lower()
+        else:
+            continue
+        if not is_secret_header(name):
+            found[name] = redact(str(value))[:MAX_HEADER_CHARS]
+    return found or None
 
 
 def _request_id(environ: dict) -> str:

@@ -10,7 +10,8 @@ Everything here lives in the database so that every worker process of one
   missing row means "as the server was started".
 * The request log (``RequestLog``) keeps the last ``keep`` API requests, their
   bodies masked (fields such as ``token`` or ``password`` become ``"***"``) and
-  truncated to ``MAX_BODY_CHARS``. Credentials headers are never stored.
+  truncated to ``MAX_BODY_CHARS``, and the request headers without any credential
+  header (``redaction.is_secret_header``).
 """
 
 from __future__ import annotations
@@ -172,4 +173,5 @@ def _entry_out(row: m.RequestLog) -> dict[str, Any]:
         "responseBody": _body_out(row.response_body, row.response_truncated),
         "responseBodyTruncated": row.response_truncated,
         "fault": json.loads(row.fault) if row.fault else None,
+        "headers": json.loads(row.headers) if row.headers else {},
     }

@@ -19,13 +19,17 @@ STARTUP_TIMEOUT = 30.0
 class Server:
     """``sowctl --db DB serve --port 0 ARGS`` in its own process group.
 
-    ``quiet`` adds ``--quiet`` (no access log). Output is collected by threads:
+    ``quiet`` adds ``--quiet`` (no access log); ``env`` adds environment variables (the
+    caller's own ``SOWCTL_*`` ones are not passed on). Output is collected by threads:
     ``stdout_lines``, ``stderr_lines``; ``admin_token`` is read from ``--admin``'s
     line; ``client`` is an httpx client on ``url``.
     """
 
-    def __init__(self, db: str | Path, *args: str, quiet: bool = True) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    def __init__(
+        self, db: str | Path, *args: str, quiet: bool = True, env: dict[str, str] | None = None
+    ) -> None:
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+        env = {**inherited, **(env or {})}
         env["PYTHONUNBUFFERED"] = "1"
         command = [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0"]
         self.process = subprocess.Popen(

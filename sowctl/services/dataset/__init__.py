@@ -30,8 +30,8 @@ batches sized under SQLite's variable limit, all inside one transaction.
 """
 
 from sowctl.services.dataset.exporter import export_dataset
-from sowctl.services.dataset.importer import gc_paused, import_dataset
+from sowctl.services.dataset.importer import import_dataset
 from sowctl.services.dataset.validation import validate_dataset
 from sowctl.services.dataset.writer import BATCH_ROWS
 
-__all__ = ["BATCH_ROWS", "export_dataset", "gc_paused", "import_dataset", "validate_dataset"]
+__all__ = ["BATCH_ROWS", "export_dataset", "import_dataset", "validate_dataset"]

@@ -212,7 +212,13 @@ def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
     return result
 
 
+def _export_items(kind: str) -> list[dict[str, Any]]:
+    """Items name their SOW by its shown id, not by the stored key (``models.Sow``)."""
+    return _select(kind, extra={"sowId": m.Sow.id}, join=(m.Sow,))
+
+
 _EXPORTERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
+    "items": _export_items,
     "clients": _export_clients,
     "budgetViewSnapshots": _export_snapshots,
     "purchaseOrders": _export_purchase_orders,

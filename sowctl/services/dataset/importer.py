@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import defaultdict
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Sequence
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -16,8 +14,9 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.schemas import dataset as s
-from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
+from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
 from sowctl.services.dataset.finance_checks import FinanceChecks
 from sowctl.services.dataset.problems import _Problems
@@ -27,6 +26,8 @@ from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
     ordering_edge,  # the one rule for before/after (contract §7.2)
 )
+from sowctl.services.item_rules import depth_problem
+from sowctl.services.items import item_level
 
 
 def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str, int]:
@@ -34,7 +35,7 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
 
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
     """
-    with gc_paused():
+    with collector_paused():
         records = validate_dataset(data)
         with write_transaction("import"):
             importer = _Importer(records, clock.now())
@@ -48,21 +49,6 @@ def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str,
                     m.FinancialProject.po_high_water.is_null(False)
                 ).execute()
         return importer.counts()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hundreds of thousands of new, long-lived objects would set off the cyclic collector
-    over and over (a third of the import time) for nothing: they are garbage only at the end.
-    Nests: only the outermost pause turns the collector back on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
@@ -118,10 +104,11 @@ class _Importer(FinanceChecks):
         return self._load(m.Project.id, m.Project.organization)
 
     @cached_property
-    def db_sows(self) -> dict[str, str]:
+    def db_sows(self) -> list[tuple[str, str, str]]:
+        """(key, id, organization) of every stored SOW."""
         if self.database_empty:
-            return {}
-        return dict(m.Sow.select(m.Sow.id, m.Project.organization).join(m.Project).tuples())
+            return []
+        return list(m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.organization).tuples())
 
     @cached_property
     def db_items(self) -> dict[str, tuple[str, str]]:
@@ -202,13 +189,8 @@ class _Importer(FinanceChecks):
         client_org, contact_client = self._clients(organizations)
         project_org = self._projects(organizations, client_org, contact_client)
 
-        sows = records["sows"]
-        self._owned("sows", "SOW", "projectId", project_org, self.db_sows, "project")
-        _stamp(sows, now, "created_at")
-        self._flat("sows", sows)
-        sow_org = {**self.db_sows, **{r.id: project_org.get(r.project_id) for r in sows}}
-
-        item_info = self._items(sow_org)
+        sow_org, sow_keys = self._sows(project_org)
+        item_info = self._items(sow_org, sow_keys)
         self._dependencies(item_info, sow_org)
 
         # Group B
@@ -300,14 +282,65 @@ class _Importer(FinanceChecks):
         self._flat("projects", records)
         return {**self.db_projects, **{r.id: r.organization_id for r in records}}
 
-    def _items(self, sow_org: dict[str, str]) -> dict[str, tuple[str, str]]:
-        """Hierarchy checks, then rows in an order that puts every parent before its children."""
+    def _sows(self, project_org: dict[str, str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """SOW ids are unique per organization (``models.Sow``): checks, keys, rows.
+
+        Returns the organization of every SOW key (file and database), and the keys each
+        shown id names, for the items: the file's SOWs of that id if it has any, else
+        the database's.
+        """
+        kind, records = "sows", self.records["sows"]
+        taken = {key for key, _, _ in self.db_sows}
+        stored = {(org, sow_id) for _, sow_id, org in self.db_sows}
+        where: dict[tuple[str, str], int] = {}
+        sow_org = {key: org for key, _, org in self.db_sows}
+        in_file: dict[str, list[str]] = defaultdict(list)
+        rows = []
+        getter = _getter(kind)
+        _stamp(records, self.now, "created_at")
+        for i, r in enumerate(records):
+            org = project_org.get(r.project_id)
+            if org is None:
+                self._missing(kind, i, r.id, "projectId", "project", r.project_id)
+            elif (org, r.id) in where:
+                self.problems.add(kind, i, r.id, "id", f"duplicate id (also {kind}[{where[org, r.id]}])")
+            elif (org, r.id) in stored:
+                self.problems.add(kind, i, r.id, "id", f"SOW {r.id} already exists in the database")
+            else:
+                where[org, r.id] = i
+            key = r.id if r.id not in taken else clock.new_id()
+            taken.add(key)
+            sow_org[key] = org
+            in_file[r.id].append(key)
+            rows.append((*getter(r), key, org))
+        self._table(kind, rows, extra=(m.Sow.key, m.Sow.organization))
+        sow_keys: dict[str, list[str]] = defaultdict(list)
+        for key, sow_id, _ in self.db_sows:
+            sow_keys[sow_id].append(key)
+        sow_keys.update(in_file)
+        return sow_org, sow_keys
+
+    def _items(self, sow_org: dict[str, str], sow_keys: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
+        """Hierarchy checks, then rows in an order that puts every parent before its children.
+
+        Each item's ``sowId`` is replaced by its SOW's key first (what the row stores)."""
         records = self.records["items"]
         position = self._unique("items", "item", records, self.db_items)
         db_items, add = self.db_items, self.problems.add
+        unplaced: set[int] = set()
         for i, r in enumerate(records):
-            if r.sow_id not in sow_org:
+            keys = sow_keys.get(r.sow_id, [])
+            if len(keys) == 1:
+                r.sow_id = keys[0]
+                continue
+            unplaced.add(i)
+            if keys:
+                message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
+                add("items", i, r.id, "sowId", message)
+            else:
                 self._missing("items", i, r.id, "sowId", "SOW", r.sow_id)
+        for i, r in enumerate(records):
+            if i in unplaced:
                 continue  # its parent's SOW cannot be compared: one problem is enough
             parent_id = r.parent_item_id
             if parent_id is None:
@@ -329,12 +362,50 @@ class _Importer(FinanceChecks):
             elif parent_type == "task_item" and r.type == "requirement":
                 message = f"a task item cannot contain a requirement ({parent_id} is a task_item)"
                 add("items", i, r.id, "parentItemId", message)
+        for i, level in self._levels(records, position).items():
+            problem = depth_problem(level - 1)
+            if problem is not None:
+                add("items", i, records[i].id, "parentItemId", problem)
         order = self._parents_first(records, position)
         self._fill_order_indexes(records)
         _stamp(records, self.now, "created_at", "updated_at")
         getter = _getter("items")
         self._table("items", [getter(records[i]) for i in order])
         return {**db_items, **{r.id: (r.sow_id, r.type) for r in records}}
+
+    def _levels(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> dict[int, int]:
+        """Level (1: top level) of each record that has one, up through the file's items and
+        then the database's. Items on a parent loop have none (``_parents_first`` reports
+        the loop); a missing parent counts as none (reported already)."""
+        known: dict[str, int] = {}
+        levels: dict[int, int] = {}
+        for i, r in enumerate(records):
+            if position.get(r.id) != i:
+                continue  # a repeated or already stored id: reported already
+            chain: list[str] = []
+            on_chain: set[str] = set()
+            node: str | None = r.id
+            # Past the limit the exact level no longer matters: stop there (bounded work).
+            while node in position and node not in known and node not in on_chain:
+                if len(chain) > MAX_HIERARCHY_DEPTH:
+                    break
+                chain.append(node)
+                on_chain.add(node)
+                node = records[position[node]].parent_item_id
+            if node in on_chain:
+                continue
+            if node in known:
+                base = known[node]
+            elif len(chain) > MAX_HIERARCHY_DEPTH:
+                base = 0
+            elif node is not None and node in self.db_items:
+                base = known[node] = item_level(node)
+            else:
+                base = 0
+            for k, item_id in enumerate(reversed(chain), start=1):
+                known[item_id] = base + k
+            levels[i] = known[r.id]
+        return levels
 
     def _parents_first(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> list[int]:
         """Indexes of ``records``, parents before children; parent loops are problems."""

@@ -1,0 +1,138 @@
+"""Tables and records on a terminal, drawn by Rich within the widths ``layout.fit`` chose.
+
+Every cell is a Rich ``Text`` of safe text (markup in a value is shown, not read).
+Columns of ids, enums, dates and money are exactly as wide as their widest cell and
+never wrap; text columns are shortened with ``…``. Columns left out to fit are named
+under the table; rows that cannot fit even so are shown as blocks of "NAME value" lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sowctl.output import layout
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from sowctl.render import Column
+
+
+def print_table(
+    console: Console,
+    rows: Sequence[dict],
+    columns: Sequence[Column],
+    *,
+    title: str | None = None,
+    footer: dict | None = None,
+) -> None:
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    from sowctl.render import TEXT, shown, styled
+
+    cells = [[_cell(col, row, shown, TEXT) for col in columns] for row in rows]
+    footers = [shown(footer.get(col.header)) if footer else "" for col in columns]
+    needs = []
+    for i, col in enumerate(columns):
+        whole = [cell_len(col.header), cell_len(footers[i])]
+        text = [cell_len(row[i][0]) for row in cells if row[i][1]]
+        whole += [cell_len(row[i][0]) for row in cells if not row[i][1]]
+        needs.append(layout.need(whole, text, col.priority))
+    fit = layout.fit(needs, console.width)
+    if fit is None:
+        _print_records(console, rows, columns, cells, footers, title)
+        return
+    table = Table(
+        title=styled(title) if title else None,
+        box=box.SIMPLE,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        show_footer=footer is not None,
+        header_style="bold",
+    )
+    for i in fit.shown:
+        col = columns[i]
+        table.add_column(
+            Text(col.header),
+            footer=Text(footers[i], overflow="ellipsis", no_wrap=True),
+            justify=col.justify,  # type: ignore[arg-type]
+            width=fit.widths[i],
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+    for row, raw in zip(cells, rows, strict=True):
+        table.add_row(*(_text(row[i][0], columns[i], raw) for i in fit.shown))
+    console.print(table)
+    if not rows:
+        console.print(Text("no results", style="dim"))
+    if fit.hidden:
+        names = ", ".join(columns[i].header.lower().replace(" ", "-") for i in fit.hidden)
+        console.print(
+            Text(f"not shown at {console.width} columns: {names} (--columns to choose)", style="dim")
+        )
+
+
+def _cell(col: Column, row: dict, shown: Any, text_kind: str) -> tuple[str, bool]:
+    kind = col.kind_of(row)
+    return shown(col.get(row), kind), kind == text_kind
+
+
+def _text(content: str, col: Column, row: dict) -> Any:
+    from rich.text import Text
+
+    style = col.style(row) if col.style else None
+    return Text(content, style=style or "", no_wrap=True, overflow="ellipsis")
+
+
+def _print_records(
+    console: Console,
+    rows: Sequence[dict],
+    columns: Sequence[Column],
+    cells: list[list[tuple[str, bool]]],
+    footers: list[str],
+    title: str | None,
+) -> None:
+    """Each row as a block of "NAME value" lines: nothing is cut, whatever the width."""
+    from rich.text import Text
+
+    from sowctl.render import styled
+
+    if title:
+        console.print(styled((title, "bold")))
+    for n, (row, raw) in enumerate(zip(cells, rows, strict=True)):
+        if n or title:
+            console.print()
+        shown = [i for i in range(len(columns)) if row[i][0]]  # an empty value says nothing here
+        print_record(
+            console,
+            [(columns[i].header, row[i][0]) for i in shown],
+            styles=[columns[i].style(raw) if columns[i].style else None for i in shown],
+        )
+    if any(footers):
+        console.print()
+        print_record(console, [(col.header, footers[i]) for i, col in enumerate(columns) if footers[i]])
+    if not rows:
+        console.print(Text("no results", style="dim"))
+
+
+def print_record(
+    console: Console, pairs: Sequence[tuple[str, str]], *, styles: Sequence[str | None] | None = None
+) -> None:
+    """NAME value lines; a long value wraps under itself, an id longer than the line folds."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from sowctl.render import text
+
+    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    for n, (name, value) in enumerate(pairs):
+        style = styles[n] if styles else None
+        table.add_row(Text(text(name)), Text(text(value), style=style or ""))
+    console.print(table)

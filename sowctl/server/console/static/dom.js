@@ -1,0 +1,67 @@
+// Building the page without ever handing a string to an HTML parser: every string becomes a text node, so item titles
+// and anything else a user typed are shown as typed and never parsed as markup.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function build(element, attrs, children) {
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") {
+      element.addEventListener(name.slice(2), value);
+    } else if (name === "text") {
+      element.textContent = String(value);
+    } else {
+      element.setAttribute(name, value === true ? "" : String(value));
+    }
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return element;
+}
+
+/** An HTML element: h("a", {href: "#/"}, "text", otherNode). */
+export function h(tag, attrs, ...children) {
+  return build(document.createElement(tag), attrs, children);
+}
+
+/** Replace an element's content (null, undefined and false children are left out). */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  return build(element, {}, children);
+}
+
+/** An SVG element, the same way. */
+export function svg(tag, attrs, ...children) {
+  return build(document.createElementNS(SVG_NS, tag), attrs, children);
+}
+
+/** A definition list of [label, value] pairs; values left out when empty. */
+export function fields(pairs) {
+  const list = h("dl", { class: "fields" });
+  for (const [label, value] of pairs) {
+    if (value === undefined || value === null || value === "") continue;
+    list.append(h("dt", {}, label), h("dd", {}, value));
+  }
+  return list;
+}
+
+/** A short message for a person (errors in red). */
+export function notice(text, kind = "info") {
+  return h("p", { class: `notice ${kind}`, role: kind === "error" ? "alert" : "status" }, text);
+}
+
+/** Pretty JSON for a <pre>, or the text as it is. */
+export function prettyBody(value) {
+  if (value === undefined || value === null) return "(empty)";
+  if (typeof value === "string") return value;
+  return JSON.stringify(value, null, 2);
+}
+
+/** Local date and time of an ISO timestamp, for display; the text itself when it does not parse. */
+export function when(text) {
+  if (!text) return "";
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? String(text) : date.toLocaleString();
+}

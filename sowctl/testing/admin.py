@@ -1,0 +1,199 @@
+"""``AdminClient``: the ``/_admin`` API of ``sowctl serve --admin`` from Python, for test suites.
+
+Every method raises ``AdminError`` (with the server's message) on an unexpected
+answer, except ``verify``, which is an assertion: it raises ``VerificationError``
+(an ``AssertionError``, so pytest reports it as a test failure) whose message says
+what was expected, what was found, and how the closest recorded requests differed:
+
+    expected exactly 1 request matching POST /api/sow/*/items with body {"title": "Walls"}, found 0
+    closest recorded requests:
+      #4 POST /api/sow/sow-1/items -> 201
+         body.title: expected "Walls", got "Wall"
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+
+class AdminError(Exception):
+    """The admin API refused a request (the message is the server's)."""
+
+
+class VerificationError(AssertionError):
+    """A request verification that did not hold; ``report`` is the server's JSON."""
+
+    def __init__(self, message: str, report: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class AdminClient:
+    """The admin API at ``url`` with ``admin_token``."""
+
+    def __init__(self, url: str, admin_token: str, *, timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=timeout
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, method: str, path: str, expect: tuple[int, ...] = (200, 201), **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        if response.status_code not in expect:
+            raise AdminError(f"{method} {path}: HTTP {response.status_code}: {_error_text(response)}")
+        return response.json() if response.content else None
+
+    # --- data and credentials ------------------------------------------------------------
+
+    def reset(self) -> None:
+        self._send("POST", "/_admin/reset")
+
+    def load(self, dataset: dict[str, Any], *, replace: bool = False) -> dict[str, int]:
+        params = {"replace": "true"} if replace else None
+        return self._send("POST", "/_admin/dataset", params=params, json=dataset)["imported"]
+
+    def export(self) -> dict[str, Any]:
+        return self._send("GET", "/_admin/dataset")
+
+    def token(self, user_id: str, organization_id: str, role: str = "member") -> str:
+        body = {"userId": user_id, "organizationId": organization_id, "role": role}
+        return self._send("POST", "/_admin/tokens", json=body)["token"]
+
+    def api_key(self, organization_id: str) -> str:
+        return self._send("POST", "/_admin/keys", json={"organizationId": organization_id})["key"]
+
+    # --- faults and clock ---------------------------------------------------------------------
+
+    def set_faults(self, config: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+        """Replace the fault config: ``set_faults(rate=1, status=503, count=2, routes=["GET /projects"])``."""
+        return self._send("PUT", "/_admin/faults", json={**(config or {}), **fields})
+
+    def clear_faults(self) -> None:
+        self._send("DELETE", "/_admin/faults")
+
+    def freeze_clock(self, now: str | None) -> dict[str, Any]:
+        """Freeze the service clock at ``now`` (a timestamp), or let it run again (None)."""
+        return self._send("POST", "/_admin/clock", json={"now": now})
+
+    # --- checkpoints --------------------------------------------------------------------------
+
+    def checkpoint(self, name: str) -> dict[str, Any]:
+        return self._send("POST", "/_admin/checkpoints", json={"name": name})
+
+    def restore(self, name: str) -> dict[str, Any]:
+        return self._send("POST", f"/_admin/checkpoints/{name}/restore")
+
+    def checkpoints(self) -> list[dict[str, Any]]:
+        return self._send("GET", "/_admin/checkpoints")
+
+    def delete_checkpoint(self, name: str) -> None:
+        self._send("DELETE", f"/_admin/checkpoints/{name}")
+
+    # --- the request log ----------------------------------------------------------------------
+
+    def requests(self, limit: int = 100, **filters: Any) -> list[dict[str, Any]]:
+        """The last requests matching ``method``, ``path`` (fnmatch), ``status``, ``group``, ``caller``."""
+        params = {"limit": str(limit), **{k: str(v) for k, v in filters.items() if v is not None}}
+        return self._send("GET", "/_admin/requests", params=params)
+
+    def clear_requests(self) -> None:
+        self._send("DELETE", "/_admin/requests")
+
+    def verify(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        *,
+        query: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        body: Any = ...,
+        status: int | str | None = None,
+        group: str | None = None,
+        caller: str | None = None,
+        exactly: int | None = None,
+        at_least: int | None = None,
+        at_most: int | None = None,
+    ) -> dict[str, Any]:
+        """Assert that the server received requests matching the pattern (default: at least one).
+
+        ``body`` is a subset of the request body. Returns the report when it holds;
+        raises ``VerificationError`` with the near-miss report when it does not.
+        """
+        __tracebackhide__ = True  # pytest: the failure points at the test's line, not here
+        pattern: dict[str, Any] = {
+            "method": method,
+            "path": path,
+            "query": query,
+            "headers": headers,
+            "status": status,
+            "group": group,
+            "caller": caller,
+            "exactly": exactly,
+            "atLeast": at_least,
+            "atMost": at_most,
+        }
+        pattern = {key: value for key, value in pattern.items() if value is not None}
+        if body is not ...:
+            pattern["body"] = body
+        response = self._http.post("/_admin/requests/verify", json=pattern)
+        if response.status_code == 200:
+            return response.json()
+        if response.status_code != 409:
+            raise AdminError(
+                f"POST /_admin/requests/verify: HTTP {response.status_code}: {_error_text(response)}"
+            )
+        report = response.json()
+        raise VerificationError(near_miss_message(report), report)
+
+
+def near_miss_message(report: dict[str, Any]) -> str:
+    """The text of a failed verification: what was expected, and the closest requests."""
+    lines = [report.get("error", "request verification failed")]
+    closest = report.get("closest") or []
+    if closest:
+        lines.append("closest recorded requests:")
+        for entry in closest:
+            lines.append(f"  {_request_line(entry)}")
+            lines.extend(f"     {difference}" for difference in entry.get("differences", []))
+    elif report.get("requests"):
+        lines.append("matching requests:")
+        lines.extend(f"  {_request_line(entry)}" for entry in report["requests"])
+    else:
+        lines.append("no request was recorded (the request log is empty)")
+    return "\n".join(lines)
+
+
+def _request_line(entry: dict[str, Any]) -> str:
+    query = entry.get("query") or {}
+    target = entry.get("path", "?") + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+    status = entry.get("status")
+    line = (
+        f"#{entry.get('id')} {entry.get('method')} {target} -> {status if status is not None else 'dropped'}"
+    )
+    body = entry.get("requestBody")
+    if body is not None:
+        text = json.dumps(body, ensure_ascii=False)
+        line += f"  body {text if len(text) <= 100 else text[:97] + '...'}"
+    return line
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return body["error"]
+    return json.dumps(body)[:200]

@@ -1,0 +1,253 @@
+"""The pytest plugin of sowctl (entry point ``pytest11``: active once sowctl is installed).
+
+Fixtures (used only by the tests that ask for them):
+
+* ``sowctl_server`` (session): ``sowctl serve`` on a free port with the admin API on,
+  stopped by its PID at the end; attributes ``url``, ``admin_token``, ``admin``. Under
+  pytest-xdist each worker has its own server and database.
+* ``sowctl_service`` (per test): a clean state with the test's dataset, a fresh token
+  and API key; attributes ``url``, ``token``, ``api_key``, ``org``, ``company``,
+  ``client`` (a ``sowctl.Client``) and ``admin`` (an ``AdminClient``: faults, clock,
+  checkpoints, ``verify``...). The state is a dataset load the first time, and a
+  checkpoint restore for every later test with the same dataset (milliseconds).
+
+Markers: ``sowctl_dataset(path_or_dict, user=, org=, company=, role=)`` (a path is
+relative to the test file), ``sowctl_faults(**config)`` (the ``/_admin/faults`` JSON),
+``sowctl_latency(ms)`` or ``sowctl_latency(min_ms, max_ms)``, ``sowctl_clock(timestamp)``.
+
+Options: ``--sowctl-db URL`` (a database the tests own, usually PostgreSQL: it is emptied;
+under xdist each worker uses ``NAME_gwN``, created when missing) and ``--sowctl-server URL``
+(an already running ``sowctl serve --admin-token T``; the token from
+``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # imported when a test asks for a fixture: pytest runs without sowctl stay fast
+    from sowctl.testing.admin import AdminClient
+    from sowctl.testing.server import SowctlServer
+
+CHECKPOINT_PREFIX = "pytest-"
+MARKERS = (
+    "sowctl_dataset(dataset, user=None, org=None, company=None, role='member'): the dataset "
+    "(a JSON file relative to the test file, or a dict) that sowctl_service starts from",
+    "sowctl_faults(**config): faults for this test, as PUT /_admin/faults takes them "
+    "(rate, status, mode, routes, count, latencyMs)",
+    "sowctl_latency(ms, max_ms=None): latency added to every API request in this test",
+    "sowctl_clock(timestamp): the service clock, frozen at this time for this test",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sowctl", "sowctl serve as a test double")
+    group.addoption(
+        "--sowctl-db",
+        metavar="URL",
+        help="Serve from this database (a PostgreSQL URL; the tests empty it) instead of a temp SQLite file.",
+    )
+    group.addoption(
+        "--sowctl-server",
+        metavar="URL",
+        help="Use this running 'sowctl serve --admin-token T' instead of starting one.",
+    )
+    group.addoption(
+        "--sowctl-admin-token",
+        metavar="TOKEN",
+        default=os.environ.get("SOWCTL_ADMIN_TOKEN"),
+        help="The admin token of --sowctl-server (default: SOWCTL_ADMIN_TOKEN).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
+
+
+# --- the server -------------------------------------------------------------------------------
+
+
+@dataclass
+class ServerHandle:
+    """What ``sowctl_server`` gives: where the server is and how to administer it."""
+
+    url: str
+    admin_token: str
+    admin: AdminClient
+    process: SowctlServer | None = None  # None for --sowctl-server
+    prepared: set[str] = field(default_factory=set)  # checkpoints this session saved
+
+
+@pytest.fixture(scope="session")
+def sowctl_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerHandle]:
+    """``sowctl serve`` with the admin API on, for the whole session (one per xdist worker)."""
+    from sowctl.testing.admin import AdminClient
+    from sowctl.testing.server import SowctlServer
+
+    config = request.config
+    url = config.getoption("--sowctl-server")
+    if url:
+        token = config.getoption("--sowctl-admin-token")
+        if not token:
+            raise pytest.UsageError(
+                "--sowctl-server needs --sowctl-admin-token TOKEN (or SOWCTL_ADMIN_TOKEN)"
+            )
+        with AdminClient(url, token) as admin:
+            yield ServerHandle(url.rstrip("/"), token, admin)
+        return
+    directory = tmp_path_factory.mktemp("sowctl")
+    database = config.getoption("--sowctl-db") or str(directory / "sowctl.db")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and config.getoption("--sowctl-db"):
+        database = _worker_database(database, worker)
+    server = SowctlServer(database, directory / "server.log")
+    try:
+        with AdminClient(server.url, server.admin_token) as admin:
+            yield ServerHandle(server.url, server.admin_token, admin, server)
+    finally:
+        server.stop()
+
+
+def _worker_database(url: str, worker: str) -> str:
+    """``NAME_gwN`` on the same PostgreSQL server, created when missing (a SQLite file: ``FILE-gwN``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not url.startswith(("postgres://", "postgresql://")):
+        path = Path(url.removeprefix("sqlite:///"))
+        return str(path.with_name(f"{path.stem}-{worker}{path.suffix}"))
+    parts = urlsplit(url)
+    name = f"{parts.path.lstrip('/') or 'postgres'}_{worker}"
+    try:
+        import psycopg2
+    except ImportError:
+        raise pytest.UsageError(
+            "--sowctl-db with pytest-xdist needs psycopg2 (pip install 'sowctl[postgres]')"
+        ) from None
+    conn = psycopg2.connect(url)
+    conn.autocommit = True  # CREATE DATABASE cannot run in a transaction
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+            if cursor.fetchone() is None:
+                cursor.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        conn.close()
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+# --- one test's service -----------------------------------------------------------------------
+
+
+@dataclass
+class Service:
+    """What ``sowctl_service`` gives one test."""
+
+    url: str
+    token: str | None
+    api_key: str | None
+    org: str | None
+    company: str | None
+    client: Any  # sowctl.Client
+    admin: AdminClient
+
+
+@pytest.fixture
+def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) -> Iterator[Service]:
+    """A clean state with the test's dataset (marker ``sowctl_dataset``), faults, latency and clock."""
+    from sowctl.client import Client
+
+    admin = sowctl_server.admin
+    dataset, options = _dataset(request)
+    _prepare(sowctl_server, dataset)
+    _apply_markers(request, admin)
+    user, org, company = _identity(dataset, options)
+    token = admin.token(user, org, options.get("role", "member")) if user and org else None
+    api_key = admin.api_key(org) if org else None
+    client = Client(sowctl_server.url, token=token, api_key=api_key, org=org, company=company, retries=0)
+    try:
+        yield Service(sowctl_server.url, token, api_key, org, company, client, admin)
+    finally:
+        client.close()
+
+
+def _dataset(request: pytest.FixtureRequest) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    marker = request.node.get_closest_marker("sowctl_dataset")
+    if marker is None:
+        return None, {}
+    if len(marker.args) != 1:
+        raise pytest.UsageError("sowctl_dataset takes one dataset: a JSON file path or a dict")
+    source = marker.args[0]
+    if isinstance(source, dict):
+        return source, dict(marker.kwargs)
+    path = Path(source)
+    if not path.is_absolute():
+        path = Path(request.node.path).parent / path
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), dict(marker.kwargs)
+    except (OSError, ValueError) as exc:
+        raise pytest.UsageError(f"sowctl_dataset: cannot read {path}: {exc}") from None
+
+
+def _prepare(server: ServerHandle, dataset: dict[str, Any] | None) -> None:
+    """The dataset's state: restored from its checkpoint, or loaded once and checkpointed."""
+    text = json.dumps(dataset, sort_keys=True, separators=(",", ":"))
+    name = CHECKPOINT_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:24]
+    if name in server.prepared:
+        server.admin.restore(name)
+        return
+    if dataset is None:
+        server.admin.reset()
+    else:
+        server.admin.load(dataset, replace=True)
+    server.admin.checkpoint(name)
+    server.prepared.add(name)
+
+
+def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient) -> None:
+    faults: dict[str, Any] = {}
+    marker = request.node.get_closest_marker("sowctl_faults")
+    if marker is not None:
+        faults.update(marker.kwargs)
+    marker = request.node.get_closest_marker("sowctl_latency")
+    if marker is not None:
+        faults["latencyMs"] = list(marker.args) if len(marker.args) == 2 else marker.args[0]
+    if faults:
+        admin.set_faults(faults)
+    marker = request.node.get_closest_marker("sowctl_clock")
+    if marker is not None:
+        admin.freeze_clock(marker.args[0])
+
+
+def _identity(
+    dataset: dict[str, Any] | None, options: dict[str, Any]
+) -> tuple[str | None, str | None, str | None]:
+    """(user, organization, company): the marker's, else the dataset's first of each."""
+    dataset = dataset or {}
+    org = options.get("org") or _first(dataset.get("organizations"), "id")
+    users = [u for u in dataset.get("users") or [] if isinstance(u, dict) and u.get("organizationId") == org]
+    user = options.get("user") or _first(users, "id")
+    if org and not user:
+        user = "pytest-user"  # a token needs a user; the admin API creates it
+    companies = [
+        c for c in dataset.get("companies") or [] if isinstance(c, dict) and c.get("organizationId") == org
+    ]
+    company = options.get("company") or _first(companies, "id")
+    return user, org, company
+
+
+def _first(records: Any, key: str) -> str | None:
+    for record in records or []:
+        if isinstance(record, dict) and record.get(key) is not None:
+            return str(record[key])
+    return None

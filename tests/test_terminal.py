@@ -1,0 +1,237 @@
+"""The CLI in a real pseudo-terminal: ids, enum values and money are never broken.
+
+The demo dataset is loaded with every item and dependency id replaced by a uuid
+(what a real database holds), then each listing runs on a pty of 80 and of 120
+columns. Every id and amount must appear whole on one line, and no line may be
+wider than the terminal. The 80-column runs are in the quick loop; the rest are marked slow.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+
+from sowctl import demo_data, money
+from tests.support.terminal import run_in_terminal
+
+SOW = demo_data.DEMO_SOW
+PROJECT = str(demo_data.DEMO_PROJECT_ID)
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    env.update({"SOWCTL_CONFIG": str(tmp / "config.toml"), "SOWCTL_PAGER": "", "TZ": "UTC"})
+    env.pop("NO_COLOR", None)  # colours on, as in a person's terminal (codes are removed before asserting)
+    return env
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A database holding the demo dataset, its item and dependency ids made uuids."""
+    tmp = tmp_path_factory.mktemp("terminal")
+    data = demo_data.demo_dataset(datetime.date(2026, 11, 25))
+    text = json.dumps(data)
+    for record in data["items"] + data["dependencies"]:
+        new = str(uuid.uuid5(uuid.NAMESPACE_URL, record["id"]))
+        text = text.replace(json.dumps(record["id"]), json.dumps(new))
+    (tmp / "demo.json").write_text(text)
+    env = _env(tmp)
+    db = tmp / "demo.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "sowctl", "--db", str(db), "import", str(tmp / "demo.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return db, env
+
+
+def _json(demo, *args: str):
+    db, env = demo
+    done = subprocess.run(
+        [sys.executable, "-m", "sowctl", "--db", str(db), *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _items(demo) -> list[str]:
+    return [item["id"] for item in _json(demo, "items", "list", SOW)]
+
+
+def _deps(demo) -> list[str]:
+    values = []
+    for dep in _json(demo, "deps", "list", "--sow", SOW):
+        values += [dep["id"], dep["sourceItemId"], *([] if dep["isExternal"] else [dep["targetItemId"]])]
+        values += [
+            dep["dependencyType"],
+            dep["riskLevel"],
+            dep["status"],
+            *filter(None, [dep.get("slaDate")]),
+        ]
+    return values
+
+
+def _chain(demo) -> list[str]:
+    values = []
+    for entry in _json(demo, "chain", "show", SOW)["dependencies"]:
+        values += [entry["id"], entry["sourceItem"]["id"], entry["dependencyType"], entry["status"]]
+        if entry["targetItem"].get("id"):
+            values.append(entry["targetItem"]["id"])
+    return values
+
+
+def _snapshot(demo) -> list[str]:
+    detail = _json(demo, "budgets", "snapshot", "21", "--project", PROJECT)["data"]
+    keys = ("original_budget", "current_budget", "committed", "spent", "projected_total", "variance")
+    values = [money.display(line[key]) for line in detail["line_items"] for key in keys]
+    values += [line["code"] for line in detail["line_items"]]
+    return values + [money.display(detail["totals"][key]) for key in keys]
+
+
+def _projects(demo) -> list[str]:
+    return [project["id"] for project in _json(demo, "projects", "list")["projects"]]
+
+
+LISTINGS = {
+    "items list": (["items", "list", SOW], _items),
+    "deps list": (["deps", "list", "--sow", SOW], _deps),
+    "chain show": (["chain", "show", SOW], _chain),
+    "budgets snapshot": (["budgets", "snapshot", "21", "--project", PROJECT], _snapshot),
+    "projects list": (["projects", "list"], _projects),
+}
+
+
+@pytest.mark.parametrize(
+    "columns", [80, pytest.param(120, marks=pytest.mark.slow), pytest.param(160, marks=pytest.mark.slow)]
+)
+@pytest.mark.parametrize("name", list(LISTINGS))
+def test_every_id_and_amount_is_whole_on_one_line(demo, name, columns):
+    args, expected = LISTINGS[name]
+    db, env = demo
+    code, screen = run_in_terminal(["--db", str(db), *args], columns=columns, env=env)
+    assert code == 0, screen
+    lines = screen.splitlines()
+    too_wide = [line for line in lines if cell_len(line) > columns]
+    assert not too_wide, "\n".join(too_wide)
+    values = expected(demo)
+    assert values
+    broken = [value for value in values if not any(value in line for line in lines)]
+    assert not broken, f"split or cut at {columns} columns: {broken}\n{screen}"
+
+
+def test_a_wide_terminal_shows_a_table_with_titles_shortened(demo):
+    db, env = demo
+    code, screen = run_in_terminal(["--db", str(db), "items", "list", SOW], columns=80, env=env)
+    assert code == 0
+    lines = screen.splitlines()
+    assert lines[0].split() == ["ID", "TYPE", "STATUS", "TITLE"]  # ORDER and PARENT left out to fit
+    assert any(line.rstrip().endswith("…") for line in lines)  # a long title shortened, not wrapped
+    assert "not shown at 80 columns: order, parent (--columns to choose)" in screen
+    # one line per item: the table has a header, its rule, 17 rows and the note
+    assert len([line for line in lines if line.strip()]) == 2 + 17 + 1
+
+
+def test_a_table_that_cannot_fit_becomes_records(demo):
+    db, env = demo
+    code, screen = run_in_terminal(["--db", str(db), "deps", "list", "--sow", SOW], columns=80, env=env)
+    assert code == 0
+    dep = _json(demo, "deps", "list", "--sow", SOW)[0]
+    block = screen.split("\n\n")[0].splitlines()
+    assert block[0].split() == ["ID", dep["id"]]
+    assert block[1].split() == ["SOURCE", dep["sourceItemId"]]
+
+
+def test_dates_are_readable_with_their_zone_on_a_terminal_and_iso_when_piped(demo):
+    db, env = demo
+    args = ["--db", str(db), "budgets", "snapshots", "--project", PROJECT]
+    created = _json(demo, "budgets", "snapshots", "--project", PROJECT)["data"][0]["created_at"]
+    moment = datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    _, screen = run_in_terminal(args, columns=120, env={**env, "TZ": "Asia/Tokyo"})
+    assert f"{moment.astimezone(datetime.timezone(datetime.timedelta(hours=9))):%Y-%m-%d %H:%M} JST" in screen
+    assert created not in screen
+    piped = subprocess.run([sys.executable, "-m", "sowctl", *args], env=env, capture_output=True, text=True)
+    assert created in piped.stdout
+
+
+# --- the pager ------------------------------------------------------------------------------
+
+
+def _pager(tmp_path: Path) -> tuple[str, Path]:
+    seen = tmp_path / "paged.txt"
+    return f"{sys.executable} -c \"import sys; open({str(seen)!r}, 'w').write(sys.stdin.read())\"", seen
+
+
+def test_long_output_on_a_terminal_goes_through_the_pager(demo, tmp_path):
+    db, env = demo
+    pager, seen = _pager(tmp_path)
+    code, screen = run_in_terminal(
+        ["--db", str(db), "items", "list", SOW], columns=120, rows=10, env={**env, "SOWCTL_PAGER": pager}
+    )
+    assert code == 0
+    assert seen.exists(), screen
+    assert _items(demo)[0] in seen.read_text()
+    assert _items(demo)[0] not in screen  # the pager had it, not the terminal
+
+
+@pytest.mark.slow
+def test_pager_variable_precedence_and_no_pager(demo, tmp_path):
+    db, env = demo
+    pager, seen = _pager(tmp_path)
+    args = ["--db", str(db), "items", "list", SOW]
+    # PAGER is used when SOWCTL_PAGER is not set
+    env_pager = {k: v for k, v in env.items() if k != "SOWCTL_PAGER"}
+    run_in_terminal(args, columns=120, rows=10, env={**env_pager, "PAGER": pager})
+    assert seen.exists()
+    seen.unlink()
+    # --no-pager, an empty SOWCTL_PAGER, and short output: straight to the terminal
+    _, screen = run_in_terminal(
+        [*args, "--no-pager"], columns=120, rows=10, env={**env, "SOWCTL_PAGER": pager}
+    )
+    assert not seen.exists() and _items(demo)[0] in screen
+    _, screen = run_in_terminal(
+        args, columns=120, rows=10, env={**env_pager, "SOWCTL_PAGER": "", "PAGER": pager}
+    )
+    assert not seen.exists() and _items(demo)[0] in screen
+    _, screen = run_in_terminal(args, columns=120, rows=100, env={**env, "SOWCTL_PAGER": pager})
+    assert not seen.exists() and _items(demo)[0] in screen
+
+
+@pytest.mark.slow
+def test_piped_output_never_pages(demo, tmp_path):
+    db, env = demo
+    pager, seen = _pager(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "sowctl", "--db", str(db), "items", "list", SOW],
+        env={**env, "SOWCTL_PAGER": pager, "LINES": "5"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and not seen.exists()
+    assert len(done.stdout.splitlines()) == 17
+
+
+@pytest.mark.slow
+def test_a_pager_that_does_not_exist_still_shows_the_output(demo):
+    db, env = demo
+    code, screen = run_in_terminal(
+        ["--db", str(db), "items", "list", SOW],
+        columns=120,
+        rows=10,
+        env={**env, "SOWCTL_PAGER": "no-such-pager-here"},
+    )
+    assert code == 0
+    assert "pager 'no-such-pager-here' not found" in screen
+    assert _items(demo)[0] in screen
