@@ -90,8 +90,8 @@ class AppContext:
                 raise
             from sowctl.commands._fields import speak_cli
 
-            sent = {**(params or {}), **(query or {}), **(body if isinstance(body, dict) else {})}
-            raise speak_cli(exc, sent) from None
+            sent = {**(query or {}), **(body if isinstance(body, dict) else {})}
+            raise speak_cli(exc, sent, params) from None
 
     def open_local_database(self, command: str, *, write: bool = True) -> None:
         """Admin commands work on the database itself, so they refuse remote mode."""

@@ -16,10 +16,11 @@ class LocalBackend:
         self.db_url = db
         self.chosen = chosen  # named by --db/SOWCTL_DB/a profile: its directory is not created
         # --org scopes Groups B and C (their API takes an organization) and the SOW commands
-        # (which organization a new SOW goes to); items, dependencies and chains are reached
-        # by id in local mode, with full rights on every organization of the file.
+        # (which organization a new SOW goes to). Items, dependencies and chains are reached
+        # with full rights on every organization of the file: --org only tells apart a SOW
+        # id that several organizations use, it never hides a record.
         self.scoped = Caller.local(org)
-        self.caller = Caller.local()
+        self.caller = Caller.local(prefers=org)
         self.company = company
         self._opened = False
 

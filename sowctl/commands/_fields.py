@@ -54,6 +54,9 @@ OPTION_FOR: dict[str, str] = {
     "clientId": "--client",
 }
 
+# Path parameter -> the command's argument that gives it (commands take these ids positionally).
+ARGUMENT_FOR: dict[str, str] = {"sowId": "SOW_ID", "itemId": "ITEM_ID", "dependencyId": "DEPENDENCY_ID"}
+
 # Path parameter -> the word the API's "not found" messages use for it.
 NOUN_FOR: dict[str, str] = {"itemId": "item", "dependencyId": "dependency", "sowId": "SOW"}
 
@@ -71,27 +74,35 @@ def suggestion(value: object, choices: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def speak_cli(error: InvalidInput, sent: Mapping[str, Any]) -> InvalidInput:
-    """``error`` reworded with the options the user typed; ``sent`` maps API fields to values."""
+def speak_cli(
+    error: InvalidInput, sent: Mapping[str, Any], path: Mapping[str, str] | None = None
+) -> InvalidInput:
+    """``error`` reworded with the options the user typed; ``sent`` maps API fields (query
+    and body) to values, ``path`` the path parameters (the command's arguments)."""
+    path = path or {}
     match = _QUERY_PARAMETER.match(error.message)
     if match:
-        message = _part(match.group(1), match.group(2), match.group(3), sent) or error.message
+        message = _part(match.group(1), match.group(2), match.group(3), sent, path) or error.message
     else:
         parts = error.message.split("; ")
-        message = "; ".join(_reworded(part, sent) or part for part in parts)
+        message = "; ".join(_reworded(part, sent, path) or part for part in parts)
     if message == error.message:
         return error
     return InvalidInput(message, error.issues)
 
 
-def _reworded(part: str, sent: Mapping[str, Any]) -> str | None:
+def _reworded(part: str, sent: Mapping[str, Any], path: Mapping[str, str]) -> str | None:
     match = _FIELD.match(part)
     if not match:
         return None
-    return _part(match.group(1), match.group(2), match.group(3), sent)
+    return _part(match.group(1), match.group(2), match.group(3), sent, path)
 
 
-def _part(field: str, rest: str, problem: str, sent: Mapping[str, Any]) -> str | None:
+def _part(
+    field: str, rest: str, problem: str, sent: Mapping[str, Any], path: Mapping[str, str]
+) -> str | None:
+    if field in path and field not in sent:
+        return f"invalid {ARGUMENT_FOR.get(field, field)} {path[field]!r}: {problem}"
     option = OPTION_FOR.get(field)
     if option is None:
         return None
