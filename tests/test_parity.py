@@ -85,15 +85,15 @@ def _drop_other_organizations_sows(path: Path) -> None:
     try:
         with database.atomic():
             sows = [
-                s.id for s in m.Sow.select().join(m.Project).where(m.Project.organization == demo.GLOBEX_ORG)
-            ]
+                s.key for s in m.Sow.select().where(m.Sow.organization == demo.GLOBEX_ORG)
+            ]  # storage keys
             items = [i.id for i in m.Item.select().where(m.Item.sow.in_(sows))]
             m.Dependency.delete().where(
                 m.Dependency.source_item.in_(items) | m.Dependency.target_item.in_(items)
             ).execute()
             m.Item.update(parent=None).where(m.Item.id.in_(items)).execute()
             m.Item.delete().where(m.Item.id.in_(items)).execute()
-            m.Sow.delete().where(m.Sow.id.in_(sows)).execute()
+            m.Sow.delete().where(m.Sow.key.in_(sows)).execute()
     finally:
         database.close()
         m.database_proxy.initialize(None)
