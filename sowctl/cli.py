@@ -106,7 +106,8 @@ def root(
             "--org",
             envvar="SOWCTL_ORG",
             help="Organization id (Group B). Local mode: scopes po, budgets, contracts, "
-            "projects, clients and sows, not items, deps or chain.",
+            "projects, clients and sows; for items, deps and chain it only tells apart a SOW id "
+            "that several organizations use.",
         ),
     ] = None,
     company: Annotated[
