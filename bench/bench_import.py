@@ -83,7 +83,13 @@ def measure_cli(dataset_file: Path, db_path: Path) -> tuple[float, float]:
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - wall
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # ru_maxrss of children: the largest child so far (KiB on Linux); every run imports the same file.
+    global CLI_PEAK_MB
+    CLI_PEAK_MB = max(CLI_PEAK_MB, after.ru_maxrss / 1024)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+CLI_PEAK_MB = 0.0  # peak resident memory of a `sowctl import` process
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         wall, cpu = min(timing.wall), min(timing.cpu)
         print(f"best {name}: {wall:.2f}s wall ({records / wall:,.0f} records/s), {cpu:.2f}s CPU "
               f"({records / cpu:,.0f} records/s)")  # fmt: skip
+    ratio = CLI_PEAK_MB / size_mb
+    print(f"cli import peak memory: {CLI_PEAK_MB:.0f} MB, {ratio:.1f}x the {size_mb:.1f} MB file")
     if args.write:
         write_section(args.write, section(args, records, size_mb, timings))
         print(f"wrote the '{SECTION}' section of {args.write}")

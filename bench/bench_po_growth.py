@@ -36,7 +36,7 @@ def order_body(dataset: dict) -> PurchaseOrderIn:
     order = dataset["purchaseOrders"][0]
     return PurchaseOrderIn.model_validate(
         {
-            "project_id": order["project_id"],
+            "project_id": str(order["project_id"]),  # the spec sends it as a string
             "commitment_id": order["commitment_id"],
             "vendor_id": order["vendor"]["id"],
             "status": "draft",

@@ -1,6 +1,9 @@
 -- wrk script: POST /api/dependencies, cycling through precomputed item pairs.
 --
---   wrk -s bench/post_dependencies.lua URL -- PAIRS_FILE TOKEN
+--   wrk -s bench/post_dependencies.lua URL -- PAIRS_FILE TOKEN STRIDE
+--
+-- A line may name a third field, the token to send that pair with (pairs spread over
+-- several organizations, each with its own token); otherwise TOKEN is used.
 --
 -- PAIRS_FILE has one "source target" pair per line, each a depends_on from a later to
 -- an earlier item of one SOW (in the dataset's creation order, which every ordering
@@ -24,9 +27,9 @@ local stride = 1
 function init(args)
   local path, token = args[1], args[2]
   for line in io.lines(path) do
-    local source, target = line:match("^(%S+)%s+(%S+)$")
+    local source, target, own = line:match("^(%S+)%s+(%S+)%s*(%S*)$")
     if source then
-      table.insert(pairs_list, { source, target })
+      table.insert(pairs_list, { source, target, own ~= "" and own or nil })
     end
   end
   assert(#pairs_list > 0, "no pairs in " .. tostring(path))
@@ -43,5 +46,9 @@ function request()
   local body = string.format(
     '{"sourceItemId":"%s","targetItemId":"%s","dependencyType":"depends_on","riskLevel":"low"}',
     pair[1], pair[2])
-  return wrk.format(nil, "/api/dependencies", nil, body)
+  local headers = nil
+  if pair[3] then
+    headers = { ["Authorization"] = "Bearer " .. pair[3], ["Content-Type"] = "application/json" }
+  end
+  return wrk.format(nil, "/api/dependencies", headers, body)
 end

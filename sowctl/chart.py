@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sowctl.output.safe import clean
+
 RED = "#d62728"
 ORANGE = "#ff7f0e"
 GREY = "#999999"
@@ -72,12 +74,15 @@ class _Chart:
 # --- Mermaid ---------------------------------------------------------------------
 
 
-def _mermaid_text(text: str) -> str:
-    """Text safe inside a quoted Mermaid label (entity codes for the characters it parses)."""
-    from sowctl.output.safe import clean
+def mermaid_text(text: str) -> str:
+    """Text safe inside a quoted Mermaid label (entity codes for the characters it parses).
 
-    text = clean(" ".join(str(text).split()))
-    for char, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;")):
+    Control characters are made harmless by ``output.safe.clean`` (line breaks become
+    spaces, so a label cannot end its line and start a statement of its own); a backtick
+    would open a Markdown string.
+    """
+    text = " ".join(clean(str(text)).split())
+    for char, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
         text = text.replace(char, code)
     return text
 
@@ -87,21 +92,21 @@ def to_mermaid(report: dict[str, Any]) -> str:
     chart = _Chart(report)
     lines = [
         "flowchart LR",
-        f"  %% dependency chain of SOW {_mermaid_text(chart.sow_id)} (sowctl chain show --format mermaid)",
+        f"  %% dependency chain of SOW {mermaid_text(chart.sow_id)} (sowctl chain show --format mermaid)",
         "  %% red: critical, orange: overdue, dashed: related_to, grey: resolved or cancelled",
     ]
     for key, (short, title, external) in chart.nodes.items():
         if external:
-            lines.append(f'  {short}[/"{_mermaid_text(title)}"/]')
+            lines.append(f'  {short}[/"{mermaid_text(title)}"/]')
         else:
-            lines.append(f'  {short}["{_mermaid_text(title)}<br/>{_mermaid_text(key)}"]')
+            lines.append(f'  {short}["{mermaid_text(title)}<br/>{mermaid_text(key)}"]')
     styles = []
     for index, (source, target, entry) in enumerate(chart.edges):
         if entry["status"] == "cancelled" or entry["dependencyType"] == "related_to":
             arrow = "-.->"
         else:
             arrow = "==>" if entry["id"] in chart.critical or entry["id"] in chart.overdue else "-->"
-        lines.append(f'  {source} {arrow}|"{_mermaid_text(chart.label(entry))}"| {target}')
+        lines.append(f'  {source} {arrow}|"{mermaid_text(chart.label(entry))}"| {target}')
         colour = chart.colour(entry)
         if colour is not None:
             width = "1px" if colour == GREY else "3px"

@@ -59,12 +59,21 @@ def new_secret(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(32)
 
 
-def format_timestamp(moment: datetime | None) -> str | None:
+def format_timestamp(moment: datetime | str | None) -> str | None:
+    """The API's form of a stored moment: a naive UTC datetime, an aware one, or the text
+    SQLite keeps (``YYYY-MM-DD HH:MM:SS``, maybe with ``.ffffff``), which a page of items
+    re-punctuates instead of parsing 200 times."""
     if moment is None:
         return None
+    if isinstance(moment, str):
+        if len(moment) in (19, 26) and moment[10] == " " and moment[19:20] in ("", "."):
+            return f"{moment[:10]}T{moment[11:19]}Z"
+        moment = datetime.fromisoformat(moment)
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.strftime(TIMESTAMP_FORMAT)
+    # isoformat: what TIMESTAMP_FORMAT describes, five times faster than strftime, and with
+    # the four-digit year ISO 8601 wants before year 1000.
+    return moment.isoformat(timespec="seconds") + "Z"
 
 
 def parse_clock(text: object, field: str) -> datetime:

@@ -256,6 +256,26 @@ def _v6_sow_ids_per_organization(database: pw.Database) -> None:
     migrate(*operations)
 
 
+def _v7_item_list_order_index(database: pw.Database) -> None:
+    """The item index in list order (``services.item_pages``): ``(sow_id, order_index,
+    created_at, id)`` replaces ``(sow_id, order_index)``, a prefix of it."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.Item._meta.table_name
+    wanted = ["sow_id", "order_index", "created_at", "id"]
+    indexes = database.get_indexes(table)
+    migrator = SchemaMigrator.from_database(database)
+    operations = []
+    if not any(index.columns == wanted for index in indexes):
+        operations.append(migrator.add_index(table, tuple(wanted), False))
+    operations += [
+        migrator.drop_index(table, index.name)
+        for index in indexes
+        if index.columns == ["sow_id", "order_index"] and not index.unique
+    ]
+    migrate(*operations)
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
@@ -264,6 +284,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v4_po_high_water,
     _v5_request_log_headers,
     _v6_sow_ids_per_organization,
+    _v7_item_list_order_index,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

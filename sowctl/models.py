@@ -138,7 +138,13 @@ class Item(BaseModel):
     topo_rank = pw.BigIntegerField(null=True, index=True)
 
     class Meta:
-        indexes = ((("sow", "order_index"), False), (("parent", "order_index"), False))
+        # (sow, order_index, created_at, id) is the list order: a page's ids come from the
+        # index alone, OFFSET skips index entries without reading rows or sorting (schema v7,
+        # which replaced an index on (sow, order_index)).
+        indexes = (
+            (("sow", "order_index", "created_at", "id"), False),
+            (("parent", "order_index"), False),
+        )
 
 
 class Dependency(BaseModel):

@@ -13,7 +13,7 @@ from sowctl.errors import InvalidInput, NotFound
 from sowctl.schemas.dependencies import ChainFlat, ChainTree
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
-from sowctl.services import chain, graph, items, sows
+from sowctl.services import chain_risks, graph, items, sows
 from sowctl.services.access import Caller
 
 NOW = datetime(2026, 3, 16, 12, 0, 0)
@@ -327,32 +327,29 @@ def test_deep_chain_is_reported_without_recursion() -> None:
 
 
 def test_parse_fail_on() -> None:
-    assert chain.parse_fail_on(None) == ("circular", "critical", "overdue")
-    assert chain.parse_fail_on("blocked, Critical,blocked") == ("blocked", "critical")
+    assert chain_risks.parse_fail_on(None) == ("circular", "critical", "overdue")
+    assert chain_risks.parse_fail_on("blocked, Critical,blocked") == ("blocked", "critical")
+    assert chain_risks.parse_fail_on("escalation,conflict,external") == ("escalation", "conflict", "external")
     for bad in ("late", "", " , "):
         with pytest.raises(InvalidInput) as caught:
-            chain.parse_fail_on(bad)
+            chain_risks.parse_fail_on(bad)
         assert caught.value.message.startswith("--fail-on: ")
 
 
 def test_check_chain_counts_every_kind_and_fails_only_on_the_named_ones(site) -> None:
     status(site["d2"], "blocked")
-    report = get_chain(site["sow"])
-    summary = chain.check_chain(report, ("circular",))
-    assert summary == {
-        "sowId": site["sow"],
-        "failOn": ["circular"],
-        "counts": {"circular": 0, "critical": 1, "overdue": 2, "blocked": 1},
-        "issues": {
-            "circular": [],
-            "critical": report["issues"]["critical"],
-            "overdue": report["issues"]["overdue"],
-            "blocked": [e for e in report["dependencies"] if e["id"] == site["d2"]],
-        },
-        "passed": True,
-    }
-    assert chain.check_chain(report, ("blocked",))["passed"] is False
-    assert chain.check_chain(report)["passed"] is False
+    report = get_chain(site["sow"], include="external,risks")
+    summary = chain_risks.check_chain(report, ("circular",))
+    assert summary["counts"] == {
+        "circular": 0, "critical": 1, "overdue": 2, "blocked": 1,
+        "escalation": 0, "conflict": 0, "external": 0,
+    }  # fmt: skip
+    assert summary["issues"]["critical"] == report["issues"]["critical"]
+    assert summary["issues"]["overdue"] == report["issues"]["overdue"]
+    assert summary["issues"]["blocked"] == [e for e in report["dependencies"] if e["id"] == site["d2"]]
+    assert (summary["failOn"], summary["passed"]) == (["circular"], True)
+    assert chain_risks.check_chain(report, ("blocked",))["passed"] is False
+    assert chain_risks.check_chain(report)["passed"] is False
 
 
 # --- with the dataset importer ------------------------------------------------------------------

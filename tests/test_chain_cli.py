@@ -10,7 +10,7 @@ from sowctl import clock, operations
 from sowctl import models as m
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
-from sowctl.services import chain, items, sows
+from sowctl.services import chain_risks, items, sows
 from sowctl.services.access import Caller
 
 NOW = datetime(2026, 3, 16, 12, 0, 0)
@@ -50,6 +50,11 @@ def flat(sow_id: str) -> dict:
     return operations.call_local("chain.get", MEMBER, query=query)
 
 
+def risk_body(sow_id: str) -> dict:
+    """The chain as `chain check` asks for it."""
+    return operations.call_local("chain.get", MEMBER, query={"sowId": sow_id, "include": "external,risks"})
+
+
 @pytest.fixture
 def risky() -> dict[str, str]:
     """A SOW with one active critical dependency, one blocked one and nothing overdue."""
@@ -84,10 +89,13 @@ def test_check_fails_on_an_active_critical_dependency(cli, risky) -> None:
         "critical\t1\tfail",
         "overdue\t0\tpass",
         "blocked\t1\tignored",
+        "escalation\t0\tignored",
+        "conflict\t0\tignored",
+        "external\t0\tignored",
         f"critical\t{r['critical']}\tCure slab ({r['b']}) depends_on Pour slab ({r['a']}) "
-        "(risk critical, active)",
+        "(risk critical, active)\tnew",
         f'blocked\t{r["blocked"]}\tStrip "formwork" ({r["c"]}) blocks Cure slab ({r["b"]}) '
-        "(risk medium, blocked)",
+        "(risk medium, blocked)\tnew",
         "result\tfailed",
     ]
     assert result.stderr == ""
@@ -101,6 +109,9 @@ def test_check_passes_on_a_clean_sow(cli, clean) -> None:
         "critical\t0\tpass",
         "overdue\t0\tpass",
         "blocked\t0\tignored",
+        "escalation\t0\tignored",
+        "conflict\t0\tignored",
+        "external\t0\tignored",
         "result\tpassed",
     ]
 
@@ -131,8 +142,11 @@ def test_check_json_summary(cli, risky) -> None:
     result = cli("chain", "check", risky["sow"], "--json", "--fail-on", "circular")
     assert result.exit_code == 0
     summary = result.json()
-    assert summary == chain.check_chain(flat(risky["sow"]), ("circular",))
-    assert summary["counts"] == {"circular": 0, "critical": 1, "overdue": 0, "blocked": 1}
+    assert summary == chain_risks.check_chain(risk_body(risky["sow"]), ("circular",))
+    assert summary["counts"] == {
+        "circular": 0, "critical": 1, "overdue": 0, "blocked": 1,
+        "escalation": 0, "conflict": 0, "external": 0,
+    }  # fmt: skip
     assert (summary["failOn"], summary["passed"]) == (["circular"], True)
 
 
@@ -156,28 +170,28 @@ def test_github_annotations(cli, risky) -> None:
 
 
 def test_annotation_text_is_escaped(risky) -> None:
-    from sowctl.commands.chain import annotations
+    from sowctl.reports.github import annotations
 
-    summary = chain.check_chain(flat(risky["sow"]))
-    summary["sowId"] = "a:b,c"
-    summary["issues"]["critical"][0]["sourceItem"]["title"] = "50%\nline"
-    line = annotations(summary)[0]
+    body = risk_body(risky["sow"])
+    body["sowId"] = "a:b,c"
+    body["issues"]["critical"][0]["sourceItem"]["title"] = "50%\nline"
+    line = annotations(chain_risks.check_chain(body))[0]
     assert line.startswith("::error title=Critical dependency in SOW a%3Ab%2Cc::")
     assert "50%25 line" in line and "\n" not in line  # a newline in a value is a space: one line
 
 
 def test_annotations_are_capped_per_kind(risky) -> None:
-    from sowctl.commands.chain import MAX_ANNOTATIONS, annotations
+    from sowctl.reports.github import MAX_ANNOTATIONS, annotations
 
-    summary = chain.check_chain(flat(risky["sow"]))
-    summary["issues"]["critical"] = summary["issues"]["critical"] * (MAX_ANNOTATIONS + 10)
+    summary = chain_risks.check_chain(risk_body(risky["sow"]))
+    summary["findings"] = summary["findings"][:1] * (MAX_ANNOTATIONS + 10)
     lines = [line for line in annotations(summary) if "Critical" in line]
     assert len(lines) == MAX_ANNOTATIONS + 1
     assert lines[-1].endswith("::10 more critical issue(s) not annotated")
 
 
 def test_check_summary_table_on_a_terminal(cli, risky, monkeypatch) -> None:
-    import sowctl.commands.chain as command
+    import sowctl.commands.chain_check as command
 
     monkeypatch.setattr(command, "is_tty", lambda: True)
     result = cli("chain", "check", risky["sow"])

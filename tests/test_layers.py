@@ -15,7 +15,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sowctl"
 # Lowest first. A module may import its own layer and those below, never one above.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("sowctl", "sowctl.errors", "sowctl.clock", "sowctl.money", "sowctl.redaction")),
-    ("storage and declarations", ("sowctl.models", "sowctl.db", "sowctl.db_guards", "sowctl.schemas")),
+    (
+        "storage and declarations",
+        ("sowctl.models", "sowctl.db", "sowctl.db_guards", "sowctl.db_prepared", "sowctl.schemas"),
+    ),
     ("domain core", ("sowctl.services", "sowctl.demo_data")),
     ("API declaration", ("sowctl.operations",)),
     (
@@ -40,6 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.render",
             "sowctl.output",
             "sowctl.chart",
+            "sowctl.reports",
             "sowctl.itemtree",
         ),
     ),

@@ -242,6 +242,12 @@ READS = [
     (("chain", "check", SOW, "--fail-on", "circular"), 0),
     (("chain", "check", SOW, "--fail-on", "nonsense"), 2),
     (("chain", "check", "sow-nope"), 3),
+    (("chain", "check", SOW, "--fail-on", "escalation,conflict,external", "--due-within", "9w"), None),
+    (("chain", "check", SOW, "--fail-on", "blocked", "--report", "sarif=-"), None),
+    (("chain", "check", SOW, "--report", "gitlab=-"), None),
+    (("chain", "ready", SOW, "--json"), 0),
+    (("chain", "blocked", SOW, "--json"), 0),
+    (("chain", "blocked", SOW), 0),
     # Group C listing
     (("projects", "list", "--json"), 0),
     (("projects", "list"), 0),
@@ -309,11 +315,13 @@ def test_remote_lists_fetch_every_page(both, monkeypatch, args):
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 TIMESTAMP = re.compile(r"\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)\b")
+# A finding's fingerprint hashes the ids it involves, so generated ids give it a fresh value too.
+FINGERPRINT = re.compile(r"\b[0-9a-f]{64}\b")
 CALLER = re.compile(r'("createdByUserId": )"(local|' + re.escape(demo.DEMO_USER) + r')"')
 
 
 def normalize(text: str, since: datetime.datetime, ids: dict[str, str]) -> str:
-    """Generated ids become <id-N> (by first appearance), fresh timestamps <now>, and the
+    """Generated ids and fingerprints become <id-N> (by first appearance), fresh timestamps <now>, and the
     acting user (``local`` in local mode, the token's user remotely) <caller>."""
 
     def new_id(match: re.Match) -> str:
@@ -324,6 +332,7 @@ def normalize(text: str, since: datetime.datetime, ids: dict[str, str]) -> str:
         return "<now>" if moment >= since else match.group(1)
 
     text = UUID.sub(new_id, text)
+    text = FINGERPRINT.sub(new_id, text)
     text = TIMESTAMP.sub(fresh, text)
     return CALLER.sub(r'\1"<caller>"', text)
 

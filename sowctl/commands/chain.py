@@ -1,10 +1,10 @@
-"""sowctl chain: a SOW's dependency chain, as a table, tree or diagram, and the CI check (contract §6)."""
+"""sowctl chain: a SOW's dependency chain as a table, tree or diagram; the CI check; ready items."""
 
 from __future__ import annotations
 
-import os
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -29,15 +29,6 @@ app = typer.Typer(
 )
 
 SowId = SowArgument
-KIND_TITLES = {
-    "circular": "Circular dependency",
-    "critical": "Critical dependency",
-    "overdue": "Overdue dependency",
-    "blocked": "Blocked dependency",
-}
-# GitHub shows only the first few annotations of a step; past this many per kind,
-# one more line says how many were left out (the summary still counts them all).
-MAX_ANNOTATIONS = 50
 
 
 class Format(StrEnum):
@@ -57,12 +48,18 @@ def _flags(report: dict) -> dict[str, str]:
     return {dep_id: ",".join(kinds) for dep_id, kinds in flags.items()}
 
 
+# The describing rules live with the risk rules (services.chain_risks); imported when used, since
+# every command module is imported at start-up and remote mode loads no service module.
 def _item(ref: dict) -> str:
-    return ref["title"] if ref.get("id") is None else f"{ref['title']} ({ref['id']})"
+    from sowctl.services.chain_risks import item_label
+
+    return item_label(ref)
 
 
 def _is_external(entry: dict) -> bool:
-    return entry.get("isExternal", entry["targetItem"].get("id") is None)
+    from sowctl.services.chain_risks import is_external
+
+    return is_external(entry)
 
 
 def _target(entry: dict) -> str:
@@ -227,104 +224,133 @@ def check(
         str | None,
         typer.Option(
             "--fail-on",
-            help="Comma-separated issue kinds that fail the check: circular, critical, overdue, "
-            "blocked (default: circular,critical,overdue).",
+            help="Comma-separated risk kinds that fail the check: circular, critical, overdue, blocked, "
+            "escalation, conflict, external (default: circular,critical,overdue).",
             show_default=False,
+        ),
+    ] = None,
+    due_within: Annotated[
+        str | None,
+        typer.Option(
+            "--due-within",
+            help="Look-ahead of the external risk: an active external dependency whose SLA date is "
+            "within this many days, e.g. 14d or 2w (default: 14d).",
+            show_default=False,
+        ),
+    ] = None,
+    report: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--report",
+            metavar="FORMAT=PATH",
+            help="Also write a report: sarif, junit, gitlab (Code Quality JSON) or markdown; PATH - for "
+            "stdout. Repeat for several.",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="Fail only on findings not listed in this baseline file."),
+    ] = None,
+    write_baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-baseline",
+            help="Write every current finding to this baseline file (and judge by it, unless --baseline "
+            "names an older one).",
+        ),
+    ] = None,
+    accepted_risks: Annotated[
+        Path | None,
+        typer.Option(
+            "--accepted-risks",
+            help="TOML file of accepted findings, each with owner, reason and expires; they fail again "
+            "once expired.",
         ),
     ] = None,
     json_: Annotated[
         bool,
-        typer.Option("--json", help='Print the summary {"sowId", "failOn", "counts", "issues", "passed"}.'),
+        typer.Option(
+            "--json",
+            help='Print the summary {"sowId", "asOf", "failOn", "dueWithinDays", "counts", "issues", '
+            '"findings", "usesBaseline", "passed"}.',
+        ),
     ] = False,
 ) -> None:
-    """Exit 1 when the SOW's chain has any issue named by --fail-on, 0 when it has none.
+    """Exit 1 when the SOW's chain has a new finding of a kind named by --fail-on, 0 when it has none.
 
-    Exit 2-5 mean the check could not run (bad option, unknown SOW = 3, ...). Piped
-    output: one line per kind (KIND, COUNT, pass/fail/ignored), one per issue
-    (KIND, DEPENDENCY_ID or "-", DESCRIPTION), then "result passed|failed". With
-    GITHUB_ACTIONS=true it also prints ::error annotations for failing kinds and
-    ::warning for the others (on stderr when --json keeps stdout for the JSON).
+    Exit 2-5 mean the check could not run (bad option, unknown SOW = 3, ...); every
+    --report file is then written with the error. Piped output: one line per kind
+    (KIND, COUNT, pass/fail/ignored), one per finding (KIND, DEPENDENCY_ID or "-",
+    DESCRIPTION, STATE: new, baseline, accepted or expired), then "result passed|failed".
+    With GITHUB_ACTIONS=true it also prints ::error annotations for failing findings
+    (::warning and ::notice for the others; on stderr when stdout carries JSON or a
+    report) and appends the Markdown report to $GITHUB_STEP_SUMMARY when that is set.
 
     Example: sowctl chain check sow-1 --fail-on circular,critical
     """
-    from sowctl.services.chain import check_chain, parse_fail_on
+    from sowctl.commands.chain_check import CheckOptions, run
 
-    kinds = parse_fail_on(fail_on)  # before any call: a typo is exit 2 even for a missing SOW
-    summary = check_chain(_chain(ctx, sow_id, "flat"), kinds)
-    if json_:
-        emit_json(summary)
-    elif is_tty():
-        _summary_table(summary)
-    else:
-        _summary_lines(summary)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        stream = sys.stderr if json_ else sys.stdout
-        for line in annotations(summary):
-            stream.write(line + "\n")
-    raise typer.Exit(0 if summary["passed"] else 1)
+    options = CheckOptions(fail_on, due_within, report or [], baseline, write_baseline, accepted_risks, json_)
+    raise typer.Exit(run(ctx, sow_id, options))
 
 
-def describe(kind: str, issue: Any, *, with_id: bool = True) -> str:
-    """One line for an issue: a cycle's path, or a dependency and what it links."""
-    if kind == "circular":
-        return "circular dependency: " + " -> ".join([*issue, issue[0]])
-    return (
-        f"{issue['id'] + ': ' if with_id else ''}{_item(issue['sourceItem'])} {issue['dependencyType']} "
-        f"{_target(issue) if _is_external(issue) else _item(issue['targetItem'])} "
-        f"(risk {issue['riskLevel']}, {issue['status']})"
+def _readiness(ctx: typer.Context, sow_id: str) -> dict:
+    from sowctl.services.chain_risks import INCLUDE, readiness
+
+    return readiness(_chain(ctx, sow_id, "tree", INCLUDE))
+
+
+@app.command("ready")
+def ready(ctx: typer.Context, sow_id: SowId, json_: Json = False) -> None:
+    """Task items that can start: not completed or cancelled, every prerequisite completed.
+
+    A prerequisite is what an open (active or blocked) dependency makes the item wait for:
+    the target of its depends_on, prerequisite or successor dependencies (an item, or an
+    external party until the dependency is resolved), the source of a blocks dependency
+    on it. Piped: ID, STATUS, TITLE per item. --json: {"sowId", "ready": [...]}.
+
+    Example: sowctl chain ready sow-1
+    """
+    found = _readiness(ctx, sow_id)
+    columns = [Column("ID", "id"), Column("STATUS", "status"), Column("TITLE", "title")]
+    emit_rows(
+        found["ready"],
+        columns,
+        json_mode=json_,
+        body={"sowId": found["sowId"], "ready": found["ready"]},
+        title=f"Ready task items of SOW {found['sowId']}",
     )
 
 
-def _summary_lines(summary: dict) -> None:
-    for kind, count in summary["counts"].items():
-        verdict = ("fail" if count else "pass") if kind in summary["failOn"] else "ignored"
-        sys.stdout.write(f"{kind}\t{count}\t{verdict}\n")
-    for kind, found in summary["issues"].items():
-        for issue in found:
-            dep_id = "-" if kind == "circular" else text(issue["id"])
-            sys.stdout.write(f"{kind}\t{dep_id}\t{text(describe(kind, issue, with_id=False))}\n")
-    sys.stdout.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
+def _waits_for(row: dict) -> str:
+    return ", ".join(
+        f"{w['itemId']} ({w['status']})" if "itemId" in w else f"external: {w['title']} ({w['status']})"
+        for w in row["waitsFor"]
+    )
 
 
-def _summary_table(summary: dict) -> None:
-    from rich.table import Table
+@app.command("blocked")
+def blocked(ctx: typer.Context, sow_id: SowId, json_: Json = False) -> None:
+    """Task items still waiting, each with what it waits for (the opposite of chain ready).
 
-    from sowctl.render import styled
+    Piped: ID, STATUS, TITLE, WAITS_FOR (item ids or external parties, each with its status)
+    per item. --json: {"sowId", "waiting": [{..., "waitsFor": [{"dependencyId", "itemId",
+    "title", "status"}]}]} (no itemId for an external party; its status is the dependency's).
 
-    out = console()
-    table = Table(title=styled(f"Dependency check of SOW {summary['sowId']}"), header_style="bold")
-    for header in ("ISSUE", "COUNT", "FAILS THE CHECK", "RESULT"):
-        table.add_column(header, justify="right" if header == "COUNT" else "left")
-    for kind, count in summary["counts"].items():
-        checked = kind in summary["failOn"]
-        result = ("[bold red]fail[/]" if count else "[green]pass[/]") if checked else "[dim]ignored[/]"
-        table.add_row(kind, str(count), "yes" if checked else "no", result)
-    out.print(table)
-    for kind, found in summary["issues"].items():
-        for issue in found:
-            style = "red" if kind in summary["failOn"] else "yellow"
-            out.print(styled((kind, style), " " + describe(kind, issue)))
-    out.print("[bold green]passed[/]" if summary["passed"] else "[bold red]failed[/]")
-
-
-def _escape_data(value: str) -> str:
-    """Workflow-command message escaping (GitHub's toolkit: %, CR, LF), after the values are made safe."""
-    return text(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(value: str) -> str:
-    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
-def annotations(summary: dict) -> list[str]:
-    """GitHub Actions ``::error``/``::warning`` lines: errors for the kinds that fail the check."""
-    lines = []
-    for kind, found in summary["issues"].items():
-        level = "error" if kind in summary["failOn"] else "warning"
-        title = _escape_property(f"{KIND_TITLES[kind]} in SOW {summary['sowId']}")
-        for issue in found[:MAX_ANNOTATIONS]:
-            lines.append(f"::{level} title={title}::{_escape_data(describe(kind, issue))}")
-        if len(found) > MAX_ANNOTATIONS:
-            more = len(found) - MAX_ANNOTATIONS
-            lines.append(f"::{level} title={title}::{more} more {kind} issue(s) not annotated")
-    return lines
+    Example: sowctl chain blocked sow-1
+    """
+    found = _readiness(ctx, sow_id)
+    columns = [
+        Column("ID", "id"),
+        Column("STATUS", "status"),
+        Column("TITLE", "title"),
+        Column("WAITS FOR", _waits_for),
+    ]
+    emit_rows(
+        found["waiting"],
+        columns,
+        json_mode=json_,
+        body={"sowId": found["sowId"], "waiting": found["waiting"]},
+        title=f"Waiting task items of SOW {found['sowId']}",
+    )

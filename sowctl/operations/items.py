@@ -42,7 +42,7 @@ def list_items(request: Request) -> Result:
         offset=request.offset,
         limit=request.limit,
     )
-    return Result(dump(items), total)
+    return Result(items, total)
 
 
 @operation(

@@ -148,7 +148,8 @@ class ChainQuery(CamelModel):
     include: StrictStr | None = Field(
         default=None,
         description="Extensions, comma-separated: criticalPath (the body's criticalPath), "
-        "external (isExternal on every entry, externalTarget on external ones).",
+        "external (isExternal on every entry, externalTarget on external ones), risks (slaDate and "
+        "escalationDate on entries, type and status on item references, the body's asOf).",
         json_schema_extra={"example": "criticalPath,external"},
     )
 
@@ -161,6 +162,10 @@ class ChainQuery(CamelModel):
 class ChainItemRef(CamelOut):
     id: str | None = Field(default=None, description="item id; left out when the target is external")
     title: str = Field(description="item title, or the external target's name")
+    type: ItemType | None = Field(default=None, description="with include=risks, on items")
+    status: ItemStatus | None = Field(
+        default=None, description="with include=risks, on items: the shown (calculated) status"
+    )
 
 
 class ChainDependency(CamelOut):
@@ -174,6 +179,8 @@ class ChainDependency(CamelOut):
     external_target: str | None = Field(
         default=None, description="with include=external, on external dependencies"
     )
+    sla_date: DateStr | None = Field(default=None, description="with include=risks, when set")
+    escalation_date: DateStr | None = Field(default=None, description="with include=risks, when set")
 
 
 class ChainIssues(CamelOut):
@@ -183,6 +190,7 @@ class ChainIssues(CamelOut):
 
 
 _CRITICAL_PATH = "with include=criticalPath: the longest ordering chain of item ids, first item first"
+_AS_OF = "with include=risks: the server's date (UTC) the report was made on"
 
 
 class ChainFlat(CamelOut):
@@ -190,6 +198,7 @@ class ChainFlat(CamelOut):
     dependencies: list[ChainDependency]
     issues: ChainIssues
     critical_path: list[str] | None = Field(default=None, description=_CRITICAL_PATH)
+    as_of: DateStr | None = Field(default=None, description=_AS_OF)
 
 
 class ChainTreeItem(CamelOut):
@@ -206,3 +215,4 @@ class ChainTree(CamelOut):
     items: list[ChainTreeItem]
     issues: ChainIssues
     critical_path: list[str] | None = Field(default=None, description=_CRITICAL_PATH)
+    as_of: DateStr | None = Field(default=None, description=_AS_OF)

@@ -237,11 +237,11 @@ def link_header(base_url: str, path: str, query: dict[str, str], page: int, limi
     links.append(("first", 1))
     links.append(("last", last))
     target = base_url + quote(path, safe="/:@!$&'()*+,;=-._~")
-    parts = []
-    for rel, number in links:
-        params = {**query, "page": str(number), "limit": str(limit)}
-        parts.append(f'<{target}?{urlencode(params)}>; rel="{rel}"')
-    return ", ".join(parts)
+    # The other parameters are the same in every link: encoded once (page and limit last,
+    # as urlencode of {**query, "page": ..., "limit": ...} would put them).
+    rest = {key: value for key, value in query.items() if key not in ("page", "limit")}
+    common = f"{target}?{urlencode(rest)}&" if rest else f"{target}?"
+    return ", ".join(f'<{common}page={number}&limit={limit}>; rel="{rel}"' for rel, number in links)
 
 
 # --- responses ------------------------------------------------------------------

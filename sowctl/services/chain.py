@@ -28,7 +28,12 @@ reads the body. Choices the spec leaves open, fixed here:
   field keeps the spec's type (a string).
 * Extensions come only when asked for, with ``include=`` (comma-separated):
   ``criticalPath`` adds the body's ``criticalPath``; ``external`` adds
-  ``isExternal`` to every entry and ``externalTarget`` to the external ones.
+  ``isExternal`` to every entry and ``externalTarget`` to the external ones;
+  ``risks`` adds what the CI check's risk rules read (``services.chain_risks``):
+  ``slaDate`` and ``escalationDate`` on entries that have them, ``type`` and
+  (shown) ``status`` on every item reference with an id, and the body's ``asOf``,
+  the server's date (UTC) the report was made on, so a client judges dates by the
+  same day as the server's ``overdue``.
 * ``issues.circular`` lists cycles in the *stored* data (an import may bring
   them; the API never creates one): one per tangled group of items, as item ids
   in waits-for order (each waits for the next, the last for the first), starting
@@ -65,18 +70,14 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.errors import InvalidInput
 from sowctl.services import dependency_rules as rules
-from sowctl.services import graph
+from sowctl.services import graph, items
 from sowctl.services.access import Caller, sow_for
 from sowctl.services.collector import collector_paused
 from sowctl.services.item_rules import calculated_statuses, nest
 
 FORMATS = ("flat", "tree")
-INCLUDES = ("criticalPath", "external")  # the extensions a chain body adds on request
+INCLUDES = ("criticalPath", "external", "risks")  # the extensions a chain body adds on request
 _CHUNK = 500  # ids per IN (...): under every backend's parameter limit
-
-# Issue kinds a CI check can fail on (contract §6), and the default set.
-ISSUE_KINDS = ("circular", "critical", "overdue", "blocked")
-DEFAULT_FAIL_ON = ("circular", "critical", "overdue")
 
 
 def chain_report(
@@ -105,7 +106,9 @@ def _report(sow: m.Sow, fmt: str, include: frozenset[str]) -> dict[str, Any]:
     edges: list[graph.Edge] = []
     overdue: list[dict[str, Any]] = []
     critical: list[dict[str, Any]] = []
+    with_risks = "risks" in include
     rows, titles = _chain_rows(sow.key)
+    states = _item_states(sow.key, rows) if with_risks else {}
     # One {"id", "title"} object per item, shared by every entry that names it: a
     # tenth of the allocations on a dense SOW. The body is only ever serialised.
     refs: dict[str, dict[str, Any]] = {}
@@ -114,10 +117,13 @@ def _report(sow: m.Sow, fmt: str, include: frozenset[str]) -> dict[str, Any]:
         found = refs.get(item_id)
         if found is None:
             found = refs[item_id] = {"id": item_id, "title": titles.get(item_id)}
+            if with_risks and item_id in states:
+                found["type"], found["status"] = states[item_id]
         return found
 
     with_external = "external" in include
-    for dep_id, source_id, target_id, dep_type, risk, status, external, external_target, sla_date in rows:
+    for row in rows:
+        dep_id, source_id, target_id, dep_type, risk, status, external, external_target, sla_date = row[:9]
         is_external = bool(external)
         entry: dict[str, Any] = {
             "id": dep_id,
@@ -131,6 +137,11 @@ def _report(sow: m.Sow, fmt: str, include: frozenset[str]) -> dict[str, Any]:
             entry["isExternal"] = is_external
             if is_external:
                 entry["externalTarget"] = external_target
+        if with_risks:
+            if sla_date is not None:
+                entry["slaDate"] = str(sla_date)
+            if row[9] is not None:
+                entry["escalationDate"] = str(row[9])
         entries.append(entry)
         # Computed from the row, not read from before/after columns: the report must be
         # right even for rows a writer stored without those columns.
@@ -149,6 +160,8 @@ def _report(sow: m.Sow, fmt: str, include: frozenset[str]) -> dict[str, Any]:
         body = {"sowId": sow.id, "items": _item_tree(sow.key, entries), "issues": issues}
     if "criticalPath" in include:
         body["criticalPath"] = path
+    if with_risks:
+        body["asOf"] = today.isoformat()
     return body
 
 
@@ -173,6 +186,7 @@ def _chain_rows(sow_key: str) -> tuple[list[tuple], dict[str, str]]:
             dep.is_external,
             dep.external_target,
             dep.sla_date,
+            dep.escalation_date,
         )
         .where(dep.sow == sow_key)
         .order_by(dep.created_at, dep.id)
@@ -184,6 +198,25 @@ def _chain_rows(sow_key: str) -> tuple[list[tuple], dict[str, str]]:
         chunk = elsewhere[start : start + _CHUNK]
         titles.update(m.database_proxy.execute(_titles().where(m.Item.id.in_(chunk))))
     return rows, titles
+
+
+def _item_states(sow_key: str, rows: list[tuple]) -> dict[str, tuple[str, str]]:
+    """Item id -> (type, shown status) of the SOW's items and of targets in other SOWs.
+
+    A requirement shows the status calculated from its task items (contract §7.2),
+    as everywhere else in the API; a requirement in another SOW is calculated from
+    its own subtree.
+    """
+    own = items.sow_rows(sow_key)
+    shown = calculated_statuses(own)
+    states = {item_id: (kind, shown[item_id]) for item_id, _parent, kind, _status in own}
+    elsewhere = sorted({row[2] for row in rows if row[2] is not None and row[2] not in states})
+    for start in range(0, len(elsewhere), _CHUNK):
+        found = items.subtree_rows(elsewhere[start : start + _CHUNK])
+        shown = calculated_statuses(found)
+        wanted = set(elsewhere)
+        states.update((i, (kind, shown[i])) for i, _parent, kind, _status in found if i in wanted)
+    return states
 
 
 def _titles() -> pw.ModelSelect:
@@ -225,40 +258,3 @@ def _item_tree(sow_key: str, entries: list[dict[str, Any]]) -> list[dict[str, An
         for item_id, _parent, kind, status, title, _order, _created in rows
     }
     return nest([(item_id, parent) for item_id, parent, *_ in rows], nodes)
-
-
-# --- the CI check (contract §6) ----------------------------------------------------
-
-
-def parse_fail_on(text: str | None) -> tuple[str, ...]:
-    """``--fail-on`` as a tuple of issue kinds; None means the contract's default."""
-    if text is None:
-        return DEFAULT_FAIL_ON
-    kinds = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
-    unknown = [kind for kind in kinds if kind not in ISSUE_KINDS]
-    if unknown or not kinds:
-        shown = f"unknown issue kind {unknown[0]!r}" if unknown else "no issue kind given"
-        raise InvalidInput.for_field("--fail-on", f"{shown} (choose from {', '.join(ISSUE_KINDS)})")
-    return kinds
-
-
-def check_chain(report: dict[str, Any], fail_on: tuple[str, ...] = DEFAULT_FAIL_ON) -> dict[str, Any]:
-    """The CI verdict on a flat chain body: counts and issues of every kind, and whether it passed.
-
-    Works on the API body, so ``chain check`` gives the same verdict in local and
-    remote mode. ``blocked`` = any dependency with status blocked.
-    """
-    issues = {
-        "circular": report["issues"]["circular"],
-        "critical": report["issues"]["critical"],
-        "overdue": report["issues"]["overdue"],
-        "blocked": [entry for entry in report["dependencies"] if entry["status"] == "blocked"],
-    }
-    counts = {kind: len(found) for kind, found in issues.items()}
-    return {
-        "sowId": report["sowId"],
-        "failOn": list(fail_on),
-        "counts": counts,
-        "issues": issues,
-        "passed": not any(counts[kind] for kind in fail_on),
-    }

@@ -182,9 +182,13 @@ def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
     caller.require_write()
     external = _is_external(data)
     _check_shape(data, external)
-    # Looked up once to learn which organization to lock, and again under the lock,
-    # where the items can no longer disappear before the insert.
-    _, organization_id = _endpoints(caller, data, external)
+    # The lock is the items' organization. A caller of one organization sees only its
+    # own items, so that is the one to lock (items it cannot see are a 404 under it); in
+    # local mode the items are looked up once to learn it. Under the lock they are looked
+    # up (again), where they can no longer disappear before the insert.
+    organization_id = caller.organization_id
+    if organization_id is None:
+        _, organization_id = _endpoints(caller, data, external)
     with write_transaction(f"org:{organization_id}"):
         sow_id, _ = _endpoints(caller, data, external)
         edge = graph.ordering_edge(

@@ -21,13 +21,14 @@ from sowctl.schemas.items import (
     ReorderResult,
 )
 from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
+from sowctl.services import item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import calculated_statuses, depth_problem
 
 _CHUNK = 500  # keeps IN (...) lists under every backend's parameter limit
 
 
-def _sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
+def sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
     return list(
         m.Item.select(m.Item.id, m.Item.parent, m.Item.type, m.Item.status)
         .where(m.Item.sow == sow_id)
@@ -40,7 +41,7 @@ def _sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
 _SUBTREE_ROOTS = 100
 
 
-def _subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, str]]:
+def subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, str]]:
     """(id, parent_id, type, status) of these items and everything below them: one
     recursive query down the parent index, each item once however the subtrees nest."""
     table = m.Item._meta.table_name
@@ -71,7 +72,7 @@ def item_level(item_id: str) -> int:
     return int(row[0] or 0)
 
 
-def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
+def _shown_statuses(sow_id: str, items: Sequence[m.Item | item_pages.PageRow]) -> dict[str, str]:
     """Statuses to show for ``items``: a requirement's comes from the task items below it,
     so only the subtrees of the requirements shown are read (GET of one requirement in a
     SOW of thousands of items reads its own few rows, not the SOW's)."""
@@ -79,8 +80,8 @@ def _shown_statuses(sow_id: str, items: Sequence[m.Item]) -> dict[str, str]:
     if not requirements:
         return {item.id: item.status for item in items}
     if len(requirements) > _SUBTREE_ROOTS:
-        return calculated_statuses(_sow_rows(sow_id))
-    return calculated_statuses(_subtree_rows(requirements))
+        return calculated_statuses(sow_rows(sow_id))
+    return calculated_statuses(subtree_rows(requirements))
 
 
 def to_out(item: m.Item, status: str, sow_id: str) -> ItemOut:
@@ -119,24 +120,17 @@ def list_items(
     parent_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
-) -> tuple[list[ItemOut], int]:
-    """Items of a SOW in ``orderIndex`` order, with the total count before paging."""
+) -> tuple[list[dict], int]:
+    """Items of a SOW in ``orderIndex`` order (their JSON objects, as ``ItemOut`` dumps
+    them), with the total count before paging (``services.item_pages``)."""
     sow = sow_for(caller, sow_id)
     if item_type is not None and item_type not in ITEM_TYPES:
         raise InvalidInput.for_field("type", "must be one of: requirement, task_item")
-    query = m.Item.select().where(m.Item.sow == sow.key)
-    if item_type is not None:
-        query = query.where(m.Item.type == item_type)
-    if parent_id is not None:
-        query = query.where(m.Item.parent == parent_id)
-    total = query.count() if (offset or limit is not None) else None
-    query = query.order_by(m.Item.order_index, m.Item.created_at, m.Item.id)
-    if limit is not None:
-        query = query.limit(limit)
-    if offset:
-        query = query.offset(offset)
-    items = list(query)
-    return _render(sow, items), total if total is not None else len(items)
+    rows, total = item_pages.read_page(
+        sow.key, item_type=item_type, parent_id=parent_id, offset=offset, limit=limit
+    )
+    statuses = _shown_statuses(sow.key, rows) if rows else {}
+    return item_pages.dump_page(rows, statuses, sow.id), total
 
 
 def get_item(caller: Caller, item_id: str) -> ItemOut:

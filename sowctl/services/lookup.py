@@ -6,7 +6,9 @@ every execution, and for these one-row lookups that costs more Python time than
 the database spends running them: about 0.3 ms per query on the benchmark
 machine, most of a request to ``GET /api/items/{id}``. A ``Lookup`` asks peewee
 for the SQL once per kind of database (the text differs between dialects, not
-between databases of one dialect) and from then on only executes it.
+between databases of one dialect) and from then on only executes it; on PostgreSQL
+as a prepared statement (``sowctl.db_prepared``), so the database does not parse and
+plan it again either.
 
 Rows become model instances the way peewee's cursor wrapper would make them
 (each value through its field's ``python_value``), minus its per-row overhead.
@@ -20,6 +22,8 @@ from typing import Any, TypeVar
 import peewee as pw
 
 from sowctl import models as m
+from sowctl.db_prepared import Prepared
+from sowctl.db_prepared import execute as execute_prepared
 
 M = TypeVar("M", bound=pw.Model)
 
@@ -32,16 +36,16 @@ _MARKERS = tuple(-7_301_000_001 - k for k in range(8))
 class Lookup:
     """A statement built by ``build(*parameters)`` once per dialect, then only executed.
 
-    ``build`` must use each parameter exactly once, and in a plain comparison or
-    value (peewee converts it with the field's ``db_value``; the markers survive that).
+    ``build`` must use each parameter at least once, each time in a plain comparison
+    or value (peewee converts it with the field's ``db_value``; the markers survive that).
     """
 
     def __init__(self, build: Callable[..., pw.Query], arity: int = 1) -> None:
         self._build = build
         self._arity = arity
-        self._compiled: dict[tuple[type, str], tuple[str, list[Any], list[int]]] = {}
+        self._compiled: dict[tuple[type, str], tuple[str, list[Any], list[list[int]], Prepared | None]] = {}
 
-    def _sql(self, database: pw.Database) -> tuple[str, list[Any], list[int]]:
+    def _sql(self, database: pw.Database) -> tuple[str, list[Any], list[list[int]], Prepared | None]:
         key = (type(database), database.param)
         compiled = self._compiled.get(key)
         if compiled is None:
@@ -49,18 +53,22 @@ class Lookup:
             sql, params = database.get_sql_context().sql(self._build(*markers)).query()
             texts = [str(marker) for marker in markers]
             positions = [[k for k, value in enumerate(params) if str(value) == text] for text in texts]
-            if any(len(found) != 1 for found in positions):
-                raise ValueError(f"a Lookup query must use each parameter exactly once: {sql}")
-            compiled = self._compiled[key] = (sql, list(params), [found[0] for found in positions])
+            if any(not found for found in positions):
+                raise ValueError(f"a Lookup query must use every parameter: {sql}")
+            prepared = Prepared.of(database, sql, len(params))
+            compiled = self._compiled[key] = (sql, list(params), positions, prepared)
         return compiled
 
     def execute(self, *values: Any) -> Any:
         """Run the statement with ``values`` for its parameters; the DB-API cursor."""
         database = m.database_proxy.obj
-        sql, params, positions = self._sql(database)
+        sql, params, positions, prepared = self._sql(database)
         params = params.copy()
-        for position, value in zip(positions, values, strict=True):
-            params[position] = value
+        for places, value in zip(positions, values, strict=True):
+            for place in places:
+                params[place] = value
+        if prepared is not None:  # PostgreSQL: parsed and planned once per connection
+            return execute_prepared(database, prepared, sql, params)
         return database.execute_sql(sql, params)
 
     def first(self, *values: Any) -> tuple | None:

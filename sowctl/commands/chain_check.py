@@ -1,0 +1,188 @@
+"""``sowctl chain check``: the CI gate's run, kept out of the command module so that stays thin.
+
+Reads the options' files, asks for the chain body, applies the core's rules
+(``services.chain_risks``, ``services.chain_gate``) and hands the summary to the
+writers of ``sowctl.reports``. When the check cannot run, every report named is
+still written, saying why, and GitHub Actions gets an ``::error`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sowctl.errors import ExitCode, InvalidInput, SowctlError
+from sowctl.render import console, emit_json, is_tty, text
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    fail_on: str | None
+    due_within: str | None
+    reports: list[str]
+    baseline: Path | None
+    write_baseline: Path | None
+    accepted_risks: Path | None
+    json_: bool
+
+
+def _read(path: Path, option: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InvalidInput.for_field(option, f"cannot read {path}: {reason}") from None
+
+
+def _in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
+    """Exit code of the check: 0 passed, 1 failed; an error (exit 2-5) propagates."""
+    from sowctl import reports
+    from sowctl.services.collector import collector_paused
+
+    specs, problem = reports.parse_specs(options.reports)
+    try:
+        if problem is not None:
+            raise problem
+        # Findings and reports are a few hundred thousand small objects that all stay alive:
+        # the cyclic collector would run over them again and again for nothing.
+        with collector_paused():
+            summary = _summary(ctx, sow_id, options, specs)
+            for spec in specs:
+                reports.write(spec, reports.render(spec.fmt, summary))
+    except Exception as exc:
+        _report_failure(sow_id, specs, exc)
+        raise
+    if not any(spec.to_stdout for spec in specs):
+        _show(summary, options.json_)
+    if _in_github_actions():
+        from sowctl.reports.github import annotations
+
+        stream = sys.stderr if options.json_ or any(spec.to_stdout for spec in specs) else sys.stdout
+        for line in annotations(summary):
+            stream.write(line + "\n")
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            try:
+                reports.append_step_summary(step_summary, reports.render("markdown", summary))
+            except SowctlError as exc:  # the verdict stands; the job summary is a courtesy
+                sys.stderr.write(f"warning: {exc.message}\n")
+    return 0 if summary["passed"] else 1
+
+
+def _summary(ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list) -> dict[str, Any]:
+    from sowctl.context import app_context
+    from sowctl.services import chain_gate, chain_risks
+
+    if options.json_ and any(spec.to_stdout for spec in specs):
+        raise InvalidInput.for_field("--report", "- (stdout) cannot be combined with --json")
+    # Every option is checked before the first call: a typo is exit 2 even for a missing SOW.
+    kinds = chain_risks.parse_fail_on(options.fail_on)
+    days = chain_risks.parse_due_within(options.due_within)
+    baseline = None
+    if options.baseline is not None:
+        baseline = chain_gate.parse_baseline(_read(options.baseline, "--baseline"))
+    accepted = None
+    if options.accepted_risks is not None:
+        accepted = chain_gate.parse_accepted(_read(options.accepted_risks, "--accepted-risks"))
+    query = {"sowId": sow_id, "format": "flat", "include": chain_risks.INCLUDE}
+    body = app_context(ctx).call("chain.get", query=query)
+    summary = chain_risks.check_chain(body, kinds, days)
+    if options.write_baseline is not None:
+        from sowctl.reports import ReportSpec, write
+
+        document = chain_gate.baseline_document(summary)
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        write(ReportSpec("baseline", str(options.write_baseline)), text, option="--write-baseline")
+        if baseline is None:  # judged by the baseline just written, unless an older one was given
+            baseline = {finding["fingerprint"] for finding in document["findings"]}
+    return chain_gate.apply_gate(summary, baseline, accepted)
+
+
+def _report_failure(sow_id: str, specs: list, exc: Exception) -> None:
+    """Write the error into every report named (best effort) and tell GitHub Actions why."""
+    from sowctl import reports
+
+    if isinstance(exc, SowctlError):
+        message, code = exc.message, int(exc.exit_code)
+    else:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        message, code = f"{type(exc).__name__}: {first}", int(ExitCode.FAILURE)
+    for spec in specs:
+        try:
+            reports.write(spec, reports.render_error(spec.fmt, sow_id, message, code))
+        except SowctlError:
+            pass  # this path cannot be written; the error line on stderr still says why the check failed
+    if _in_github_actions():
+        from sowctl.reports.github import error_annotation
+
+        sys.stderr.write(error_annotation(sow_id, message, code) + "\n")
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if step_summary:
+            try:
+                reports.append_step_summary(
+                    step_summary, reports.render_error("markdown", sow_id, message, code)
+                )
+            except SowctlError:
+                pass
+
+
+# --- the summary on stdout ------------------------------------------------------------------
+
+
+def _verdict(summary: dict[str, Any], kind: str) -> str:
+    if kind not in summary["failOn"]:
+        return "ignored"
+    return "fail" if any(f["fails"] for f in summary["findings"] if f["kind"] == kind) else "pass"
+
+
+def _show(summary: dict[str, Any], json_: bool) -> None:
+    if json_:
+        emit_json(summary)
+    elif is_tty():
+        _table(summary)
+    else:
+        _lines(summary)
+
+
+def _lines(summary: dict[str, Any]) -> None:
+    """Piped: KIND COUNT VERDICT per kind, KIND DEPENDENCY DESCRIPTION STATE per finding, then the result."""
+    write = sys.stdout.write
+    for kind, count in summary["counts"].items():
+        write(f"{kind}\t{count}\t{_verdict(summary, kind)}\n")
+    for finding in summary["findings"]:
+        dep_id, line = finding["dependencyId"], finding["message"]
+        if dep_id is not None:  # the message starts with "DEPENDENCY_ID: ", a column of its own here
+            line = line[len(dep_id) + 2 :]
+        write(f"{finding['kind']}\t{text(dep_id or '-')}\t{text(line)}\t{finding['state']}\n")
+    sys.stdout.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
+
+
+def _table(summary: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from sowctl.render import styled
+
+    out = console()
+    table = Table(title=styled(f"Dependency check of SOW {summary['sowId']}"), header_style="bold")
+    for header in ("ISSUE", "COUNT", "FAILS THE CHECK", "RESULT"):
+        table.add_column(header, justify="right" if header == "COUNT" else "left")
+    styles = {"fail": "[bold red]fail[/]", "pass": "[green]pass[/]", "ignored": "[dim]ignored[/]"}
+    for kind, count in summary["counts"].items():
+        checked = kind in summary["failOn"]
+        table.add_row(kind, str(count), "yes" if checked else "no", styles[_verdict(summary, kind)])
+    out.print(table)
+    for finding in summary["findings"]:
+        style = "red" if finding["fails"] else ("dim" if finding["state"] != "new" else "yellow")
+        state = "" if finding["state"] == "new" else f" [{finding['state']}]"
+        out.print(styled((finding["kind"], style), f" {finding['message']}{state}"))
+    out.print("[bold green]passed[/]" if summary["passed"] else "[bold red]failed[/]")

@@ -1,0 +1,105 @@
+"""Reports of ``sowctl chain check`` in the formats CI systems read: one small module per format.
+
+Each writer turns the check's summary (``services.chain_risks.check_chain`` after
+``services.chain_gate.apply_gate``) into text, and says the same thing in its own
+format when the check could not run (``render_error``), so a dashboard never shows
+a stale green. This package only formats; the rules live in the services.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sowctl.errors import InvalidInput
+
+FORMATS = ("sarif", "junit", "gitlab", "markdown")
+STDOUT = "-"
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    fmt: str
+    path: str  # "-" for stdout
+
+    @property
+    def to_stdout(self) -> bool:
+        return self.path == STDOUT
+
+
+def parse_specs(values: list[str] | None) -> tuple[list[ReportSpec], InvalidInput | None]:
+    """``--report FORMAT=PATH`` options: the valid ones, and the first problem (or None).
+
+    The valid ones are returned even when another is wrong, so the error can still be
+    written into every report file that was named correctly.
+    """
+    specs: list[ReportSpec] = []
+    problem: InvalidInput | None = None
+    for value in values or ():
+        fmt, sep, path = value.partition("=")
+        fmt = fmt.strip().lower()
+        if not sep or not path:
+            problem = problem or InvalidInput.for_field(
+                "--report", f"{value!r}: expected FORMAT=PATH (- for stdout)"
+            )
+        elif fmt not in FORMATS:
+            problem = problem or InvalidInput.for_field(
+                "--report", f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})"
+            )
+        elif path == STDOUT and any(spec.to_stdout for spec in specs):
+            problem = problem or InvalidInput.for_field("--report", "only one report can go to stdout (-)")
+        else:
+            specs.append(ReportSpec(fmt, path))
+    return specs, problem
+
+
+def _module(fmt: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"sowctl.reports.{fmt}")
+
+
+def render(fmt: str, summary: dict[str, Any]) -> str:
+    return _module(fmt).render(summary)
+
+
+def render_error(fmt: str, sow_id: str, message: str, exit_code: int) -> str:
+    return _module(fmt).render_error(sow_id, message, exit_code)
+
+
+def write(spec: ReportSpec, text: str, option: str = "--report") -> None:
+    """Write a report whole: stdout, or a temp file beside PATH moved over it (never half a file)."""
+    if spec.to_stdout:
+        sys.stdout.write(text)
+        return
+    target = Path(spec.path)
+    try:
+        fd, temp = tempfile.mkstemp(
+            prefix=f".{target.name}.", dir=target.parent if str(target.parent) else "."
+        )
+        try:
+            # errors="replace": a lone surrogate (which no UTF-8 file can hold) becomes "?" rather
+            # than losing the whole report.
+            with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as handle:
+                handle.write(text)
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise InvalidInput.for_field(option, f"cannot write {spec.path}: {exc.strerror or exc}") from None
+
+
+def append_step_summary(path: str, text: str) -> None:
+    """Append the Markdown summary to GitHub's job summary file (GITHUB_STEP_SUMMARY)."""
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise InvalidInput.for_field(
+            "GITHUB_STEP_SUMMARY", f"cannot append to {path}: {exc.strerror or exc}"
+        ) from None
