@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
 
 from sowctl.context import AppContext
 from sowctl.output.options import OutputGroup
@@ -18,7 +19,7 @@ app = typer.Typer(
     help="Work items, dependencies, budgets and purchase orders of the Project Delivery "
     "Service: on a local database, or against a server.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     cls=OutputGroup,  # adds --jq, --columns, --no-pager and plain metavars to the commands
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -48,6 +49,27 @@ COMMANDS = [
 ]
 
 
+# The root's options that take a value, by parameter name and by flag.
+_VALUE_OPTION_NAMES = {
+    "db": "--db",
+    "server": "--server",
+    "token": "--token",
+    "api_key": "--api-key",
+    "org": "--org",
+    "company": "--company",
+    "profile": "--profile",
+    "timeout": "--timeout",
+}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from sowctl import __version__
+
+        sys.stdout.write(f"sowctl {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -66,15 +88,27 @@ def root(
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option("--token", envvar="SOWCTL_TOKEN", help="Bearer token (Groups A and C)."),
+        typer.Option(
+            "--token",
+            envvar="SOWCTL_TOKEN",
+            help='Bearer token (Groups A and C); "-" reads it from stdin (or asks, on a terminal).',
+        ),
     ] = None,
     api_key: Annotated[
         str | None,
-        typer.Option("--api-key", envvar="SOWCTL_API_KEY", help="API key (Group B)."),
+        typer.Option(
+            "--api-key", envvar="SOWCTL_API_KEY", help='API key (Group B); "-" reads it from stdin.'
+        ),
     ] = None,
     org: Annotated[
         str | None,
-        typer.Option("--org", envvar="SOWCTL_ORG", help="Organization id (Group B; scopes local B/C)."),
+        typer.Option(
+            "--org",
+            envvar="SOWCTL_ORG",
+            help="Organization id (Group B). Local mode: scopes po, budgets, contracts, "
+            "projects, clients and sows; for items, deps and chain it only tells apart a SOW id "
+            "that several organizations use.",
+        ),
     ] = None,
     company: Annotated[
         str | None,
@@ -90,8 +124,17 @@ def root(
             "--timeout", envvar="SOWCTL_TIMEOUT", help="Remote mode: seconds to wait for the server."
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+    ] = False,
 ) -> None:
-    db, server = _one_mode(ctx, db, server)
+    db, server = resolve_mode(ctx, db, server)
+    if token == "-" or api_key == "-":
+        from sowctl.commands._options import read_secret
+
+        token = read_secret("token") if token == "-" else token
+        api_key = read_secret("API key") if api_key == "-" else api_key
     ctx.obj = AppContext(
         Settings(
             db=db,
@@ -102,11 +145,12 @@ def root(
             company=company,
             profile=profile,
             **({"timeout": timeout} if timeout is not None else {}),
-        )
+        ),
+        given={name for name in _VALUE_OPTION_NAMES if _source(ctx, name) == "COMMANDLINE"},
     )
 
 
-def _one_mode(ctx: typer.Context, db: str | None, server: str | None) -> tuple[str | None, str | None]:
+def resolve_mode(ctx: typer.Context, db: str | None, server: str | None) -> tuple[str | None, str | None]:
     """Option beats environment for the mode too: ``--server`` with SOWCTL_DB set means remote.
 
     Both given at the same level (two options, or two environment variables) stay
@@ -140,9 +184,7 @@ def _register() -> None:
 _register()
 
 # Global options that take a value: the command's name is the first other argument.
-_VALUE_OPTIONS = frozenset(
-    {"--db", "--server", "--token", "--api-key", "--org", "--company", "--profile", "--timeout"}
-)
+_VALUE_OPTIONS = frozenset(_VALUE_OPTION_NAMES.values())
 
 
 def _invoked(argv: list[str]) -> str | None:
@@ -192,6 +234,69 @@ def _narrowed(argv: list[str] | None) -> typer.Typer:
     return narrowed
 
 
+def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:
+    """Move global options given after the command (``items list S --server URL``) before it.
+
+    gh accepts its global flags anywhere; click only before the subcommand. An option the
+    command itself defines (``tokens create --org``) stays the command's. (Typer vendors its
+    own click, so groups and options are recognised by what they have, not by class.)
+    """
+    command = root_command
+    index, start = 0, None
+    while _is_group(command) and index < len(argv):
+        arg = argv[index]
+        if arg == "--":
+            return argv
+        if arg.startswith("-"):
+            index += 2 if arg in _VALUE_OPTIONS else 1
+            continue
+        sub = command.commands.get(arg)
+        if sub is None:
+            return argv  # click reports the unknown command
+        start = index if start is None else start
+        command, index = sub, index + 1
+    if start is None or _is_group(command):
+        return argv
+    own: set[str] = set()
+    takes_value: set[str] = set()
+    for param in command.params:
+        if getattr(param, "param_type_name", None) == "option":
+            names = [*param.opts, *param.secondary_opts]
+            own.update(names)
+            if not param.is_flag and not param.count:
+                takes_value.update(names)
+    kept: list[str] = []
+    hoisted: list[str] = []
+    rest = iter(argv[index:])
+    for arg in rest:
+        if arg == "--":
+            kept += [arg, *rest]
+            break
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if name in own:
+            kept.append(arg)
+            if name in takes_value and name == arg:  # its value may look like a global option
+                value = next(rest, None)
+                if value is not None:
+                    kept.append(value)
+        elif name in _VALUE_OPTIONS:
+            if name != arg:  # --server=URL
+                hoisted.append(arg)
+                continue
+            value = next(rest, None)
+            if value is None:  # no value: moved, it would take the command's name as one
+                kept.append(arg)
+            else:
+                hoisted += [arg, value]
+        else:
+            kept.append(arg)
+    return [*argv[:start], *hoisted, *argv[start:index], *kept]
+
+
+def _is_group(command: Any) -> bool:
+    return isinstance(getattr(command, "commands", None), dict)
+
+
 def _placeholder() -> None:  # stands in for a command that is not run
     raise AssertionError("a placeholder command was run")
 
@@ -201,7 +306,14 @@ def main(argv: list[str] | None = None) -> int:
     from sowctl.errors import ExitCode, SowctlError
 
     try:
-        result = _narrowed(argv)(args=argv, prog_name="sowctl", standalone_mode=False)
+        args = list(sys.argv[1:] if argv is None else argv)
+        # A shell asking for completions (the _SOWCTL_COMPLETE protocol) passes its words in
+        # the environment, not argv: it gets the whole app.
+        whole = "_SOWCTL_COMPLETE" in os.environ
+        command = typer.main.get_command(app if whole else _narrowed(args))
+        result = command.main(
+            args=hoist_global_options(command, args), prog_name="sowctl", standalone_mode=False
+        )
         return int(result) if isinstance(result, int) else 0
     except SowctlError as exc:
         _fail(exc.message)
@@ -254,12 +366,30 @@ def _usage_error(exc: typer.TyperException) -> int:
         return int(ExitCode.INVALID_INPUT)
     format_message = getattr(exc, "format_message", None)
     message = format_message() if format_message else str(exc)
+    message = _with_hint(message, _closest_choice(exc))
     if ctx is not None:
         message += f" (see '{ctx.command_path} --help')"
     _fail(message)
     # Click gives 1 to some parameter errors (e.g. an unreadable file); 1 means "check failed" here.
     code = int(getattr(exc, "exit_code", ExitCode.INVALID_INPUT) or ExitCode.INVALID_INPUT)
     return code if code != int(ExitCode.CHECK_FAILED) else int(ExitCode.INVALID_INPUT)
+
+
+def _closest_choice(exc: typer.TyperException) -> str:
+    """For an option with a fixed set of values (``--type depends``): the likeliest one meant."""
+    import re
+
+    choices = getattr(getattr(getattr(exc, "param", None), "type", None), "choices", None)
+    typed = re.match(r"'(.*?)' is not one of", getattr(exc, "message", "") or "")
+    if not choices or not typed:
+        return ""
+    from sowctl.commands._fields import suggestion
+
+    return suggestion(typed.group(1), [str(choice) for choice in choices])
+
+
+def _with_hint(message: str, hint: str) -> str:
+    return message.rstrip(".") + hint if hint else message
 
 
 def _is_database_error(exc: BaseException) -> bool:

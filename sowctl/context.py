@@ -13,9 +13,14 @@ if TYPE_CHECKING:
     from sowctl.backends import Backend
 
 
+# Credentials only remote mode uses: (setting, option, environment variable).
+_REMOTE_CREDENTIALS = (("token", "--token", "SOWCTL_TOKEN"), ("api_key", "--api-key", "SOWCTL_API_KEY"))
+
+
 class AppContext:
-    def __init__(self, options: Settings) -> None:
+    def __init__(self, options: Settings, given: set[str] | frozenset[str] = frozenset()) -> None:
         self._options = options
+        self.given = frozenset(given)  # global options typed on the command line (parameter names)
 
     @property
     def options(self) -> Settings:
@@ -35,7 +40,33 @@ class AppContext:
             return RemoteBackend(settings)
         from sowctl.backends.local import LocalBackend
 
-        return LocalBackend(settings.database, settings.org, settings.company)
+        self._check_local_credentials(settings)
+        return LocalBackend(settings.database, settings.org, settings.company, chosen=settings.db is not None)
+
+    def _check_local_credentials(self, settings: Settings) -> None:
+        """A token or key without a server would be ignored: local mode has full rights.
+
+        Typed on the command line, that is a mistake worth stopping for (exit 2); from the
+        environment (set for another shell's server, say) it is said on stderr, unless
+        --db chose local mode explicitly.
+        """
+        import sys
+
+        from sowctl.errors import UsageError
+
+        for name, option, env in _REMOTE_CREDENTIALS:
+            if not getattr(self._options, name):
+                continue
+            if name in self.given:
+                raise UsageError(
+                    f"{option} is for remote mode and no server is set: add --server URL "
+                    f"(local mode uses no credentials; it has full rights on {settings.database})"
+                )
+            if "db" not in self.given:
+                sys.stderr.write(
+                    f"warning: {env} is set but no server is: running in local mode on "
+                    f"{settings.database} (set SOWCTL_SERVER or --server for remote mode)\n"
+                )
 
     def call(
         self,
@@ -45,10 +76,24 @@ class AppContext:
         body: Any = None,
         *,
         all_pages: bool = True,
+        from_options: bool = True,
     ) -> Any:
-        return self.backend.call(name, params, query, body, all_pages=all_pages)
+        """Run one operation. ``from_options``: the body and query were built from options,
+        so a refusal names the options (a body read from a file keeps the API's names)."""
+        from sowctl.errors import InvalidInput
 
-    def open_local_database(self, command: str) -> None:
+        _refuse_unreachable(params)
+        try:
+            return self.backend.call(name, params, query, body, all_pages=all_pages)
+        except InvalidInput as exc:
+            if not from_options:
+                raise
+            from sowctl.commands._fields import speak_cli
+
+            sent = {**(query or {}), **(body if isinstance(body, dict) else {})}
+            raise speak_cli(exc, sent, params) from None
+
+    def open_local_database(self, command: str, *, write: bool = True) -> None:
         """Admin commands work on the database itself, so they refuse remote mode."""
         if self.settings.remote:
             from sowctl.errors import UsageError
@@ -57,9 +102,23 @@ class AppContext:
                 f"'sowctl {command}' needs direct database access (local mode); "
                 "it cannot run against --server. Use --db, or run it where the database is."
             )
-        from sowctl.db import open_database
+        from sowctl.db import open_database, require_directory
 
-        open_database(self.settings.database)
+        if write and self.settings.db is not None:
+            require_directory(self.settings.db)
+        open_database(self.settings.database, create=write)
+
+
+def _refuse_unreachable(params: dict[str, str] | None) -> None:
+    """An id no record can have, since it cannot be part of a URL: not found, in both modes
+    alike (the server would answer "no route" for it, local mode "not found")."""
+    from sowctl.commands._fields import NOUN_FOR
+    from sowctl.errors import NotFound
+    from sowctl.schemas.common import unreachable_id
+
+    for name, value in (params or {}).items():
+        if isinstance(value, str) and unreachable_id(value):
+            raise NotFound(f"{NOUN_FOR.get(name, name)} {value} not found")
 
 
 def app_context(ctx: typer.Context) -> AppContext:

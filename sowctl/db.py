@@ -49,13 +49,17 @@ def connect(url_or_path: str | os.PathLike) -> pw.Database:
             f"unsupported database URL scheme {scheme!r}: use a SQLite file path, "
             "sqlite:///path or postgresql://user@host:port/db"
         )
+    try:
+        import psycopg2  # noqa: F401  (peewee would only say "psycopg2 postgres driver not found")
+    except ImportError:
+        raise SowctlError(
+            f"{scheme}:// databases need the PostgreSQL driver, which is not installed: "
+            "pip install 'sowctl[postgres]'"
+        ) from None
     from playhouse.db_url import connect as connect_url
 
     install_query_deadline()
-    try:
-        return connect_url(target)
-    except ImportError as exc:  # psycopg2 not installed
-        raise SowctlError(f"cannot use {scheme}: {exc} (pip install 'sowctl[postgres]')") from exc
+    return connect_url(target)
 
 
 def sqlite_file(target: str) -> str | None:
@@ -82,8 +86,16 @@ def _sqlite(path: str) -> pw.SqliteDatabase:
     return GuardedSqliteDatabase(path, pragmas=pragmas, check_same_thread=False)
 
 
-def open_database(url_or_path: str | os.PathLike | None, *, migrate: bool = True) -> pw.Database:
-    """Open the database, bind the models to it, and bring its schema up to date."""
+def open_database(
+    url_or_path: str | os.PathLike | None, *, migrate: bool = True, create: bool = True
+) -> pw.Database:
+    """Open the database, bind the models to it, and bring its schema up to date.
+
+    ``create=False`` (a reader) refuses a SQLite file that does not exist instead of
+    creating an empty one: reading a mistyped path must not look like reading no data.
+    """
+    if not create:
+        require_existing(url_or_path)
     database = connect(url_or_path)
     models.database_proxy.initialize(database)
     try:
@@ -98,6 +110,29 @@ def open_database(url_or_path: str | os.PathLike | None, *, migrate: bool = True
                 f"cannot migrate database {describe(database)}: {_first_line(exc)}"
             ) from exc
     return database
+
+
+def require_existing(url_or_path: str | os.PathLike | None) -> None:
+    """Refuse (exit 2) a SQLite file that does not exist; server URLs are the server's to check."""
+    file = sqlite_file(os.fspath(url_or_path)) if url_or_path is not None else None
+    if file in (None, ":memory:"):
+        return
+    path = Path(file).expanduser()
+    if not path.exists():
+        raise UsageError(
+            f"database {path} does not exist (a command that writes creates it; check --db or SOWCTL_DB)"
+        )
+
+
+def require_directory(url_or_path: str | os.PathLike) -> None:
+    """Refuse (exit 2) a SQLite file whose directory does not exist, rather than create it:
+    a mistyped directory is far likelier than one meant to be made."""
+    file = sqlite_file(os.fspath(url_or_path))
+    if file in (None, ":memory:"):
+        return
+    parent = Path(file).expanduser().parent
+    if not parent.is_dir():
+        raise UsageError(f"cannot create database {file}: directory {parent} does not exist")
 
 
 def close_database() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import defaultdict
 
 from sowctl.services.item_rules import nest, walk
 
@@ -52,3 +53,20 @@ def _plain(roots: list[dict]) -> None:
     for level, node in walk(roots):
         cells = ["  " * level + text(node["title"]), *(text(node[key]) for key in ("type", "status", "id"))]
         sys.stdout.write("\t".join(cells) + "\n")
+
+
+def cascade(item_id: str, items: list[dict], deps: list[dict]) -> tuple[list[str], list[str]]:
+    """What deleting ``item_id`` takes with it: its descendants' ids and the ids of the
+    dependencies whose source or target is the item or one of them (as the API deletes)."""
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for item in items:
+        children[item.get("parentItemId")].append(item["id"])
+    doomed, stack = [item_id], [item_id]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in doomed:
+                doomed.append(child)
+                stack.append(child)
+    gone = set(doomed)
+    linked = [d["id"] for d in deps if d.get("sourceItemId") in gone or d.get("targetItemId") in gone]
+    return doomed[1:], linked

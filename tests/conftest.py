@@ -118,3 +118,7 @@ def wire_guard() -> Iterator[None]:
     found = wire_guard.FINDINGS.take()
     if found:
         pytest.fail("responses that differ from the service's description:\n" + "\n".join(found[:20]))
+
+
+# `modes`: one command in local and in remote mode on the same database (tests/support/modes.py).
+from tests.support.modes import modes  # noqa: E402, F401

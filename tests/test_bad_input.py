@@ -58,6 +58,7 @@ VALID_QUERY: dict[str, dict[str, str]] = {
     "finance.snapshot": {"project_id": PROJECT, "snapshot_id": "21"},
     "finance.prime_contract": {"project_id": PROJECT, "prime_contract_id": "31"},
     "finance.list_pos": {"project_id": PROJECT},
+    "finance.po_options": {"project_id": PROJECT},
 }
 VALID_BODY: dict[str, dict[str, Any]] = {
     "items.create": {"title": "New task", "type": "task_item"},

@@ -243,7 +243,8 @@ def test_option_overrides_env_and_profile(conf, monkeypatch):
 def test_db_option_overrides_profile_server_and_selects_local_mode(conf, tmp_path):
     write_profiles({"default": {"server": closed_url(), "token": "sowt_x"}})
     db = tmp_path / "local.db"
-    assert conf("--db", db, "sows", "list", "--json").stdout == "[]\n"
+    assert conf("--db", db, "sows", "create", "Local", "--id", "s-1", "-q").stdout == "s-1\n"
+    assert conf("--db", db, "sows", "list", "-q").stdout == "s-1\n"
     shown = mode_of(conf("--db", db, "status", "--json"))
     assert (shown["mode"], shown["database"], shown["server"]) == ("local", str(db), None)
 

@@ -63,7 +63,11 @@ def test_tokens_create_with_a_role(cli, org, role):
     ("args", "code", "message"),
     [
         (("--user", "ada", "--org", "nope"), 3, "error: organization nope not found\n"),
-        (("--user", "ada", "--org", "acme", "--role", "owner"), 2, "error: role: must be one of"),
+        (
+            ("--user", "ada", "--org", "acme", "--role", "owner"),
+            2,
+            "error: Invalid value for '--role': 'owner' is not one of 'viewer', 'member', 'admin'",
+        ),
         (("--user", "bob", "--org", "acme"), 2, "error: user: user bob belongs to organization local"),
         (("--user", " ", "--org", "acme"), 2, "error: user: must not be empty\n"),
         (("--org", "acme"), 2, "error: Missing option '--user'"),

@@ -669,7 +669,7 @@ def test_cli_export_to_stdout_and_to_a_file(cli, tmp_path: Path, demo: dict[str,
     assert "\n" not in compact.stdout.rstrip("\n")
 
 
-def test_cli_export_to_a_missing_directory_exits_2(cli, tmp_path: Path) -> None:
+def test_cli_export_to_a_missing_directory_exits_2(cli, db, tmp_path: Path) -> None:
     result = cli("export", tmp_path / "missing" / "x.json")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: cannot write")

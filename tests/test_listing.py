@@ -349,13 +349,20 @@ def test_cli_piped_lines_and_ids(demo_cli) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["projects", "list", "--limit", "ten"], "error: limit: must be a string of digits\n"),
+        (
+            ["projects", "list", "--limit", "ten"],
+            "error: invalid --limit 'ten': must be a string of digits\n",
+        ),
         (
             ["projects", "list", "--status", "done"],
-            "error: status: must be one of: active, on_hold, completed, archived\n",
+            "error: Invalid value for '--status': 'done' is not one of 'active', 'on_hold', 'completed', "
+            "'archived'. (see 'sowctl projects list --help')\n",
         ),
-        (["projects", "list", "--client", "acme"], "error: clientId: must be a uuid\n"),
-        (["clients", "list", "--offset", "-1"], "error: offset: must be a string of digits\n"),
+        (
+            ["projects", "list", "--client", "acme"],
+            "error: invalid --client 'acme': must be a uuid\n",
+        ),
+        (["clients", "list", "--offset", "-1"], "error: invalid --offset '-1': must be a string of digits\n"),
     ],
 )
 def test_cli_bad_options_exit_2(demo_cli, args: list[str], message: str) -> None:

@@ -168,7 +168,7 @@ def test_local_mode_tells_apart_an_id_of_several_organizations(cli, db_url: str)
         project = demo_data.PROJECT_TOWER_A if org == ACME else demo_data.PROJECT_GLOBEX_DC
         assert cli("sows", "create", f"{org}'s", "--id", "sow-both", "--project", project).exit_code == 0
     both = cli("items", "list", "sow-both")
-    assert both.exit_code == 2 and "--org" in both.stderr and "sowId" in both.stderr
+    assert both.exit_code == 2 and "--org" in both.stderr and "SOW_ID 'sow-both'" in both.stderr
     mine = cli("--org", GLOBEX, "items", "create", "sow-both", "--title", "g", "--json")
     assert mine.exit_code == 0, mine.stderr
     assert mine.json()["sowId"] == "sow-both"

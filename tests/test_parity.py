@@ -9,8 +9,11 @@ cases included. Writes run in
 the same order on both copies, so the two databases stay alike; their outputs are
 compared with generated ids, fresh timestamps and the acting user normalized.
 
-Local runs pass ``--org org-acme --company comp-acme-llc`` so they see what the
-token and key of org-acme see (local mode otherwise sees every organization).
+Local runs pass ``--org org-acme --company comp-acme-llc`` so their Group B/C and
+``sows`` commands see what the token and key of org-acme see. Items, dependencies and
+chains are never scoped by organization in local mode (full rights on the file), so the
+local copy holds no SOW of another organization: it is the file an org-acme user would
+have. The server's copy keeps Globex's, which its token must not see.
 """
 
 from __future__ import annotations
@@ -73,6 +76,29 @@ def _prepare(path: Path) -> tuple[str, str, str, dict]:
     return token, viewer, key, data
 
 
+def _drop_other_organizations_sows(path: Path) -> None:
+    """Globex's SOWs, items and dependencies out of the local copy (see the module's doc)."""
+    from sowctl import models as m
+    from sowctl.db import open_database
+
+    database = open_database(str(path))
+    try:
+        with database.atomic():
+            sows = [
+                s.key for s in m.Sow.select().where(m.Sow.organization == demo.GLOBEX_ORG)
+            ]  # storage keys
+            items = [i.id for i in m.Item.select().where(m.Item.sow.in_(sows))]
+            m.Dependency.delete().where(
+                m.Dependency.source_item.in_(items) | m.Dependency.target_item.in_(items)
+            ).execute()
+            m.Item.update(parent=None).where(m.Item.id.in_(items)).execute()
+            m.Item.delete().where(m.Item.id.in_(items)).execute()
+            m.Sow.delete().where(m.Sow.key.in_(sows)).execute()
+    finally:
+        database.close()
+        m.database_proxy.initialize(None)
+
+
 def _start_server(db: Path, workdir: Path) -> tuple[subprocess.Popen, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
     env.update(SOWCTL_CONFIG=str(workdir / "server-config.toml"), NO_COLOR="1", PYTHONUNBUFFERED="1")
@@ -109,6 +135,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     local_db, remote_db = workdir / "local.db", workdir / "remote.db"
     for target in (local_db, remote_db):
         shutil.copyfile(base, target)  # WAL checkpointed on close: the file is the whole database
+    _drop_other_organizations_sows(local_db)
     globex_item = next(i["id"] for i in data["items"] if i["sowId"] == demo.GLOBEX_SOW)
     globex_items = {i["id"] for i in data["items"] if i["sowId"] == demo.GLOBEX_SOW}
     globex_dep = next((d["id"] for d in data["dependencies"] if d["sourceItemId"] in globex_items), None)
@@ -258,6 +285,7 @@ def test_read_parity(both, args, exit_code):
 
 
 def test_other_organizations_records_are_invisible_in_both(both, env):
+    # Remotely hidden from org-acme's token; locally absent from org-acme's file.
     assert_same(both("items", "get", env.globex_item, "--json"), 3)
     if env.globex_dep:
         assert_same(both("deps", "get", env.globex_dep, "--json"), 3)

@@ -28,10 +28,11 @@ OPERATIONS = {
     ("finance.snapshot", "GET", "/api/external/budget-view-snapshot"),
     ("finance.prime_contract", "GET", "/api/external/prime-contract-details"),
     ("finance.list_pos", "GET", "/api/external/purchase-orders"),
+    ("finance.po_options", "GET", "/api/external/purchase-order-options"),
     ("projects.list", "GET", "/projects"),
     ("clients.list", "GET", "/clients"),
 }
-EXTENSIONS = {"sows.list", "sows.create", "finance.list_pos"}
+EXTENSIONS = {"sows.list", "sows.create", "finance.list_pos", "finance.po_options"}
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -107,9 +108,10 @@ def test_serve_demo_loads_once_and_prints_working_credentials(cli, fake_runner: 
     assert f"org:      {demo_data.DEMO_ORG}" in first.stdout
     assert f"company:  {demo_data.DEMO_COMPANY}" in first.stdout
     assert (
-        f"sowctl --server http://127.0.0.1:8123 --token {token} items list {demo_data.DEMO_SOW}"
-        in first.stdout
+        f"  export SOWCTL_SERVER=http://127.0.0.1:8123 SOWCTL_TOKEN={token} SOWCTL_API_KEY={key} "
+        f"SOWCTL_ORG={demo_data.DEMO_ORG} SOWCTL_COMPANY={demo_data.DEMO_COMPANY}" in lines
     )
+    assert any(line.endswith(f" items list {demo_data.DEMO_SOW}") for line in lines)
     with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
         items = client.get(
             f"/api/sow/{demo_data.DEMO_SOW}/items", headers={"Authorization": f"Bearer {token}"}
@@ -251,12 +253,13 @@ def test_demo_server_prints_a_token_that_works(start) -> None:
         )
         assert views.status_code == 200, views.text
         assert views.headers["x-ratelimit-limit"] == "100"
-    # the printed example command works when pasted
+    # the printed export line and example command work when pasted
+    exports = next(line.strip() for line in lines if line.startswith("  export SOWCTL_SERVER="))
     example = next(line.strip() for line in lines if " items list " in line)
-    assert example.startswith("sowctl --server ")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    env.update(pair.split("=", 1) for pair in shlex.split(exports)[1:])
     result = subprocess.run(
-        [sys.executable, "-m", "sowctl", *example.split()[1:], "--json"],
+        [*shlex.split(example), "--json"],
         capture_output=True,
         text=True,
         env=env,

@@ -91,8 +91,8 @@ def test_sows_create_in_a_named_project(cli):
     ("args", "code", "message"),
     [
         (("sows", "create", "X", "--project", "nope"), 3, "error: project nope not found\n"),
-        (("sows", "create", "X", "--id", "s1"), 2, "error: id: SOW s1 already exists\n"),
-        (("sows", "create", "  "), 2, "error: title: must not be empty\n"),
+        (("sows", "create", "X", "--id", "s1"), 2, "error: invalid --id 's1': SOW s1 already exists\n"),
+        (("sows", "create", "  "), 2, "error: invalid --title '  ': must not be empty\n"),
         (("sows", "create"), 2, "error: Missing argument"),
     ],
 )

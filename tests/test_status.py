@@ -27,8 +27,7 @@ def closed_url() -> str:
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def test_local_database_opens(cli, db_url):
-    cli("sows", "list")  # creates and migrates the database
+def test_local_database_opens(cli, db_url, db):  # the db fixture creates and migrates it
     result = cli("--org", "org-acme", "status", "--json")
     assert result.exit_code == 0, result.stderr
     assert result.json() == {
@@ -45,8 +44,7 @@ def test_local_database_opens(cli, db_url):
     }
 
 
-def test_local_status_piped_is_key_value_lines(cli, db_url):
-    cli("sows", "list")
+def test_local_status_piped_is_key_value_lines(cli, db_url, db):
     result = cli("status")
     assert result.exit_code == 0
     lines = dict(line.split("\t", 1) for line in result.stdout.splitlines())
@@ -100,8 +98,14 @@ def test_remote_server_answers(cli, server):
         },
         "reachable": True,
         "detail": "ok",
+        "credentials": {"token": "ok", "apiKey": "ok"},  # the scripted server accepts anything
     }
-    assert server.script.requests == [("GET", "/healthz")]
+    # Health first, then each credential with one cheap call (as `gh auth status` does).
+    assert [path for _, path in server.script.requests] == [
+        "/healthz",
+        "/projects?limit=1",
+        "/api/external/budget-views?project_id=0",
+    ]
     assert TOKEN not in result.stdout and KEY not in result.stdout
 
 

@@ -31,7 +31,7 @@ from tests import service_spec
 
 _DOCUMENT = service_spec.document()
 _COMPONENTS = _DOCUMENT["components"]
-_EXTENSION_ROUTES = ("/api/sows", "/api/external/purchase-orders")
+_EXTENSION_ROUTES = ("/api/sows", "/api/external/purchase-orders", "/api/external/purchase-order-options")
 _FAULT_HEADER = "x-sowctl-fault"
 _MAX_BODY = 8 * 1024 * 1024  # larger bodies (bulk tests) are left to the other checks
 

@@ -10,17 +10,28 @@ from sowctl.services.access import Caller
 class LocalBackend:
     mode = "local"
 
-    def __init__(self, db: str | None, org: str | None = None, company: str | None = None):
+    def __init__(
+        self, db: str | None, org: str | None = None, company: str | None = None, *, chosen: bool = False
+    ):
         self.db_url = db
-        self.caller = Caller.local(org)
+        self.chosen = chosen  # named by --db/SOWCTL_DB/a profile: its directory is not created
+        # --org scopes Groups B and C (their API takes an organization) and the SOW commands
+        # (which organization a new SOW goes to). Items, dependencies and chains are reached
+        # with full rights on every organization of the file: --org only tells apart a SOW
+        # id that several organizations use, it never hides a record.
+        self.scoped = Caller.local(org)
+        self.caller = Caller.local(prefers=org)
         self.company = company
         self._opened = False
 
-    def open(self) -> None:
+    def open(self, *, create: bool = True) -> None:
+        """Open the database; a reader (``create=False``) never creates a missing file."""
         if not self._opened:
-            from sowctl.db import open_database
+            from sowctl.db import open_database, require_directory
 
-            open_database(self.db_url)
+            if create and self.chosen:
+                require_directory(self.db_url)
+            open_database(self.db_url, create=create)
             self._opened = True
 
     def call(
@@ -34,6 +45,8 @@ class LocalBackend:
     ) -> Any:
         from sowctl import operations
 
-        self.open()
+        op = operations.get(name)
+        self.open(create=op.write)
+        caller = self.caller if op.group == "A" and not name.startswith("sows.") else self.scoped
         query = {k: str(v) for k, v in (query or {}).items() if v is not None}
-        return operations.call_local(name, self.caller, params, query, body, company_id=self.company)
+        return operations.call_local(name, caller, params, query, body, company_id=self.company)

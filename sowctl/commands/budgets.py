@@ -11,7 +11,11 @@ from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.render import Column, emit_json, emit_rows
 
-app = typer.Typer(help="Budget views and budget view snapshots of a financial project.", no_args_is_help=True)
+app = typer.Typer(
+    help="Budget views and budget view snapshots of a financial project."
+    "\n\nExample: sowctl budgets views --project 101",
+    no_args_is_help=True,
+)
 
 Project = Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")]
 MONEY_COLUMNS = [
@@ -79,14 +83,20 @@ LINE_COLUMNS = [
 
 @app.command("views")
 def views(ctx: typer.Context, project: Project, json_: Json = False, quiet: Quiet = False) -> None:
-    """List the budget views of a project."""
+    """List the budget views of a project.
+
+    Example: sowctl budgets views --project 101
+    """
     result = app_context(ctx).call("finance.budget_views", query={"project_id": project})
     emit_rows(result["data"], VIEW_COLUMNS, json_mode=json_, quiet=quiet, body=result)
 
 
 @app.command("snapshots")
 def snapshots(ctx: typer.Context, project: Project, json_: Json = False, quiet: Quiet = False) -> None:
-    """List the budget view snapshots of a project (summary form)."""
+    """List the budget view snapshots of a project (summary form).
+
+    Example: sowctl budgets snapshots --project 101
+    """
     result = app_context(ctx).call("finance.snapshots", query={"project_id": project})
     emit_rows(result["data"], SNAPSHOT_COLUMNS, json_mode=json_, quiet=quiet, body=result)
 
@@ -98,7 +108,10 @@ def snapshot(
     project: Project,
     json_: Json = False,
 ) -> None:
-    """Show one snapshot: its line items and their exact column totals (negative variance in red)."""
+    """Show one snapshot: its line items and their exact column totals (negative variance in red).
+
+    Example: sowctl budgets snapshot 21 --project 101
+    """
     result = app_context(ctx).call(
         "finance.snapshot", query={"project_id": project, "snapshot_id": snapshot_id}
     )

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sowctl.commands._options import Json
+from sowctl.commands._options import Json, SowArgument
 from sowctl.context import app_context
 from sowctl.render import (
     Column,
@@ -23,9 +23,12 @@ from sowctl.render import (
     text,
 )
 
-app = typer.Typer(help="The dependency chain of a SOW: show it, or check it in CI.", no_args_is_help=True)
+app = typer.Typer(
+    help="The dependency chain of a SOW: show it, or check it in CI.\n\nExample: sowctl chain check sow-1",
+    no_args_is_help=True,
+)
 
-SowId = Annotated[str, typer.Argument(help="The SOW's id.")]
+SowId = SowArgument
 
 
 class Format(StrEnum):
@@ -104,6 +107,8 @@ def show(
     --json prints the API's body for the chain (sowId, dependencies, issues),
     with the extensions named by --include. An external dependency's targetItem
     has only a title: the external party's name.
+
+    Example: sowctl chain show sow-1 --format mermaid
     """
     if fmt is not Format.table:
         no_columns(f"--format {fmt.value}")
@@ -281,6 +286,8 @@ def check(
     With GITHUB_ACTIONS=true it also prints ::error annotations for failing findings
     (::warning and ::notice for the others; on stderr when stdout carries JSON or a
     report) and appends the Markdown report to $GITHUB_STEP_SUMMARY when that is set.
+
+    Example: sowctl chain check sow-1 --fail-on circular,critical
     """
     from sowctl.commands.chain_check import CheckOptions, run
 
@@ -302,6 +309,8 @@ def ready(ctx: typer.Context, sow_id: SowId, json_: Json = False) -> None:
     the target of its depends_on, prerequisite or successor dependencies (an item, or an
     external party until the dependency is resolved), the source of a blocks dependency
     on it. Piped: ID, STATUS, TITLE per item. --json: {"sowId", "ready": [...]}.
+
+    Example: sowctl chain ready sow-1
     """
     found = _readiness(ctx, sow_id)
     columns = [Column("ID", "id"), Column("STATUS", "status"), Column("TITLE", "title")]
@@ -328,6 +337,8 @@ def blocked(ctx: typer.Context, sow_id: SowId, json_: Json = False) -> None:
     Piped: ID, STATUS, TITLE, WAITS_FOR (item ids or external parties, each with its status)
     per item. --json: {"sowId", "waiting": [{..., "waitsFor": [{"dependencyId", "itemId",
     "title", "status"}]}]} (no itemId for an external party; its status is the dependency's).
+
+    Example: sowctl chain blocked sow-1
     """
     found = _readiness(ctx, sow_id)
     columns = [

@@ -9,7 +9,9 @@ from sowctl.commands.projects import Limit, Offset
 from sowctl.context import app_context
 from sowctl.render import Column, emit_rows
 
-app = typer.Typer(help="Clients and their contacts (Group C listing).", no_args_is_help=True)
+app = typer.Typer(
+    help="Clients and their contacts (Group C listing).\n\nExample: sowctl clients list", no_args_is_help=True
+)
 
 
 def contacts_summary(client: dict) -> str:
@@ -42,6 +44,9 @@ def list_clients(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List clients: pinned first, then by name, each with its contacts (primary first)."""
+    """List clients: pinned first, then by name, each with its contacts (primary first).
+
+    Example: sowctl clients list --json
+    """
     body = app_context(ctx).call("clients.list", query={"limit": limit, "offset": offset})
     emit_rows(body["clients"], COLUMNS, json_mode=json_, quiet=quiet, body=body)

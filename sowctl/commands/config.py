@@ -8,14 +8,15 @@ from typing import Annotated, Any
 import typer
 
 from sowctl import config
-from sowctl.commands._options import Json
+from sowctl.commands._options import Json, read_secret
 from sowctl.context import app_context
 from sowctl.errors import NotFound, UsageError
 from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_json, emit_rows
 
 app = typer.Typer(
-    help="Profiles of connection settings (server, token, api_key, org, company, db, timeout).",
+    help="Profiles of connection settings (server, token, api_key, org, company, db, timeout)."
+    "\n\nExample: sowctl config set server http://127.0.0.1:8000 --profile dev",
     no_args_is_help=True,
 )
 
@@ -67,11 +68,28 @@ def _value(key: str, text: str) -> Any:
 def set_value(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help=f"One of: {KEYS_HELP}.", show_default=False)],
-    value: Annotated[str, typer.Argument(help="The value to store.", show_default=False)],
+    value: Annotated[
+        str | None,
+        typer.Argument(
+            help='The value to store. For token and api_key, "-" or nothing reads it from stdin, '
+            "or asks for it without echo on a terminal, so it stays out of the shell history.",
+            show_default=False,
+        ),
+    ] = None,
     profile: ProfileOption = None,
 ) -> None:
-    """Store KEY=VALUE in a profile (the file is written atomically, mode 0600)."""
+    """Store KEY=VALUE in a profile (the file is written atomically, mode 0600).
+
+    Example: sowctl config set server http://127.0.0.1:8000 --profile dev
+    Example: sowctl config set token --profile dev
+    """
     name = _key(key)
+    if value is None or value == "-":
+        if name not in config.SECRET_KEYS:
+            raise UsageError(
+                f"give a value for {name}" + (" ('-' reads only token and api_key)" if value else "")
+            )
+        value = read_secret(name)
     stored = _value(name, value)
     data = config.load()
     target = _profile_name(ctx, data, profile)
@@ -92,7 +110,10 @@ def unset_value(
     key: Annotated[str, typer.Argument(help=f"One of: {KEYS_HELP}.", show_default=False)],
     profile: ProfileOption = None,
 ) -> None:
-    """Remove KEY from a profile."""
+    """Remove KEY from a profile.
+
+    Example: sowctl config unset token --profile dev
+    """
     name = _key(key)
     data = config.load()
     target = _profile_name(ctx, data, profile)
@@ -111,7 +132,10 @@ def get_value(
     profile: ProfileOption = None,
     show_secrets: ShowSecrets = False,
 ) -> None:
-    """Print one value of a profile (tokens and API keys masked unless --show-secrets)."""
+    """Print one value of a profile (tokens and API keys masked unless --show-secrets).
+
+    Example: sowctl config get server --profile dev
+    """
     name = _key(key)
     data = config.load()
     target = _profile_name(ctx, data, profile)
@@ -128,7 +152,10 @@ def list_profiles(
     show_secrets: ShowSecrets = False,
     json_: Json = False,
 ) -> None:
-    """Show every profile and its values; the current profile is marked with *."""
+    """Show every profile and its values; the current profile is marked with *.
+
+    Example: sowctl config list
+    """
     data = config.load()
     current = _profile_name(ctx, data, None)
     profiles = {
@@ -151,7 +178,10 @@ def list_profiles(
 def use_profile(
     name: Annotated[str, typer.Argument(help="The profile to make current.", show_default=False)],
 ) -> None:
-    """Make NAME the current profile (used when --profile and SOWCTL_PROFILE are absent)."""
+    """Make NAME the current profile (used when --profile and SOWCTL_PROFILE are absent).
+
+    Example: sowctl config use dev
+    """
     data = config.load()
     if name not in data.get("profiles", {}) and name != "default":
         raise NotFound(
@@ -165,5 +195,8 @@ def use_profile(
 
 @app.command("path")
 def show_path() -> None:
-    """Print the config file's path."""
+    """Print the config file's path.
+
+    Example: sowctl config path
+    """
     sys.stdout.write(f"{config.config_path()}\n")

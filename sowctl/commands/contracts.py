@@ -11,7 +11,10 @@ from sowctl.commands._options import Json
 from sowctl.context import app_context
 from sowctl.render import emit_json, emit_object
 
-app = typer.Typer(help="Prime contracts of a financial project.", no_args_is_help=True)
+app = typer.Typer(
+    help="Prime contracts of a financial project.\n\nExample: sowctl contracts show 31 --project 101",
+    no_args_is_help=True,
+)
 
 MONEY_FIELDS = (
     "original_contract_value",
@@ -40,7 +43,10 @@ def show(
     project: Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")],
     json_: Json = False,
 ) -> None:
-    """Show a prime contract: values, customer and payment terms."""
+    """Show a prime contract: values, customer and payment terms.
+
+    Example: sowctl contracts show 31 --project 101
+    """
     result = app_context(ctx).call(
         "finance.prime_contract", query={"project_id": project, "prime_contract_id": prime_contract_id}
     )

@@ -26,7 +26,9 @@ SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify=
 
 def import_command(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help='Dataset JSON file (contract §9); "-" reads stdin.')],
+    file: Annotated[
+        Path, typer.Argument(help='Dataset JSON file (format: "Datasets" in the README); "-" reads stdin.')
+    ],
     json_: Annotated[
         bool, typer.Option("--json", help='Print {"imported": {kind: count}} instead of the summary.')
     ] = False,
@@ -36,6 +38,8 @@ def import_command(
     Every record is checked first (fields, ids, references, item hierarchy); a
     problem names the record and the field and leaves the database unchanged.
     Records whose id already exists in the database are refused, not updated.
+
+    Example: sowctl import dataset.json
     """
     from sowctl.services.collector import collector_paused
     from sowctl.services.dataset import import_dataset
@@ -67,15 +71,17 @@ def export_command(
         bool, typer.Option("--compact", help=f"No indentation (the default above {INDENT_UP_TO:,} records).")
     ] = False,
 ) -> None:
-    """Write the whole database as a dataset (contract §9), ordered by id (local mode only).
+    """Write the whole database as a dataset, ordered by id (local mode only; format: README, "Datasets").
 
     Importing the file into an empty database reproduces the same API responses.
     Tokens, API keys and rate counters are not exported. A FILE is replaced
     atomically, so a failed export never leaves half a file behind.
+
+    Example: sowctl export backup.json
     """
     from sowctl.services.dataset import export_dataset
 
-    app_context(ctx).open_local_database("export")
+    app_context(ctx).open_local_database("export", write=False)
     with _export_progress() as progress:
         data = export_dataset(progress=progress)
     import json  # imported when used: keeps start-up light

@@ -6,13 +6,17 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet
+from sowctl import render
+from sowctl.commands._options import Json, Quiet, QuietCreate, Yes, confirm, emit_created, needs_confirmation
 from sowctl.context import app_context
 from sowctl.errors import UsageError
 from sowctl.render import Column, emit_message, emit_object, emit_rows
+from sowctl.schemas.vocabulary import DependencyKind, DependencyStatus, DependencyType, RiskLevel
 
 app = typer.Typer(
-    help="Dependencies between items, or on external systems and vendors.", no_args_is_help=True
+    help="Dependencies between items, or on external systems and vendors."
+    "\n\nExample: sowctl deps create --source slab --target rebar --type depends_on --risk high",
+    no_args_is_help=True,
 )
 
 
@@ -43,10 +47,11 @@ COLUMNS = [
 ]
 
 Status = Annotated[
-    str | None, typer.Option("--status", help="active, resolved, cancelled or blocked.", show_default=False)
+    DependencyStatus | None,
+    typer.Option("--status", help="active, resolved, cancelled or blocked.", show_default=False),
 ]
 Risk = Annotated[
-    str | None, typer.Option("--risk", help="low, medium, high or critical.", show_default=False)
+    RiskLevel | None, typer.Option("--risk", help="low, medium, high or critical.", show_default=False)
 ]
 
 
@@ -57,7 +62,7 @@ def list_deps(
     sow: Annotated[str | None, typer.Option("--sow", help="Only dependencies of this SOW.")] = None,
     status: Status = None,
     kind: Annotated[
-        str | None,
+        DependencyKind | None,
         typer.Option(
             "--type",
             help="critical (critical risk, still open), overdue (SLA date passed, still open) or external.",
@@ -67,7 +72,10 @@ def list_deps(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List dependencies, oldest first."""
+    """List dependencies, oldest first.
+
+    Example: sowctl deps list --sow sow-1 --type overdue
+    """
     query = {"itemId": item, "sowId": sow, "status": status, "type": kind}
     deps = app_context(ctx).call("deps.list", query=query)
     emit_rows(deps, COLUMNS, json_mode=json_, quiet=quiet)
@@ -79,7 +87,10 @@ def get_dep(
     dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
     json_: Json = False,
 ) -> None:
-    """Show one dependency."""
+    """Show one dependency.
+
+    Example: sowctl deps get dep-1
+    """
     emit_object(app_context(ctx).call("deps.get", {"dependencyId": dependency_id}), json_mode=json_)
 
 
@@ -88,10 +99,10 @@ def create_dep(
     ctx: typer.Context,
     source: Annotated[str, typer.Option("--source", help="The item that has the dependency.")],
     dependency_type: Annotated[
-        str,
+        DependencyType,
         typer.Option("--type", help="depends_on, blocks, related_to, prerequisite or successor."),
     ],
-    risk: Annotated[str, typer.Option("--risk", help="low, medium, high or critical.")],
+    risk: Annotated[RiskLevel, typer.Option("--risk", help="low, medium, high or critical.")],
     target: Annotated[str | None, typer.Option("--target", help="The target item's id.")] = None,
     external: Annotated[
         str | None, typer.Option("--external", help="Name of the external system or vendor instead.")
@@ -105,10 +116,13 @@ def create_dep(
     ] = None,
     notes: Annotated[str | None, typer.Option("--notes", help="Free-text notes.")] = None,
     json_: Json = False,
+    quiet: QuietCreate = False,
 ) -> None:
     """Create a dependency on an item (--target) or on an external party (--external).
 
     Refused when it would close a cycle: the error names the items of the cycle.
+
+    Example: sowctl deps create --source slab --target rebar --type depends_on --risk high --sla 2026-12-01
     """
     if (target is None) == (external is None):
         raise UsageError("give exactly one of --target ITEM_ID or --external NAME")
@@ -126,7 +140,7 @@ def create_dep(
         escalationDate=escalation,
         notes=notes,
     )
-    emit_object(app_context(ctx).call("deps.create", body=body), json_mode=json_)
+    emit_created(app_context(ctx).call("deps.create", body=body), json_mode=json_, quiet=quiet)
 
 
 @app.command("update")
@@ -150,6 +164,8 @@ def update_dep(
     """Change a dependency's status, risk, dates or notes.
 
     Moving a cancelled dependency back to another status is refused when it would close a cycle.
+
+    Example: sowctl deps update dep-1 --status resolved
     """
     body = _without_none(status=status, riskLevel=risk, notes=notes)
     for key, value in (("slaDate", sla), ("escalationDate", escalation)):
@@ -163,10 +179,21 @@ def update_dep(
 def delete_dep(
     ctx: typer.Context,
     dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
+    yes: Yes = False,
     json_: Json = False,
 ) -> None:
-    """Delete a dependency."""
-    result = app_context(ctx).call("deps.delete", {"dependencyId": dependency_id})
+    """Delete a dependency (on a terminal, after asking; --yes skips the question).
+
+    Example: sowctl deps delete dep-1 --yes
+    """
+    context = app_context(ctx)
+    if needs_confirmation(yes):
+        dep = context.call("deps.get", {"dependencyId": dependency_id})
+        confirm(
+            f"Delete dependency {render.text(dependency_id)} ({render.text(dep.get('sourceItemId'))} "
+            f"{render.text(dep.get('dependencyType'))} {render.text(_target(dep))})?"
+        )
+    result = context.call("deps.delete", {"dependencyId": dependency_id})
     emit_message(result["message"], json_mode=json_, body=result)
 
 

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from sowctl import render
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import (
+    Json,
+    Quiet,
+    QuietCreate,
+    SowArgument,
+    Yes,
+    confirm,
+    emit_created,
+    needs_confirmation,
+)
 from sowctl.context import app_context
+from sowctl.errors import UsageError
 from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
+from sowctl.schemas.vocabulary import ItemStatus
+from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
 
-app = typer.Typer(help="Requirements and task items of a SOW, in their hierarchy.", no_args_is_help=True)
+app = typer.Typer(
+    help="Requirements and task items of a SOW, in their hierarchy."
+    "\n\nExample: sowctl items create sow-1 --title Structure --type requirement",
+    no_args_is_help=True,
+)
 
 COLUMNS = [
     Column("ID", "id"),
@@ -24,19 +41,24 @@ COLUMNS = [
     Column("CREATED", "createdAt", kind="datetime", default=False),
     Column("UPDATED", "updatedAt", kind="datetime", default=False),
 ]
-ItemType = Annotated[str | None, typer.Option("--type", help="requirement or task_item.", show_default=False)]
+ItemType = Annotated[
+    ItemTypeValue | None, typer.Option("--type", help="requirement or task_item.", show_default=False)
+]
 
 
 @app.command("list")
 def list_items(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     item_type: ItemType = None,
     parent: Annotated[str | None, typer.Option("--parent", help="Only children of this item.")] = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List the items of a SOW in orderIndex order."""
+    """List the items of a SOW in orderIndex order.
+
+    Example: sowctl items list sow-1 --type requirement
+    """
     items = app_context(ctx).call("items.list", {"sowId": sow_id}, {"type": item_type, "parentId": parent})
     emit_rows(items, COLUMNS, json_mode=json_, quiet=quiet)
 
@@ -47,33 +69,47 @@ def get_item(
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
     json_: Json = False,
 ) -> None:
-    """Show one item (a requirement shows its calculated status)."""
+    """Show one item (a requirement shows its calculated status).
+
+    Example: sowctl items get req-1
+    """
     emit_object(app_context(ctx).call("items.get", {"itemId": item_id}), json_mode=json_)
 
 
 @app.command("create")
 def create_item(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     title: Annotated[str, typer.Option("--title", help="Title of the item.")],
-    item_type: Annotated[str, typer.Option("--type", help="requirement or task_item.")] = "task_item",
+    item_type: Annotated[
+        ItemTypeValue, typer.Option("--type", help="requirement or task_item.")
+    ] = "task_item",
     description: Annotated[str | None, typer.Option("--description", "-d")] = None,
     parent: Annotated[str | None, typer.Option("--parent", help="Parent item id.")] = None,
     order_index: Annotated[
         int | None, typer.Option("--order-index", help="Position among siblings (default: last).")
     ] = None,
+    item_id: Annotated[
+        str | None,
+        typer.Option("--id", help="Choose the item's id (local mode only; default: a generated uuid)."),
+    ] = None,
     json_: Json = False,
+    quiet: QuietCreate = False,
 ) -> None:
-    """Create a requirement or task item in a SOW."""
+    """Create a requirement or task item in a SOW.
+
+    Example: sowctl items create sow-1 --title Structure --type requirement --id req-1
+    """
     body = _without_none(
         title=title,
         type=item_type,
         description=description,
         parentItemId=parent,
         orderIndex=order_index,
+        id=item_id,
     )
     item = app_context(ctx).call("items.create", {"sowId": sow_id}, body=body)
-    _show_changed(item, json_)
+    emit_created(item, json_mode=json_, quiet=quiet)
 
 
 @app.command("update")
@@ -83,36 +119,74 @@ def update_item(
     title: Annotated[str | None, typer.Option("--title")] = None,
     description: Annotated[str | None, typer.Option("--description", "-d")] = None,
     status: Annotated[
-        str | None, typer.Option("--status", help="pending, in_progress, completed or cancelled.")
+        ItemStatus | None,
+        typer.Option(
+            "--status",
+            help="pending, in_progress, completed or cancelled. A requirement with task items "
+            "takes its status from them (it is calculated), so it cannot be set.",
+        ),
     ] = None,
     order_index: Annotated[int | None, typer.Option("--order-index")] = None,
     json_: Json = False,
 ) -> None:
-    """Change an item's title, description, status or position."""
+    """Change an item's title, description, status or position.
+
+    Example: sowctl items update task-1 --status in_progress
+    """
     body = _without_none(title=title, description=description, status=status, orderIndex=order_index)
     if not body:
         from sowctl.errors import UsageError
 
         raise UsageError("nothing to update: give --title, --description, --status or --order-index")
     item = app_context(ctx).call("items.update", {"itemId": item_id}, body=body)
-    _show_changed(item, json_)
+    if status is not None and item.get("type") == "requirement" and item.get("status") != status:
+        # The API keeps the stored status but shows the calculated one; say so instead of
+        # letting the change look ignored.
+        sys.stderr.write(
+            f"note: requirement {render.text(item_id)} has task items, so its status is calculated "
+            f"from them ({item.get('status')}); {status} is kept for when it has none\n"
+        )
+    emit_object(item, json_mode=json_)
 
 
 @app.command("delete")
 def delete_item(
     ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
+    yes: Yes = False,
     json_: Json = False,
 ) -> None:
-    """Delete an item with all its descendants and their dependencies."""
-    result = app_context(ctx).call("items.delete", {"itemId": item_id})
+    """Delete an item with all its descendants and their dependencies.
+
+    On a terminal it first shows what goes with the item and asks; --yes skips the question
+    (scripts, whose input is not a terminal, are never asked).
+
+    Example: sowctl items delete req-1 --yes
+    """
+    context = app_context(ctx)
+    went = None
+    if needs_confirmation(yes) or (sys.stdin is not None and sys.stdin.isatty()):
+        # A person is there: say what goes with the item (the dependencies counted are
+        # those of the SOW's items, which is where nearly all of them are).
+        from sowctl.itemtree import cascade
+
+        item = context.call("items.get", {"itemId": item_id})
+        items = context.call("items.list", {"sowId": item["sowId"]})
+        deps = context.call("deps.list", query={"sowId": item["sowId"]})
+        descendants, dependencies = cascade(item_id, items, deps)
+        went = f"{_count(len(descendants), 'descendant item')} and {_count(len(dependencies), 'dependency')}"
+        if not yes:
+            confirm(f"Delete item {render.text(item_id)} ({render.text(item.get('title'))}), {went}?")
+    result = context.call("items.delete", {"itemId": item_id})
     emit_message(result["message"], json_mode=json_, body=result)
+    if went is not None:
+        sys.stderr.write(f"deleted with it: {went}\n")
 
 
 @app.command("reorder")
 def reorder_items(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     positions: Annotated[
         list[str] | None,
         typer.Argument(help="ITEM_ID=ORDER_INDEX pairs, e.g. item-2=0 item-1=1.", show_default=False),
@@ -123,7 +197,12 @@ def reorder_items(
     ] = None,
     json_: Json = False,
 ) -> None:
-    """Set the order of several items at once: all of them, or none."""
+    """Set the order of several items at once: all of them, or none.
+
+    Example: sowctl items reorder sow-1 item-2=0 item-1=1
+    """
+    if from_file is None and not positions:
+        raise UsageError("give at least one ITEM_ID=ORDER_INDEX pair (or --from-file FILE)")
     if from_file is not None:
         import json
 
@@ -133,7 +212,9 @@ def reorder_items(
             raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     else:
         body = {"items": [_position(text) for text in positions or []]}
-    result = app_context(ctx).call("items.reorder", {"sowId": sow_id}, body=body)
+    result = app_context(ctx).call(
+        "items.reorder", {"sowId": sow_id}, body=body, from_options=from_file is None
+    )
     if json_:
         emit_json(result)
     else:
@@ -145,10 +226,13 @@ def reorder_items(
 @app.command("tree")
 def tree(
     ctx: typer.Context,
-    sow_id: Annotated[str, typer.Argument(help="The SOW's id.")],
+    sow_id: SowArgument,
     json_: Json = False,
 ) -> None:
-    """Show the SOW's hierarchy with calculated statuses."""
+    """Show the SOW's hierarchy with calculated statuses.
+
+    Example: sowctl items tree sow-1
+    """
     from sowctl.itemtree import build_tree, render_tree
 
     items = app_context(ctx).call("items.list", {"sowId": sow_id})
@@ -175,5 +259,6 @@ def _without_none(**fields: object) -> dict:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def _show_changed(item: dict, json_: bool) -> None:
-    emit_object(item, json_mode=json_)
+def _count(number: int, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number} {noun if number == 1 else plural}"

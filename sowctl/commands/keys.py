@@ -7,12 +7,15 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.context import app_context
+from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_message, emit_rows
 
 app = typer.Typer(
-    help="API keys for the external API (stored hashed; local mode only).", no_args_is_help=True
+    help="API keys for the external API (stored hashed; local mode only)."
+    "\n\nExample: sowctl keys create --org org-1",
+    no_args_is_help=True,
 )
 
 COLUMNS = [
@@ -29,7 +32,10 @@ def create_key(
     ctx: typer.Context,
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
 ) -> None:
-    """Print a new API key, and only the key."""
+    """Print a new API key, and only the key.
+
+    Example: sowctl keys create --org org-1
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys create")
@@ -38,10 +44,13 @@ def create_key(
 
 @app.command("list")
 def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
-    """List API keys (secrets masked)."""
+    """List API keys (secrets masked).
+
+    Example: sowctl keys list
+    """
     from sowctl.services import credentials
 
-    app_context(ctx).open_local_database("keys list")
+    app_context(ctx).open_local_database("keys list", write=False)
     emit_rows(credentials.list_keys(), COLUMNS, json_mode=json_, quiet=quiet)
 
 
@@ -49,11 +58,17 @@ def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> 
 def revoke_key(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="The key's id, or the key itself.")],
+    yes: Yes = False,
     json_: Json = False,
 ) -> None:
-    """Revoke an API key: it is refused from the next request on."""
+    """Revoke an API key: it is refused from the next request on.
+
+    Example: sowctl keys revoke KEY_ID
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys revoke")
+    if needs_confirmation(yes):
+        confirm(f"Revoke API key {secret_hint(key) if key.startswith('sow') else key}? It is refused at once")
     key_id = credentials.revoke_key(key)
     emit_message(f"API key {key_id} revoked", json_mode=json_, body={"id": key_id, "revoked": True})

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from sowctl import render
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, QuietCreate
 from sowctl.context import app_context
 from sowctl.errors import UsageError
 from sowctl.render import Column, emit_json, emit_object, emit_rows
+from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
 app = typer.Typer(
-    help="Purchase orders of a financial project: create them (exact decimal amounts) and list them.",
+    help="Purchase orders of a financial project: create them (exact decimal amounts) and list them."
+    "\n\nExample: sowctl po list --project 101",
     no_args_is_help=True,
 )
 
@@ -72,7 +75,7 @@ def create_po(
     title: Annotated[str | None, typer.Option("--title", help="Title of the purchase order.")] = None,
     vendor: Annotated[int | None, typer.Option("--vendor", help="Vendor id.")] = None,
     status: Annotated[
-        str | None,
+        PurchaseOrderStatus | None,
         typer.Option("--status", help="Initial status (default draft), e.g. draft or issued."),
     ] = None,
     lines: Annotated[list[str] | None, typer.Option("--line", help=LINE_HELP)] = None,
@@ -80,12 +83,19 @@ def create_po(
         typer.FileText | None,
         typer.Option(
             "--from-file",
-            help='A JSON request body (spec §2.3; "-" reads stdin). Options given as well override it.',
+            help='A JSON body: {"project_id": "101", "commitment_id": "5001", "title": "...", '
+            '"vendor_id": 7, "status": "draft", "line_items": [{"description": "...", '
+            '"amount": "100.00", "cost_code_id": 3, "quantity": 1, "unit_cost": "100.00"}]} '
+            '("-" reads stdin). Options given as well override it.',
         ),
     ] = None,
     json_: Json = False,
+    quiet: QuietCreate = False,
 ) -> None:
-    """Create a purchase order; its amounts are the exact sum of its line amounts."""
+    """Create a purchase order; its amounts are the exact sum of its line amounts.
+
+    Example: sowctl po create --project 101 --commitment 5001 --title Steel --vendor 7 --line "Beams:480.00:3"
+    """
     body: dict[str, Any] = _read_body(from_file) if from_file is not None else {}
     options = {"project_id": project, "commitment_id": commitment, "title": title, "vendor_id": vendor}
     body.update({key: value for key, value in options.items() if value is not None})
@@ -97,7 +107,10 @@ def create_po(
     missing = [option for field, option in REQUIRED if field not in body]
     if missing:
         raise UsageError(f"missing option {', '.join(missing)} (or give the field in --from-file)")
-    order = app_context(ctx).call("finance.create_po", body=body)
+    order = app_context(ctx).call("finance.create_po", body=body, from_options=from_file is None)
+    if quiet and not json_:
+        sys.stdout.write(f"{render.text(order.get('id'))}\n")
+        return
     show_order(order, json_)
 
 
@@ -108,7 +121,10 @@ def list_pos(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List the purchase orders of a project (a sowctl extension of the API)."""
+    """List the purchase orders of a project (a sowctl extension of the API).
+
+    Example: sowctl po list --project 101
+    """
     from decimal import Decimal
 
     from sowctl import money
@@ -199,3 +215,40 @@ def _read_body(stream) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise typer.BadParameter("must hold a JSON object (the request body)", param_hint="--from-file")
     return body
+
+
+OPTION_COLUMNS = [
+    Column("KIND", "kind"),
+    Column("ID", "id", justify="right"),
+    Column("NAME", "name"),
+    Column("CODE OR VENDOR", "detail"),
+]
+
+
+@app.command("options")
+def po_options(
+    ctx: typer.Context,
+    project: Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")],
+    json_: Json = False,
+) -> None:
+    """List the vendors, cost codes and commitments a purchase order of a project may use
+    (their ids go in --vendor, --line and --commitment; a sowctl extension of the API).
+
+    Example: sowctl po options --project 101
+    """
+    result = app_context(ctx).call("finance.po_options", query={"project_id": project})
+    rows = [{"kind": "vendor", "id": v["id"], "name": v["name"], "detail": ""} for v in result["vendors"]]
+    rows += [
+        {"kind": "cost_code", "id": c["id"], "name": c["name"], "detail": c["full_code"]}
+        for c in result["cost_codes"]
+    ]
+    rows += [
+        {
+            "kind": "commitment",
+            "id": c["id"],
+            "name": c["title"],
+            "detail": f"vendor {c['vendor_id']}" if c.get("vendor_id") is not None else "",
+        }
+        for c in result["commitments"]
+    ]
+    emit_rows(rows, OPTION_COLUMNS, json_mode=json_, body=result)

@@ -9,8 +9,11 @@ import typer
 from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.render import Column, emit_rows
+from sowctl.schemas.vocabulary import ProjectStatus
 
-app = typer.Typer(help="Projects (Group C listing).", no_args_is_help=True)
+app = typer.Typer(
+    help="Projects (Group C listing).\n\nExample: sowctl projects list --status active", no_args_is_help=True
+)
 
 COLUMNS = [
     Column("ID", "id"),
@@ -33,7 +36,7 @@ Offset = Annotated[
 def list_projects(
     ctx: typer.Context,
     status: Annotated[
-        str | None,
+        ProjectStatus | None,
         typer.Option("--status", help="active, on_hold, completed or archived.", show_default=False),
     ] = None,
     client: Annotated[
@@ -44,7 +47,10 @@ def list_projects(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List projects: pinned first, then by name, with their client and SOW count."""
+    """List projects: pinned first, then by name, with their client and SOW count.
+
+    Example: sowctl projects list --status active --limit 10
+    """
     query = {"status": status, "clientId": client, "limit": limit, "offset": offset}
     body = app_context(ctx).call("projects.list", query=query)
     emit_rows(body["projects"], COLUMNS, json_mode=json_, quiet=quiet, body=body)

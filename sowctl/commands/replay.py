@@ -43,6 +43,8 @@ def replay(
     requests find them; with the recording server's --seed and --clock, local
     replay reproduces the very same ids and timestamps. Stops at the first
     failure (exit code as for that request) unless --continue-on-error.
+
+    Example: sowctl --db copy.db replay session.jsonl
     """
     from sowctl import clock
     from sowctl.errors import UsageError

@@ -145,6 +145,8 @@ def serve(
     For one run of a test suite: --load FILE starts from a dataset, --exec CMD runs
     the suite against the server and exits with its exit code, --export-on-exit
     FILE keeps the state for the next run.
+
+    Example: sowctl serve --demo
     """
     from functools import partial
 
@@ -248,14 +250,24 @@ def _demo_access() -> tuple[str, str, bool]:
 
 
 def _demo_text(url: str, token: str, key: str, loaded: bool, *, admin_token: str | None = None) -> str:
-    """The demo's credentials and a ready console link. The link carries the tokens in its
-    fragment (``#token=...``), which a browser never sends to the server; a generated admin
-    token (``--admin``) rides along, one given with ``--admin-token`` is not printed."""
+    """The demo's credentials, a ready console link and the lines to paste into another
+    shell. The link carries the tokens in its fragment (``#token=...``), which a browser
+    never sends to the server; a generated admin token (``--admin``) rides along, one
+    given with ``--admin-token`` is not printed."""
+    import shlex
     from urllib.parse import urlencode
 
     from sowctl.demo_data import DEMO_COMPANY, DEMO_ORG, DEMO_PROJECT_ID, DEMO_SOW
 
     state = "Demo dataset loaded." if loaded else "Demo dataset already present (not reloaded)."
+    sowctl = _sowctl_command()
+    exports = {
+        "SOWCTL_SERVER": url,
+        "SOWCTL_TOKEN": token,
+        "SOWCTL_API_KEY": key,
+        "SOWCTL_ORG": DEMO_ORG,
+        "SOWCTL_COMPANY": DEMO_COMPANY,
+    }
     fragment = urlencode({"token": token, **({"admin": admin_token} if admin_token else {})})
     lines = [
         state,
@@ -265,14 +277,38 @@ def _demo_text(url: str, token: str, key: str, loaded: bool, *, admin_token: str
         f"  org:      {DEMO_ORG}",
         f"  company:  {DEMO_COMPANY}",
         "",
-        "Try:",
-        f"  sowctl --server {url} --token {token} items list {DEMO_SOW}",
-        f"  sowctl --server {url} --token {token} chain check {DEMO_SOW}",
+        "In another shell, paste:",
+        "  unset SOWCTL_DB SOWCTL_PROFILE",
+        "  export " + " ".join(f"{name}={shlex.quote(value)}" for name, value in exports.items()),
+        "Then try:",
+        f"  {sowctl} items list {DEMO_SOW}",
+        f"  {sowctl} chain check {DEMO_SOW}",
+        f"  {sowctl} budgets views --project {DEMO_PROJECT_ID}",
         f'  curl -H "Authorization: Bearer {token}" {url}/api/sow/{DEMO_SOW}/items',
         f'  curl -H "x-api-key: {key}" -H "x-organization-id: {DEMO_ORG}" '
         f'-H "x-company-id: {DEMO_COMPANY}" "{url}/api/external/budget-views?project_id={DEMO_PROJECT_ID}"',
     ]
     return "\n".join(lines)
+
+
+def _sowctl_command() -> str:
+    """``sowctl`` when another shell will find it on PATH, else this one's full path.
+
+    A sowctl inside a virtual environment is on PATH only where that environment is
+    active, which another shell usually is not.
+    """
+    import os
+    import shlex
+    import shutil
+
+    in_venv = sys.prefix != sys.base_prefix
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name == "sowctl" and script.exists():
+        found = shutil.which("sowctl")
+        if found and not in_venv and Path(found).resolve() == script.resolve():
+            return "sowctl"
+        return shlex.quote(os.path.abspath(script))
+    return f"{shlex.quote(sys.executable)} -m sowctl"  # started as python -m sowctl
 
 
 def _print(text: str) -> None:

@@ -6,11 +6,14 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
 from sowctl.context import app_context
-from sowctl.render import Column, emit_object, emit_rows
+from sowctl.render import Column, emit_rows
 
-app = typer.Typer(help="Statements of Work.", no_args_is_help=True)
+app = typer.Typer(
+    help='Statements of Work.\n\nExample: sowctl sows create "Tower A, phase 1" --id sow-1',
+    no_args_is_help=True,
+)
 
 COLUMNS = [
     Column("ID", "id"),
@@ -31,14 +34,18 @@ def create_sow(
     ] = None,
     sow_id: Annotated[str | None, typer.Option("--id", help="Choose the SOW's id.")] = None,
     json_: Json = False,
+    quiet: QuietCreate = False,
 ) -> None:
-    """Create a SOW (and a default organization and project when none exist)."""
+    """Create a SOW (and a default organization and project when none exist).
+
+    Example: sowctl sows create "Tower A, phase 1" --id sow-1
+    """
     body = {"title": title}
     if project:
         body["projectId"] = project
     if sow_id:
         body["id"] = sow_id
-    emit_object(app_context(ctx).call("sows.create", body=body), json_mode=json_)
+    emit_created(app_context(ctx).call("sows.create", body=body), json_mode=json_, quiet=quiet)
 
 
 @app.command("list")
@@ -48,6 +55,9 @@ def list_sows(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List SOWs with their item counts."""
+    """List SOWs with their item counts.
+
+    Example: sowctl sows list --json
+    """
     sows = app_context(ctx).call("sows.list", query={"projectId": project})
     emit_rows(sows, COLUMNS, json_mode=json_, quiet=quiet)

@@ -16,7 +16,10 @@ HEALTH_TIMEOUT = 3.0  # seconds; status must answer quickly even when the server
 
 
 def status(ctx: typer.Context, json_: Json = False) -> None:
-    """Show the mode, server or database, profile and identity in effect, and whether it answers."""
+    """Show the mode, server or database, profile and identity in effect, and whether it answers.
+
+    Example: sowctl --server http://127.0.0.1:8000 status
+    """
     from sowctl.config import mask_url
     from sowctl.redaction import secret_hint
 
@@ -41,21 +44,67 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
         backend = RemoteBackend(settings)
         try:
             ok, detail = backend.health(min(HEALTH_TIMEOUT, settings.timeout or HEALTH_TIMEOUT))
+            report.update(reachable=ok, detail=detail)
+            if ok:
+                report["credentials"] = _check_credentials(backend, settings)
         finally:
             backend.close()
-        report.update(reachable=ok, detail=detail)
     else:
         report["database"] = mask_url(settings.database)
         report.update(_database_health(settings.database))
+        unused = {"token": settings.token, "apiKey": settings.api_key}
+        if any(unused.values()):  # given, but nothing will send them: say so
+            report["credentials"] = {
+                name: "not used: local mode (no server)" for name, value in unused.items() if value
+            }
     if json_:
         emit_json(report)
     else:
-        flat = {key: value for key, value in report.items() if key != "identity"}
-        flat.update({f"identity.{key}": value for key, value in report["identity"].items()})
+        flat = {key: value for key, value in report.items() if key not in ("identity", "credentials")}
+        for group in ("identity", "credentials"):
+            flat.update({f"{group}.{key}": value for key, value in (report.get(group) or {}).items()})
         emit_object({key: value for key, value in flat.items() if value is not None}, json_mode=False)
     if not report["reachable"]:
         sys.stderr.write(f"error: {report['detail']}\n")
         raise typer.Exit(5)
+    refused = [
+        f"{name}: {state}"
+        for name, state in (report.get("credentials") or {}).items()
+        if state.startswith("refused")
+    ]
+    if refused:
+        sys.stderr.write(f"error: the server refused the credentials ({'; '.join(refused)})\n")
+        raise typer.Exit(4)
+
+
+def _check_credentials(backend: Any, settings: Any) -> dict[str, str]:
+    """Each credential given, tried on the server as ``gh auth status`` does: "ok" or why not.
+
+    The token with the cheapest call it may make (one project); the API key with the
+    organization and company headers on a budget-view list of project 0, which a valid
+    key answers with "project 0 not found" (and counts once against its rate limit).
+    """
+    from sowctl.errors import NotFound, SowctlError
+
+    checks: dict[str, str] = {}
+    if settings.token:
+        try:
+            backend.call("projects.list", query={"limit": "1"}, all_pages=False)
+            checks["token"] = "ok"
+        except SowctlError as exc:
+            checks["token"] = f"refused: {exc.message}"
+    if settings.api_key:
+        if not (settings.org and settings.company):
+            checks["apiKey"] = "not checked: needs --org and --company"
+        else:
+            try:
+                backend.call("finance.budget_views", query={"project_id": "0"})
+                checks["apiKey"] = "ok"
+            except NotFound as exc:
+                checks["apiKey"] = "ok" if exc.message.startswith("project") else f"refused: {exc.message}"
+            except SowctlError as exc:
+                checks["apiKey"] = f"refused: {exc.message}"
+    return checks
 
 
 def _database_health(db: str) -> dict[str, Any]:

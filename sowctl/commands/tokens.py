@@ -7,11 +7,17 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet
+from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.context import app_context
+from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_message, emit_rows
+from sowctl.schemas.vocabulary import Role
 
-app = typer.Typer(help="Bearer tokens (stored hashed; local mode only).", no_args_is_help=True)
+app = typer.Typer(
+    help="Bearer tokens (stored hashed; local mode only)."
+    "\n\nExample: sowctl tokens create --user ada --org org-1",
+    no_args_is_help=True,
+)
 
 COLUMNS = [
     Column("ID", "id"),
@@ -29,9 +35,12 @@ def create_token(
     ctx: typer.Context,
     user: Annotated[str, typer.Option("--user", help="User id (created in the org if new).")],
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
-    role: Annotated[str, typer.Option("--role", help="viewer, member or admin.")] = "member",
+    role: Annotated[Role, typer.Option("--role", help="viewer, member or admin.")] = "member",
 ) -> None:
-    """Print a new bearer token, and only the token."""
+    """Print a new bearer token, and only the token.
+
+    Example: sowctl tokens create --user ada --org org-1 --role viewer
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("tokens create")
@@ -41,10 +50,13 @@ def create_token(
 
 @app.command("list")
 def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
-    """List tokens (secrets masked)."""
+    """List tokens (secrets masked).
+
+    Example: sowctl tokens list
+    """
     from sowctl.services import credentials
 
-    app_context(ctx).open_local_database("tokens list")
+    app_context(ctx).open_local_database("tokens list", write=False)
     emit_rows(credentials.list_tokens(), COLUMNS, json_mode=json_, quiet=quiet)
 
 
@@ -52,11 +64,19 @@ def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -
 def revoke_token(
     ctx: typer.Context,
     token: Annotated[str, typer.Argument(help="The token's id, or the token itself.")],
+    yes: Yes = False,
     json_: Json = False,
 ) -> None:
-    """Revoke a token: it is refused from the next request on."""
+    """Revoke a token: it is refused from the next request on.
+
+    Example: sowctl tokens revoke TOKEN_ID
+    """
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("tokens revoke")
+    if needs_confirmation(yes):
+        confirm(
+            f"Revoke token {secret_hint(token) if token.startswith('sow') else token}? It is refused at once"
+        )
     token_id = credentials.revoke_token(token)
     emit_message(f"token {token_id} revoked", json_mode=json_, body={"id": token_id, "revoked": True})

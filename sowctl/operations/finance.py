@@ -18,6 +18,7 @@ from sowctl.schemas.finance import (
     ProjectQuery,
     PurchaseOrderIn,
     PurchaseOrderList,
+    PurchaseOrderOptions,
     PurchaseOrderOut,
     SnapshotList,
     SnapshotQuery,
@@ -123,3 +124,19 @@ def list_purchase_orders(request: Request) -> Result:
         limit=request.limit,
     )
     return Result(dump(orders), total)
+
+
+@operation(
+    name="finance.po_options",
+    method="GET",
+    path="/api/external/purchase-order-options",
+    group="B",
+    summary="The vendors, cost codes and commitments a purchase order of a project may use "
+    "(sowctl extension)",
+    query=ProjectQuery,
+    response=PurchaseOrderOptions,
+    extension=True,
+)
+def purchase_order_options(request: Request) -> Result:
+    found = service.purchase_order_options(request.caller, request.company_id, request.query.project_id)
+    return Result(dump(found))

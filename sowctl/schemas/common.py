@@ -117,6 +117,32 @@ NonEmptyStr = Annotated[
 ]
 
 
+def unreachable_id(value: str) -> str | None:
+    """Why ``value`` cannot be an id that is a URL path segment (/api/items/{itemId}), or None.
+
+    A "/" is decoded back into a path separator by every server, and "." or ".." are
+    removed by URL normalisation, so such a record could be created but never read,
+    changed or deleted over HTTP.
+    """
+    if "/" in value:
+        return "must not contain '/' (ids are part of URLs)"
+    if value in (".", ".."):
+        return f"must not be {value!r} (ids are part of URLs)"
+    return None
+
+
+def _reachable_id(value: str) -> str:
+    problem = unreachable_id(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# The id of a SOW, item or dependency chosen by a client or a dataset: at most 64
+# characters (PostgreSQL's column), and reachable as a URL path segment.
+PathId = Annotated[StrictStr, Field(min_length=1, max_length=64), AfterValidator(_reachable_id)]
+
+
 class ApiModel(BaseModel):
     """Base for models whose field names are the API's names as written (snake or camel)."""
 

@@ -32,6 +32,7 @@ from sowctl.schemas.common import (
     DateStr,
     Field,
     NonEmptyStr,
+    PathId,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -95,7 +96,7 @@ TimestampIn = Annotated[datetime, PlainValidator(_timestamp)]
 DecimalString = Annotated[Decimal, PlainValidator(_decimal_string)]
 Number = Annotated[Decimal, PlainValidator(_number)]
 JsonNumber = Annotated[int | float, PlainValidator(_json_number)]  # kept as written (inside JSON columns)
-RecordId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+RecordId = Annotated[StrictStr, Field(min_length=1, max_length=64)]  # header values: any text
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 
 
@@ -173,14 +174,14 @@ class ProjectRecord(CamelModel):
 
 
 class SowRecord(CamelModel):
-    id: RecordId
+    id: PathId
     project_id: RecordId
     title: StrictStr = ""
     created_at: TimestampIn | None = None
 
 
 class ItemRecord(CamelModel):
-    id: RecordId
+    id: PathId
     sow_id: RecordId
     title: NonEmptyStr
     description: StrictStr | None = None
@@ -195,7 +196,7 @@ class ItemRecord(CamelModel):
 
 
 class DependencyRecord(CamelModel):
-    id: RecordId
+    id: PathId
     source_item_id: RecordId
     target_item_id: RecordId | None = None
     dependency_type: DependencyType

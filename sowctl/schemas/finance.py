@@ -260,6 +260,21 @@ class PurchaseOrderList(ApiOut):
     data: list[PurchaseOrderOut]
 
 
+class CommitmentRef(ApiOut):
+    id: str
+    title: str
+    vendor_id: int | None = None
+
+
+class PurchaseOrderOptions(ApiOut):
+    """What a purchase order of a project may name (sowctl extension): the vendors and
+    cost codes of the project's company and the project's commitments, by id."""
+
+    vendors: list[VendorRef]
+    cost_codes: list[CostCodeRef]
+    commitments: list[CommitmentRef]
+
+
 class BudgetViewOut(ApiOut):
     id: int
     name: str

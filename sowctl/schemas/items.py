@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
+from pydantic.json_schema import SkipJsonSchema
+
 from sowctl.schemas.common import (
     CamelBody,
     CamelOut,
     Field,
     NonEmptyStr,
+    PathId,
     StrictStr,
     Timestamp,
     WholeNumber,
@@ -21,7 +24,9 @@ Description = Annotated[StrictStr, Field(max_length=100_000)]
 
 
 class ItemCreate(CamelBody):
-    """``parentItemId`` null or absent: a top-level item."""
+    """``parentItemId`` null or absent: a top-level item. ``id`` is for local mode only
+    (``items create --id`` on a database file): a server refuses it, so it is left out of
+    the API's description; absent, a uuid is generated."""
 
     null_allowed = frozenset({"parent_item_id"})
 
@@ -30,6 +35,7 @@ class ItemCreate(CamelBody):
     description: Description | None = None
     parent_item_id: StrictStr | None = None
     order_index: Position | None = None
+    id: SkipJsonSchema[PathId | None] = None
 
 
 class ItemUpdate(CamelBody):

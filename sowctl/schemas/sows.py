@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from sowctl.schemas.common import CamelBody, CamelOut, Field, NonEmptyStr, StrictStr, Timestamp
-
-# The id column holds 64 characters (PostgreSQL refuses more; SQLite would keep them).
-SowId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+from sowctl.schemas.common import CamelBody, CamelOut, NonEmptyStr, PathId, StrictStr, Timestamp
 
 
 class SowCreate(CamelBody):
     title: NonEmptyStr
     project_id: StrictStr | None = None
-    id: SowId | None = None
+    id: PathId | None = None
 
 
 class SowOut(CamelOut):

@@ -11,6 +11,7 @@ RiskLevel = Literal["low", "medium", "high", "critical"]
 DependencyStatus = Literal["active", "resolved", "cancelled", "blocked"]
 DependencyKind = Literal["critical", "overdue", "external"]  # the list filter's "type"
 ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
+Role = Literal["viewer", "member", "admin"]  # of a bearer token
 # The spec shows draft and issued as examples only; these are the statuses accepted
 # (the usual purchase-order life cycle). Anything else is a 400 naming the choices.
 PurchaseOrderStatus = Literal[
@@ -34,6 +35,7 @@ DEPENDENCY_STATUSES: tuple[str, ...] = DependencyStatus.__args__
 DEPENDENCY_KINDS: tuple[str, ...] = DependencyKind.__args__
 PROJECT_STATUSES: tuple[str, ...] = ProjectStatus.__args__
 PO_STATUSES: tuple[str, ...] = PurchaseOrderStatus.__args__
+ROLES: tuple[str, ...] = Role.__args__
 
 MAX_ORDER_INDEX = 2**31 - 1  # orderIndex is a 32-bit integer column
 MAX_BIGINT = 2**63 - 1  # the integer id columns are 64-bit

@@ -24,10 +24,13 @@ class Caller:
     user_id: str | None
     organization_id: str | None
     role: Role = "admin"
+    # Full rights only: the organization whose SOW an id means when several organizations
+    # use that id (local mode's --org for items, dependencies and chains). Hides nothing.
+    prefers: str | None = None
 
     @classmethod
-    def local(cls, organization_id: str | None = None) -> Caller:
-        return cls(user_id=LOCAL_USER_ID, organization_id=organization_id, role="admin")
+    def local(cls, organization_id: str | None = None, *, prefers: str | None = None) -> Caller:
+        return cls(user_id=LOCAL_USER_ID, organization_id=organization_id, role="admin", prefers=prefers)
 
     def require_write(self) -> None:
         if self.role == "viewer":
@@ -73,13 +76,16 @@ def sow_for(caller: Caller, sow_id: str) -> m.Sow:
     organization's SOW of the same id is another SOW). ``sow.key`` is what items refer
     to; ``sow.project.organization_id`` is loaded with it.
 
-    Full rights (local mode without ``--org``) see every organization: an id that
-    several of them use must be told apart with ``--org``.
+    Full rights (local mode) see every organization: an id that several of them use
+    is told apart with ``--org`` (``caller.prefers``), and is an error without it.
     """
     if caller.organization_id is not None:
         row = _SOW_IN_ORG.first(caller.organization_id, sow_id)
     else:
         rows = list(m.Sow.select(*_SOW_FIELDS).where(m.Sow.id == sow_id).limit(2).tuples())
+        if len(rows) > 1 and caller.prefers is not None:
+            preferred = _SOW_IN_ORG.first(caller.prefers, sow_id)
+            rows = [preferred] if preferred is not None else rows
         if len(rows) > 1:
             owners = sorted(m.Sow.select(m.Sow.organization).where(m.Sow.id == sow_id).tuples())
             raise InvalidInput.for_field(

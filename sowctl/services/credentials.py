@@ -15,10 +15,9 @@ from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import InvalidInput, NotFound, Unauthorized
 from sowctl.redaction import KEY_PREFIX, TOKEN_PREFIX, secret_hint  # one list of secret prefixes
+from sowctl.schemas.vocabulary import ROLES
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate
-
-ROLES = ("viewer", "member", "admin")
 
 
 def hash_secret(secret: str) -> str:

@@ -18,6 +18,7 @@ from sowctl.errors import NotFound
 from sowctl.schemas.finance import (
     BudgetViewList,
     BudgetViewOut,
+    CommitmentRef,
     CostCodeRef,
     Customer,
     PaymentTerms,
@@ -26,6 +27,7 @@ from sowctl.schemas.finance import (
     PurchaseOrderIn,
     PurchaseOrderLineOut,
     PurchaseOrderList,
+    PurchaseOrderOptions,
     PurchaseOrderOut,
     SnapshotDetail,
     SnapshotLine,
@@ -34,6 +36,7 @@ from sowctl.schemas.finance import (
     SnapshotSummary,
     SnapshotTotals,
     UserRef,
+    VendorRef,
 )
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate
@@ -105,6 +108,24 @@ def project_for(caller: Caller, company_id: str | None, project_id: int) -> m.Fi
     ):
         raise NotFound(f"project {project_id} not found")
     return project
+
+
+def purchase_order_options(caller: Caller, company_id: str | None, project_id: int) -> PurchaseOrderOptions:
+    """The vendors, cost codes and commitments a purchase order of ``project_id`` may use."""
+    project = project_for(caller, company_id, project_id)
+    vendors = m.Vendor.select().where(m.Vendor.company == project.company_id).order_by(m.Vendor.id)
+    codes = m.CostCode.select().where(m.CostCode.company == project.company_id).order_by(m.CostCode.id)
+    commitments = (
+        m.Commitment.select().where(m.Commitment.financial_project == project.id).order_by(m.Commitment.id)
+    )
+    return PurchaseOrderOptions(
+        vendors=[VendorRef(id=vendor.id, name=vendor.name) for vendor in vendors],
+        cost_codes=[CostCodeRef(id=code.id, full_code=code.full_code, name=code.name) for code in codes],
+        commitments=[
+            CommitmentRef(id=commitment.id, title=commitment.title, vendor_id=commitment.vendor_id)
+            for commitment in commitments
+        ],
+    )
 
 
 # --- budget views and snapshots -------------------------------------------------

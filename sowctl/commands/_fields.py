@@ -1,0 +1,119 @@
+"""The API's field names as the command line says them: the one place that maps them.
+
+The API names what it refuses by its own field names (``dependencyType: must be one
+of ...``, ``Invalid parameter project_id in query parameters``). A person at the
+terminal typed ``--type`` and ``--project``, so errors of a call made from options are
+reworded here, in local and remote mode alike: both receive the same message text from
+the API (local mode runs the same validation in process), so rewording the text keeps
+their output identical. Bodies read from a file (``--from-file``) keep the JSON names,
+since those are what the user wrote.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sowctl.errors import InvalidInput
+
+# API field (body, query or path parameter) -> the option or argument that sets it.
+OPTION_FOR: dict[str, str] = {
+    # Group A
+    "title": "--title",
+    "type": "--type",
+    "description": "--description",
+    "parentItemId": "--parent",
+    "parentId": "--parent",
+    "orderIndex": "--order-index",
+    "status": "--status",
+    "id": "--id",
+    "projectId": "--project",
+    "sourceItemId": "--source",
+    "targetItemId": "--target",
+    "externalTarget": "--external",
+    "externalOwner": "--owner",
+    "contactEmail": "--email",
+    "vendor": "--vendor",
+    "dependencyType": "--type",
+    "riskLevel": "--risk",
+    "slaDate": "--sla",
+    "escalationDate": "--escalation",
+    "notes": "--notes",
+    "itemId": "--item",
+    "sowId": "--sow",
+    # Group B
+    "project_id": "--project",
+    "commitment_id": "--commitment",
+    "vendor_id": "--vendor",
+    "line_items": "--line",
+    # Group C
+    "limit": "--limit",
+    "offset": "--offset",
+    "clientId": "--client",
+}
+
+# Path parameter -> the command's argument that gives it (commands take these ids positionally).
+ARGUMENT_FOR: dict[str, str] = {"sowId": "SOW_ID", "itemId": "ITEM_ID", "dependencyId": "DEPENDENCY_ID"}
+
+# Path parameter -> the word the API's "not found" messages use for it.
+NOUN_FOR: dict[str, str] = {"itemId": "item", "dependencyId": "dependency", "sowId": "SOW"}
+
+# Group B's wording, for query parameters and body fields (line_items[0].amount).
+_QUERY_PARAMETER = re.compile(r"^Invalid parameter ([A-Za-z_]+)(\S*?)(?: in query parameters)?: (.*)$")
+_FIELD = re.compile(r"^([A-Za-z_]+)((?:\.\w+)*): (.*)$")
+_ONE_OF = "must be one of: "
+
+
+def suggestion(value: object, choices: list[str]) -> str:
+    """``; did you mean 'x'?`` for the closest choice to a typo, or nothing."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def speak_cli(
+    error: InvalidInput, sent: Mapping[str, Any], path: Mapping[str, str] | None = None
+) -> InvalidInput:
+    """``error`` reworded with the options the user typed; ``sent`` maps API fields (query
+    and body) to values, ``path`` the path parameters (the command's arguments)."""
+    path = path or {}
+    match = _QUERY_PARAMETER.match(error.message)
+    if match:
+        message = _part(match.group(1), match.group(2), match.group(3), sent, path) or error.message
+    else:
+        parts = error.message.split("; ")
+        message = "; ".join(_reworded(part, sent, path) or part for part in parts)
+    if message == error.message:
+        return error
+    return InvalidInput(message, error.issues)
+
+
+def _reworded(part: str, sent: Mapping[str, Any], path: Mapping[str, str]) -> str | None:
+    match = _FIELD.match(part)
+    if not match:
+        return None
+    return _part(match.group(1), match.group(2), match.group(3), sent, path)
+
+
+def _part(
+    field: str, rest: str, problem: str, sent: Mapping[str, Any], path: Mapping[str, str]
+) -> str | None:
+    if field in path and field not in sent:
+        return f"invalid {ARGUMENT_FOR.get(field, field)} {path[field]!r}: {problem}"
+    option = OPTION_FOR.get(field)
+    if option is None:
+        return None
+    if field == "line_items" and rest:  # line_items.0.amount or [0].amount -> --line 1 (amount)
+        index, _, inner = rest.replace("[", ".").replace("]", "").lstrip(".").partition(".")
+        where = f"--line {int(index) + 1}" if index.isdigit() else "--line"
+        return f"invalid {where}{f' ({inner})' if inner else ''}: {problem}"
+    value = sent.get(field)
+    shown = f" {value!r}" if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    message = f"invalid {option}{shown}: {problem}"
+    if problem.startswith(_ONE_OF):
+        choices = [choice.strip() for choice in problem[len(_ONE_OF) :].split(",")]
+        message += suggestion(value, choices)
+    return message

@@ -1,0 +1,67 @@
+"""Every command and command group shows an example in its help, and the example is a
+command line the CLI accepts (its options exist, its values are valid), so the help
+cannot drift from the commands."""
+
+from __future__ import annotations
+
+import io
+import shlex
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+import typer.main
+
+from sowctl.cli import _VALUE_OPTIONS, app, hoist_global_options, main
+
+
+def _walk(command, path: tuple[str, ...]):
+    yield path, command
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        yield from _walk(sub, (*path, name))
+
+
+ROOT = typer.main.get_command(app)
+COMMANDS = [(path, command) for path, command in _walk(ROOT, ()) if path]
+
+
+def help_text(path: tuple[str, ...]) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main([*path, "--help"]) == 0
+    return out.getvalue()
+
+
+def every_help() -> list[tuple[str, str]]:
+    """(command line, --help output) of the root and of every group and command."""
+    return [("sowctl", help_text(()))] + [("sowctl " + " ".join(p), help_text(p)) for p, _ in COMMANDS]
+
+
+def examples(command) -> list[str]:
+    return [
+        line.strip().removeprefix("Example: ")
+        for line in (command.help or "").splitlines()
+        if line.strip().startswith("Example: ")
+    ]
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_command_and_group_has_an_example_in_its_help(path):
+    command = dict(COMMANDS)[path]
+    found = examples(command)
+    assert found, f"sowctl {' '.join(path)} has no 'Example: ' line in its help"
+    assert "Example: sowctl" in help_text(path).replace("\n", " ")
+    for example in found:
+        argv = shlex.split(example)
+        assert argv[0] == "sowctl"
+        args = hoist_global_options(ROOT, argv[1:])
+        command, index, names = ROOT, 0, []
+        while getattr(command, "commands", None) is not None:
+            arg = args[index]
+            if arg.startswith("-"):
+                index += 2 if arg in _VALUE_OPTIONS else 1
+                continue
+            command, index = command.commands[arg], index + 1
+            names.append(arg)
+        assert tuple(names) == path or (tuple(names[: len(path)]) == path), example  # this command's
+        # Every option exists and every value is accepted (click raises otherwise).
+        command.make_context(names[-1], list(args[index:]))
