@@ -19,7 +19,7 @@ from typing import Any
 import bottle
 import peewee as pw
 
-from sowctl import models, operations
+from sowctl import db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import check_storage
 from sowctl.errors import ServiceUnavailable, SowctlError
@@ -240,11 +240,13 @@ class Dispatcher:
 
     def healthz(self) -> bottle.HTTPResponse:
         try:
-            self.ensure_connection()
-            self.database.execute_sql("SELECT 1")
-            check_storage(self.database)
-            if self.storage_failure is not None:
-                self._probe_write()
+            # Its own short deadline: a frozen database is reported, not waited for.
+            with db_guards.deadline(db_guards.HEALTH_TIMEOUT_SECONDS):
+                self.ensure_connection()
+                self.database.execute_sql("SELECT 1")
+                check_storage(self.database)
+                if self.storage_failure is not None:
+                    self._probe_write()
         except Exception as exc:
             self.recover_connection()
             log(bottle.request.environ, f"health check failed: {type(exc).__name__}: {exc}")
