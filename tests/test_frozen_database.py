@@ -99,7 +99,7 @@ def _through(db_url: str, port: int) -> str:
 
 def test_a_frozen_database_answers_503_in_time_and_recovers_losing_nothing(db_url, proxy) -> None:
     """Before: with PostgreSQL stopped, every request and /healthz hung without end."""
-    token, _ = seed_demo(db_url)
+    token, key = seed_demo(db_url)
     server = Server(
         _through(db_url, proxy.port),
         "--threads",
@@ -125,6 +125,16 @@ def test_a_frozen_database_answers_503_in_time_and_recovers_losing_nothing(db_ur
             write = client.post(items, json={"title": "during", "type": "task_item"})
             assert write.status_code == 503, write.text
             assert write.headers["Retry-After"]
+            external = {"x-api-key": key, "organization-id": demo_data.DEMO_ORG}
+            group_b = client.get(
+                f"/api/external/purchase-order-options?project_id={demo_data.DEMO_PROJECT_ID}",
+                headers={**external, "company-id": demo_data.DEMO_COMPANY},
+            )
+            assert group_b.status_code == 503 and group_b.headers["Retry-After"], group_b.text
+            assert set(group_b.json()) == {"error"}
+            group_c = client.get("/projects")
+            assert group_c.status_code == 503 and group_c.headers["Retry-After"], group_c.text
+            assert group_c.json()["code"] == "SERVICE_UNAVAILABLE"
 
             proxy.frozen.clear()
             deadline = time.monotonic() + NO_HANG
