@@ -20,7 +20,8 @@ from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
 from sowctl.services.dataset.finance_checks import FinanceChecks
 from sowctl.services.dataset.problems import _Problems
-from sowctl.services.dataset.validation import validate_dataset
+from sowctl.services.dataset.source import DatasetSource, DictSource
+from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import _advance_sequences, _insert_rows
 from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
@@ -30,25 +31,46 @@ from sowctl.services.item_rules import depth_problem
 from sowctl.services.items import item_level
 
 
-def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str, int]:
+def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = None) -> dict[str, int]:
     """Load a dataset, all or nothing; returns the number of records per kind.
 
+    ``data`` is a parsed dataset or a ``DatasetSource`` (a file streamed kind by kind:
+    only one kind's records, and the compact facts later kinds refer to, are held).
+    Each kind is validated, checked and inserted in turn inside one transaction; any
+    problem rolls all of it back. Problems with the records themselves (types,
+    fields) are reported alone, as they make reference checks meaningless.
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
     """
+    source = data if isinstance(data, DatasetSource) else DictSource(data)
     with collector_paused():
-        records = validate_dataset(data)
         with write_transaction("import"):
-            importer = _Importer(records, clock.now())
+            importer = _Importer(source, clock.now(), progress)
             importer.check_and_build()
+            importer.invalid.raise_if_any()
             importer.problems.raise_if_any()
-            importer.insert(progress)
+            _advance_sequences(importer.inserted)
             mark_ranks_stale(importer.ordered_organizations)
             # Imported numbers may be above a project's mark: count again at the next order.
-            if records["purchaseOrders"]:
+            if importer.counted.get("purchaseOrders"):
                 m.FinancialProject.update(po_high_water=None).where(
                     m.FinancialProject.po_high_water.is_null(False)
                 ).execute()
         return importer.counts()
+
+
+class _Records:
+    """Validated records of one kind at a time, read from the source when first asked for."""
+
+    def __init__(self, source: DatasetSource, invalid: _Problems) -> None:
+        self.source = source
+        self.invalid = invalid
+        self.loaded: dict[str, list] = {}
+
+    def __getitem__(self, kind: str) -> list:
+        if kind not in self.loaded:
+            batches = validated_batches(kind, self.source, self.invalid)
+            self.loaded[kind] = [record for _, batch in batches for record in batch]
+        return self.loaded[kind]
 
 
 _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
@@ -57,11 +79,19 @@ _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
 class _Importer(FinanceChecks):
     """Checks references (file first, then database) and builds the rows to insert."""
 
-    def __init__(self, records: dict[str, list], moment: datetime) -> None:
-        self.records = records
+    def __init__(self, source: DatasetSource, moment: datetime, progress: Progress | None) -> None:
+        self.source = source
+        self.invalid = _Problems()  # problems of the records themselves: reported alone
+        self.records = _Records(source, self.invalid)
         self.now = moment
         self.problems = _Problems()
         self.tables: list[_Table] = []
+        self.inserted: list[type[m.BaseModel]] = []
+        self.counted: dict[str, int] = {}
+        self.progress = progress
+        self.done = 0
+        if progress is not None:
+            progress(0, source.total)
         self.ordered_organizations: set[str] = set()  # given ordering edges by this import
         # Every record hangs off an organization: none means an empty database, no lookups.
         self.database_empty = not m.Organization.select().exists()
@@ -69,10 +99,32 @@ class _Importer(FinanceChecks):
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for kind in s.KINDS:
-            counts[kind] = len(self.records[kind])
+            counts[kind] = self.counted.get(kind, 0)
             if kind == "clients":
-                counts["contacts"] = sum(len(client.contacts) for client in self.records[kind])
+                counts["contacts"] = self.counted.get("contacts", 0)
         return counts
+
+    def _done(self, kind: str) -> None:
+        """``kind`` checked: its rows go in (unless the import is already refused), its records go."""
+        records = self.records.loaded.pop(kind, [])
+        self.counted[kind] = self.counted.get(kind, 0) + len(records)
+        if kind == "clients":
+            self.counted["contacts"] = sum(len(client.contacts) for client in records)
+        del records
+        self.insert()
+
+    def insert(self) -> None:
+        """The rows built so far, unless a problem already dooms the import (then: just checks)."""
+        tables, self.tables = self.tables, []
+        if self.problems.total or self.invalid.total:
+            return
+        for model, fields, rows in tables:
+            if rows:
+                self.inserted.append(model)
+            for count in _insert_rows(model, fields, rows):
+                self.done += count
+                if self.progress is not None:
+                    self.progress(self.done, self.source.total)
 
     # -- what the database already holds: one query per table, none when it is empty --
 
@@ -181,17 +233,27 @@ class _Importer(FinanceChecks):
         self._unique("organizations", "organization", records["organizations"], self.db_organizations)
         self._flat("organizations", records["organizations"])
         organizations = {**self.db_organizations, **{r.id: None for r in records["organizations"]}}
+        self._done("organizations")
 
         users = records["users"]
         self._owned("users", "user", "organizationId", organizations, self._load(m.User.id), "organization")
         self._flat("users", users)
+        del users
+        self._done("users")
 
         client_org, contact_client = self._clients(organizations)
+        self._done("clients")
         project_org = self._projects(organizations, client_org, contact_client)
+        self._done("projects")
+        del contact_client
 
         sow_org, sow_keys = self._sows(project_org)
+        self._done("sows")
         item_info = self._items(sow_org, sow_keys)
+        self._done("items")
+        del sow_keys
         self._dependencies(item_info, sow_org)
+        del item_info
 
         # Group B
         companies = records["companies"]
@@ -200,19 +262,28 @@ class _Importer(FinanceChecks):
         )
         self._flat("companies", companies)
         company_org = {**self.db_companies, **{r.id: r.organization_id for r in companies}}
+        del companies
+        self._done("companies")
 
         fp_company = self._financial_projects(company_org, project_org)
+        self._done("financialProjects")
         vendor_company = self._master_data("vendors", "vendor", m.Vendor, company_org)
+        self._done("vendors")
         cost_code_company = self._master_data("costCodes", "cost code", m.CostCode, company_org)
+        self._done("costCodes")
         commitment_fp = self._commitments(fp_company, vendor_company)
+        self._done("commitments")
 
         views = records["budgetViews"]
         self._owned("budgetViews", "budget view", "project_id", fp_company, self.db_budget_views, "project")
         _stamp(views, now, "created_at", "updated_at")
         self._flat("budgetViews", views)
         view_fp = {**self.db_budget_views, **{r.id: r.project_id for r in views}}
+        del views
+        self._done("budgetViews")
 
         self._snapshots(view_fp, fp_company)
+        self._done("budgetViewSnapshots")
 
         contracts = records["primeContracts"]
         existing = self._load(m.PrimeContract.id)
@@ -221,8 +292,11 @@ class _Importer(FinanceChecks):
             r.customer = r.customer.model_dump(mode="json") if r.customer is not None else None
             r.payment_terms = r.payment_terms.model_dump(mode="json") if r.payment_terms is not None else None
         self._flat("primeContracts", contracts)
+        del contracts
+        self._done("primeContracts")
 
         self._purchase_orders(fp_company, commitment_fp, vendor_company, cost_code_company)
+        self._done("purchaseOrders")
 
     def _clients(self, organizations: Container) -> tuple[dict[str, str], dict[str, str]]:
         records, now = self.records["clients"], self.now
@@ -467,55 +541,63 @@ class _Importer(FinanceChecks):
             highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
     def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:
+        """Checked and inserted batch by batch: the biggest kind, and one no other kind refers to."""
         kind = "dependencies"
-        records = self.records[kind]
-        self._unique(kind, "dependency", records, self._load(m.Dependency.id))
-        add = self.problems.add
+        existing = self._load(m.Dependency.id)
+        seen: dict[str, int] = {}  # id -> index, for "duplicate id (also dependencies[i])"
+        # As for every kind: the problems with ids first, then the others.
+        ids, others = _Problems(), _Problems()
+        add = others.add
         getter = _getter(kind)
-        rows = []
-        _stamp(records, self.now, "created_at")  # updatedAt stays null: never updated
-        for i, r in enumerate(records):
-            source = item_info.get(r.source_item_id)
-            if source is None:
-                self._missing(kind, i, r.id, "sourceItemId", "item", r.source_item_id)
-            target_id = r.target_item_id
-            # The API's rules for the shape (dependency_rules), so an import refuses what it refuses.
-            r.is_external = rules.is_external(r.is_external, target_id, r.external_target)
-            shape = rules.shape_problems(r.is_external, r.source_item_id, target_id, r.external_target)
-            for field, message in shape:
-                add(kind, i, r.id, field, message)
-            if not shape and not r.is_external:
-                self._check_target(i, r, source, item_info, sow_org)
-            edge = ordering_edge(r.dependency_type, r.source_item_id, target_id, r.status, r.is_external)
-            before, after = edge if edge is not None else (None, None)
-            rows.append((*getter(r), source[0] if source else None, before, after))
-        self._table(
-            kind, rows, extra=(m.Dependency.sow, m.Dependency.before_item_id, m.Dependency.after_item_id)
-        )
-        self.ordered_organizations = {sow_org.get(row[-3]) for row in rows if row[-2] is not None} - {None}
+        extra = (m.Dependency.sow, m.Dependency.before_item_id, m.Dependency.after_item_id)
+        ordered: set[str | None] = set()
+        for offset, records in validated_batches(kind, self.source, self.invalid):
+            self.counted[kind] = self.counted.get(kind, 0) + len(records)
+            rows = []
+            _stamp(records, self.now, "created_at")  # updatedAt stays null: never updated
+            for i, r in enumerate(records, start=offset):
+                if r.id in seen:
+                    ids.add(kind, i, r.id, "id", f"duplicate id (also {kind}[{seen[r.id]}])")
+                elif r.id in existing:
+                    ids.add(kind, i, r.id, "id", f"dependency {r.id} already exists in the database")
+                else:
+                    seen[r.id] = i
+                source = item_info.get(r.source_item_id)
+                if source is None:
+                    add(kind, i, r.id, "sourceItemId", f"item {r.source_item_id} not found")
+                target_id = r.target_item_id
+                # The API's rules for the shape (dependency_rules), so an import refuses what it refuses.
+                r.is_external = rules.is_external(r.is_external, target_id, r.external_target)
+                shape = rules.shape_problems(r.is_external, r.source_item_id, target_id, r.external_target)
+                for field, message in shape:
+                    add(kind, i, r.id, field, message)
+                if not shape and not r.is_external:
+                    self._check_target(others, i, r, source, item_info, sow_org)
+                edge = ordering_edge(r.dependency_type, r.source_item_id, target_id, r.status, r.is_external)
+                before, after = edge if edge is not None else (None, None)
+                sow = source[0] if source else None
+                if before is not None:
+                    ordered.add(sow_org.get(sow) if sow is not None else None)
+                rows.append((*getter(r), sow, before, after))
+            self._table(kind, rows, extra=extra)
+            del records, rows
+            if ids.total or others.total:
+                self.tables = []  # refused: rows no longer needed
+            self.insert()
+        self.problems.absorb(ids)
+        self.problems.absorb(others)
+        self.ordered_organizations = ordered - {None}
 
-    def _check_target(self, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]) -> None:
+    def _check_target(
+        self, problems: _Problems, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]
+    ) -> None:
         """An internal dependency's target exists and is in the source item's organization."""
         target_id = r.target_item_id
         if target_id not in item_info:
-            self._missing("dependencies", i, r.id, "targetItemId", "item", target_id)
+            problems.add("dependencies", i, r.id, "targetItemId", f"item {target_id} not found")
         elif source is not None and _differ(sow_org.get(source[0]), sow_org.get(item_info[target_id][0])):
             message = f"item {target_id} belongs to another organization than item {r.source_item_id}"
-            self.problems.add("dependencies", i, r.id, "targetItemId", message)
-
-    # -- Group B --
-
-    def insert(self, progress: Progress | None) -> None:
-        total = sum(len(rows) for _, _, rows in self.tables)
-        done = 0
-        if progress is not None:
-            progress(0, total)
-        for model, fields, rows in self.tables:
-            for count in _insert_rows(model, fields, rows):
-                done += count
-                if progress is not None:
-                    progress(done, total)
-        _advance_sequences([model for model, _, rows in self.tables if rows])
+            problems.add("dependencies", i, r.id, "targetItemId", message)
 
 
 def _differ(first: str | None, second: str | None) -> bool:
