@@ -29,7 +29,6 @@ NESTED = {"clients": "contacts", "budgetViewSnapshots": "line_items", "purchaseO
 
 # \uD800-\uDFFF escapes: ijson would turn a lone one into "?"; json.loads keeps it (then refused).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_VALUE_EVENTS = frozenset({"start_map", "start_array", "string", "number", "boolean", "null"})
 
 
 class DatasetSource:
@@ -81,9 +80,12 @@ class StreamSource(DatasetSource):
     def batches(self, kind: str) -> Iterator[list[Any]]:
         import ijson
 
+        remaining = self.counts.get(kind, 0)
         with self.open_file() as handle:
             records = ijson.items(handle, f"{kind}.item", use_float=True)
-            while batch := list(islice(records, BATCH)):
+            # The first pass counted them: stop at the last one, not at the end of the file.
+            while remaining > 0 and (batch := list(islice(records, min(BATCH, remaining)))):
+                remaining -= len(batch)
                 yield batch
 
 
@@ -131,34 +133,38 @@ def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int] | N
     import ijson
 
     counts: dict[str, int] = {}
-    nested_prefixes = {f"{kind}.item.{key}.item": kind for kind, key in NESTED.items()}
-    nested = 0
+    _Shape.nested = 0
     with open_file() as handle:
         scanned = _Scanned(handle)
-        events = ijson.parse(scanned, use_float=True)
+        if scanned.peek() != b"{":
+            return None  # not an object (or not JSON): json.loads says which
         try:
-            first = next(events, None)
-            if first is None or first[1] != "start_map":
-                return None  # not an object (or empty): json.loads says which
-            key: str | None = None
-            for prefix, event, value in events:
-                if prefix == "" and event == "map_key":
-                    key = value
-                    if key in counts:
-                        return None  # a repeated kind: json.loads keeps the last one, as before
-                elif prefix == key and event in _VALUE_EVENTS:
-                    counts[key] = 0 if event == "start_array" else -1 if event != "null" else -2
-                elif event in _VALUE_EVENTS and counts.get(key, -1) >= 0 and prefix == f"{key}.item":
-                    counts[key] += 1
-                elif event == "start_map" and prefix in nested_prefixes:
-                    nested += 1
+            # Each record is built as a _Shape, which keeps nothing: one pass at C speed.
+            for key, value in ijson.kvitems(scanned, "", map_type=_Shape, use_float=True):
+                if key in counts:
+                    return None  # a repeated kind: json.loads keeps the last one, as before
+                counts[key] = len(value) if isinstance(value, list) else -1 if value is not None else -2
         except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, ValueError):
             return None
         if scanned.surrogates:
             return None
     _refuse_unknown(list(counts))
     counts = {kind: count for kind, count in counts.items() if count != -2}  # "kind": null
-    return counts, sum(max(0, n) for n in counts.values()) + nested
+    return counts, sum(max(0, n) for n in counts.values()) + _Shape.nested
+
+
+class _Shape:
+    """A JSON object read only to be counted: keeps nothing but the number of nested records."""
+
+    __slots__ = ()
+    nested = 0
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key in _NESTED_KEYS and isinstance(value, list):
+            _Shape.nested += len(value)
+
+
+_NESTED_KEYS = frozenset(NESTED.values())
 
 
 class _Scanned:
@@ -167,10 +173,18 @@ class _Scanned:
     def __init__(self, handle: IO[bytes]) -> None:
         self.handle = handle
         self.tail = b""
+        self.head = b""
         self.surrogates = False
 
+    def peek(self) -> bytes:
+        """The first byte that is not white space (read, and given back by the next read)."""
+        self.head = self.handle.read(4096)
+        return self.head.lstrip()[:1]
+
     def read(self, size: int = -1) -> bytes:
-        data = self.handle.read(size)
+        if size == 0:
+            return b""  # ijson's probe for bytes or text
+        data, self.head = self.head + self.handle.read(size), b""
         if not self.surrogates and _SURROGATE_ESCAPE.search(self.tail + data):
             self.surrogates = True
         self.tail = data[-5:]  # an escape cut in two by the chunk boundary
