@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Container, Sequence
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import peewee as pw
 
@@ -22,7 +22,7 @@ from sowctl.services.dataset.finance_checks import FinanceChecks
 from sowctl.services.dataset.problems import _Problems
 from sowctl.services.dataset.source import DatasetSource, DictSource
 from sowctl.services.dataset.validation import validated_batches
-from sowctl.services.dataset.writer import _advance_sequences, _insert_rows
+from sowctl.services.dataset.writer import BATCH_ROWS, _advance_sequences, _insert_rows
 from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
     ordering_edge,  # the one rule for before/after (contract §7.2)
@@ -76,6 +76,16 @@ class _Records:
 _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
 
 
+class _ItemFact(NamedTuple):
+    """What the checks need of an item (a few words, not the record): (SOW key, type) first,
+    as the database's items are known by."""
+
+    sow_id: str
+    type: str
+    id: str
+    parent_item_id: str | None
+
+
 class _Importer(FinanceChecks):
     """Checks references (file first, then database) and builds the rows to insert."""
 
@@ -107,7 +117,7 @@ class _Importer(FinanceChecks):
     def _done(self, kind: str) -> None:
         """``kind`` checked: its rows go in (unless the import is already refused), its records go."""
         records = self.records.loaded.pop(kind, [])
-        self.counted[kind] = self.counted.get(kind, 0) + len(records)
+        self.counted[kind] = self.counted.get(kind, 0) + len(records)  # (streamed kinds count themselves)
         if kind == "clients":
             self.counted["contacts"] = sum(len(client.contacts) for client in records)
         del records
@@ -395,25 +405,47 @@ class _Importer(FinanceChecks):
         return sow_org, sow_keys
 
     def _items(self, sow_org: dict[str, str], sow_keys: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
-        """Hierarchy checks, then rows in an order that puts every parent before its children.
+        """Hierarchy checks on compact facts, then a second pass that writes the rows, every
+        parent before its children (a child that comes before its parent in the file waits).
 
         Each item's ``sowId`` is replaced by its SOW's key first (what the row stores)."""
-        records = self.records["items"]
-        position = self._unique("items", "item", records, self.db_items)
-        db_items, add = self.db_items, self.problems.add
+        kind = "items"
+        facts: list[_ItemFact] = []
+        sow_problems = _Problems()  # reported after the problems with ids, as they always were
         unplaced: set[int] = set()
-        for i, r in enumerate(records):
-            keys = sow_keys.get(r.sow_id, [])
-            if len(keys) == 1:
-                r.sow_id = keys[0]
-                continue
-            unplaced.add(i)
-            if keys:
-                message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
-                add("items", i, r.id, "sowId", message)
-            else:
-                self._missing("items", i, r.id, "sowId", "SOW", r.sow_id)
-        for i, r in enumerate(records):
+        missing_order_index = False
+        for offset, batch in validated_batches(kind, self.source, self.invalid):
+            for i, r in enumerate(batch, start=offset):
+                keys = sow_keys.get(r.sow_id, [])
+                if len(keys) == 1:
+                    facts.append(_ItemFact(keys[0], r.type, r.id, r.parent_item_id))
+                else:
+                    facts.append(_ItemFact(r.sow_id, r.type, r.id, r.parent_item_id))
+                    unplaced.add(i)
+                    if keys:
+                        message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
+                        sow_problems.add(kind, i, r.id, "sowId", message)
+                    else:
+                        sow_problems.add(kind, i, r.id, "sowId", f"SOW {r.sow_id} not found")
+                missing_order_index = missing_order_index or r.order_index is None
+        self.counted[kind] = len(facts)
+        db_items = self.db_items
+        if self.invalid.total:
+            return dict(db_items)  # the records themselves are refused: nothing more to check
+        position = self._unique(kind, "item", facts, db_items)
+        self.problems.absorb(sow_problems)
+        self._check_parents(facts, position, unplaced)
+        for i, level in self._levels(facts, position).items():
+            problem = depth_problem(level - 1)
+            if problem is not None:
+                self.problems.add(kind, i, facts[i].id, "parentItemId", problem)
+        self._parents_first(facts, position)  # reports parent loops
+        self._write_items(facts, position, missing_order_index)
+        return {**db_items, **{fact.id: fact for fact in facts}}
+
+    def _check_parents(self, facts: list[_ItemFact], position: dict[str, int], unplaced: set[int]) -> None:
+        db_items, add = self.db_items, self.problems.add
+        for i, r in enumerate(facts):
             if i in unplaced:
                 continue  # its parent's SOW cannot be compared: one problem is enough
             parent_id = r.parent_item_id
@@ -423,7 +455,7 @@ class _Importer(FinanceChecks):
                 add("items", i, r.id, "parentItemId", "an item cannot be its own parent")
                 continue
             if parent_id in position:
-                parent = records[position[parent_id]]
+                parent = facts[position[parent_id]]
                 parent_sow, parent_type = parent.sow_id, parent.type
             elif parent_id in db_items:
                 parent_sow, parent_type = db_items[parent_id]
@@ -436,16 +468,57 @@ class _Importer(FinanceChecks):
             elif parent_type == "task_item" and r.type == "requirement":
                 message = f"a task item cannot contain a requirement ({parent_id} is a task_item)"
                 add("items", i, r.id, "parentItemId", message)
-        for i, level in self._levels(records, position).items():
-            problem = depth_problem(level - 1)
-            if problem is not None:
-                add("items", i, records[i].id, "parentItemId", problem)
-        order = self._parents_first(records, position)
-        self._fill_order_indexes(records)
-        _stamp(records, self.now, "created_at", "updated_at")
+
+    def _write_items(self, facts: list[_ItemFact], position: dict[str, int], fill: bool) -> None:
+        """The items again, from the source: order indexes filled, rows parents first, in batches.
+
+        The order is the one ``_parents_first`` gives: file order, a child waiting for its
+        parent when the parent comes later, then placed right after it."""
+        highest = self._highest_order_indexes() if fill else None
         getter = _getter("items")
-        self._table("items", [getter(records[i]) for i in order])
-        return {**db_items, **{r.id: (r.sow_id, r.type) for r in records}}
+        placed: set[str] = set()
+        waiting: dict[str, list] = defaultdict(list)
+        rows: list[tuple] = []
+        for offset, batch in validated_batches("items", self.source, _Problems()):  # reported already
+            _stamp(batch, self.now, "created_at", "updated_at")
+            for i, r in enumerate(batch, start=offset):
+                r.sow_id = facts[i].sow_id
+                if highest is not None:
+                    self._fill_order_index(i, r, highest)
+                parent_id = r.parent_item_id
+                if parent_id in position and parent_id not in placed and parent_id != r.id:
+                    waiting[parent_id].append(r)
+                    continue
+                stack = [r]
+                while stack:
+                    record = stack.pop()
+                    rows.append(getter(record))
+                    placed.add(record.id)
+                    stack.extend(reversed(waiting.pop(record.id, ())))
+            if len(rows) >= BATCH_ROWS:
+                self._table("items", rows)
+                rows = []
+                self.insert()
+        self._table("items", rows)
+        self.insert()
+
+    def _highest_order_indexes(self) -> dict[tuple[str, str | None], int]:
+        """(SOW key, parent) -> the largest orderIndex among the database's items."""
+        if self.database_empty:
+            return {}
+        top = pw.fn.MAX(m.Item.order_index)
+        query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
+        return {(sow, parent): value for sow, parent, value in query.tuples()}
+
+    def _fill_order_index(self, i: int, r: s.ItemRecord, highest: dict[tuple[str, str | None], int]) -> None:
+        """A missing orderIndex: one more than the largest among earlier siblings (file, database)."""
+        level = (r.sow_id, r.parent_item_id)
+        if r.order_index is None:
+            r.order_index = highest[level] + 1 if level in highest else 0
+            if r.order_index > MAX_ORDER_INDEX:
+                message = f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
+                self.problems.add("items", i, r.id, "orderIndex", message)
+        highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
     def _levels(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> dict[int, int]:
         """Level (1: top level) of each record that has one, up through the file's items and
@@ -482,7 +555,8 @@ class _Importer(FinanceChecks):
         return levels
 
     def _parents_first(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> list[int]:
-        """Indexes of ``records``, parents before children; parent loops are problems."""
+        """Indexes of ``records``, parents before children; parent loops are problems (the
+        order itself is the one ``_write_items`` writes in)."""
         order: list[int] = []
         placed: set[str] = set()
         waiting: dict[str, list[int]] = defaultdict(list)
@@ -521,24 +595,6 @@ class _Importer(FinanceChecks):
                 message = "circular parent chain: " + " -> ".join([*loop, loop[0]])
                 self.problems.add("items", position[loop[0]], loop[0], "parentItemId", message)
             explained.update(chain)
-
-    def _fill_order_indexes(self, records: Sequence[s.ItemRecord]) -> None:
-        """A missing orderIndex: one more than the largest among earlier siblings (file, database)."""
-        if all(r.order_index is not None for r in records):
-            return
-        highest: dict[tuple[str, str | None], int] = {}
-        if not self.database_empty:
-            top = pw.fn.MAX(m.Item.order_index)
-            query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
-            highest = {(sow, parent): value for sow, parent, value in query.tuples()}
-        for i, r in enumerate(records):
-            level = (r.sow_id, r.parent_item_id)
-            if r.order_index is None:
-                r.order_index = highest[level] + 1 if level in highest else 0
-                if r.order_index > MAX_ORDER_INDEX:
-                    message = f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
-                    self.problems.add("items", i, r.id, "orderIndex", message)
-            highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
     def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:
         """Checked and inserted batch by batch: the biggest kind, and one no other kind refers to."""
