@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from datetime import datetime
 from functools import cached_property
+from sys import intern
 from typing import Any, NamedTuple
 
 import peewee as pw
@@ -22,7 +23,7 @@ from sowctl.services.dataset.finance_checks import FinanceChecks
 from sowctl.services.dataset.problems import _Problems
 from sowctl.services.dataset.source import DatasetSource, DictSource
 from sowctl.services.dataset.validation import validated_batches
-from sowctl.services.dataset.writer import BATCH_ROWS, _advance_sequences, _insert_rows
+from sowctl.services.dataset.writer import BATCH_ROWS, _advance_sequences, _insert_rows, small_page_cache
 from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
     ordering_edge,  # the one rule for before/after (contract §7.2)
@@ -42,7 +43,7 @@ def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = No
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
     """
     source = data if isinstance(data, DatasetSource) else DictSource(data)
-    with collector_paused():
+    with collector_paused(), small_page_cache():
         with write_transaction("import"):
             importer = _Importer(source, clock.now(), progress)
             importer.check_and_build()
@@ -411,16 +412,23 @@ class _Importer(FinanceChecks):
         Each item's ``sowId`` is replaced by its SOW's key first (what the row stores)."""
         kind = "items"
         facts: list[_ItemFact] = []
+        first: dict[str, int] = {}  # id -> index of its first record
         sow_problems = _Problems()  # reported after the problems with ids, as they always were
         unplaced: set[int] = set()
         missing_order_index = False
         for offset, batch in validated_batches(kind, self.source, self.invalid):
             for i, r in enumerate(batch, start=offset):
                 keys = sow_keys.get(r.sow_id, [])
+                # A parent named earlier in the file: its id's string, not a copy of it.
+                parent_id = r.parent_item_id
+                if parent_id is not None and (earlier := first.get(parent_id)) is not None:
+                    parent_id = facts[earlier].id
+                first.setdefault(r.id, i)
+                item_type = intern(r.type)
                 if len(keys) == 1:
-                    facts.append(_ItemFact(keys[0], r.type, r.id, r.parent_item_id))
+                    facts.append(_ItemFact(keys[0], item_type, r.id, parent_id))
                 else:
-                    facts.append(_ItemFact(r.sow_id, r.type, r.id, r.parent_item_id))
+                    facts.append(_ItemFact(r.sow_id, item_type, r.id, parent_id))
                     unplaced.add(i)
                     if keys:
                         message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
@@ -429,13 +437,14 @@ class _Importer(FinanceChecks):
                         sow_problems.add(kind, i, r.id, "sowId", f"SOW {r.sow_id} not found")
                 missing_order_index = missing_order_index or r.order_index is None
         self.counted[kind] = len(facts)
+        del first
         db_items = self.db_items
         if self.invalid.total:
             return dict(db_items)  # the records themselves are refused: nothing more to check
         position = self._unique(kind, "item", facts, db_items)
         self.problems.absorb(sow_problems)
         self._check_parents(facts, position, unplaced)
-        for i, level in self._levels(facts, position).items():
+        for i, level in self._levels(facts, position):
             problem = depth_problem(level - 1)
             if problem is not None:
                 self.problems.add(kind, i, facts[i].id, "parentItemId", problem)
@@ -479,7 +488,8 @@ class _Importer(FinanceChecks):
         placed: set[str] = set()
         waiting: dict[str, list] = defaultdict(list)
         rows: list[tuple] = []
-        for offset, batch in validated_batches("items", self.source, _Problems()):  # reported already
+        again = validated_batches("items", self.source, _Problems(), storable_checked=True)  # reported
+        for offset, batch in again:
             _stamp(batch, self.now, "created_at", "updated_at")
             for i, r in enumerate(batch, start=offset):
                 r.sow_id = facts[i].sow_id
@@ -520,12 +530,11 @@ class _Importer(FinanceChecks):
                 self.problems.add("items", i, r.id, "orderIndex", message)
         highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
-    def _levels(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> dict[int, int]:
+    def _levels(self, records: Sequence[_ItemFact], position: dict[str, int]) -> Iterator[tuple[int, int]]:
         """Level (1: top level) of each record that has one, up through the file's items and
         then the database's. Items on a parent loop have none (``_parents_first`` reports
         the loop); a missing parent counts as none (reported already)."""
         known: dict[str, int] = {}
-        levels: dict[int, int] = {}
         for i, r in enumerate(records):
             if position.get(r.id) != i:
                 continue  # a repeated or already stored id: reported already
@@ -551,8 +560,7 @@ class _Importer(FinanceChecks):
                 base = 0
             for k, item_id in enumerate(reversed(chain), start=1):
                 known[item_id] = base + k
-            levels[i] = known[r.id]
-        return levels
+            yield i, known[r.id]
 
     def _parents_first(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> list[int]:
         """Indexes of ``records``, parents before children; parent loops are problems (the

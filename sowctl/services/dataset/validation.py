@@ -31,9 +31,12 @@ def validate_dataset(data: Any) -> dict[str, list]:
     return records
 
 
-def validated_batches(kind: str, source: DatasetSource, problems: _Problems) -> Iterator[tuple[int, list]]:
+def validated_batches(
+    kind: str, source: DatasetSource, problems: _Problems, *, storable_checked: bool = False
+) -> Iterator[tuple[int, list]]:
     """(index of the first, records) per batch of ``kind``, validated; a batch with a problem is
-    left out, and its problems go to ``problems`` (per kind: unstorable text first, then the rest)."""
+    left out, and its problems go to ``problems`` (per kind: unstorable text first, then the rest).
+    ``storable_checked``: a second pass over records already checked for unstorable text."""
     count = source.counts.get(kind)
     if count is None:
         return
@@ -45,7 +48,7 @@ def validated_batches(kind: str, source: DatasetSource, problems: _Problems) -> 
     offset = 0
     try:
         for raw in source.batches(kind):
-            bad = _check_storable(kind, raw, offset, storable)
+            bad = not storable_checked and _check_storable(kind, raw, offset, storable)
             try:
                 records = adapter.validate_python(raw)
             except ValidationError as exc:
