@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from itertools import islice
@@ -73,8 +74,13 @@ class DictSource(DatasetSource):
 class StreamSource(DatasetSource):
     """A dataset file read in passes: never more than one batch of raw records in memory."""
 
-    def __init__(self, open_file: Callable[[], IO[bytes]], counts: dict[str, int], total: int) -> None:
+    def __init__(
+        self, open_file: Callable[[], IO[bytes]], counts: dict[str, int], total: int, name: str
+    ) -> None:
         self.open_file = open_file
+        self.name = name
+        with open_file() as handle:
+            self.version = _version(handle)
         super().__init__(counts, total)
 
     def batches(self, kind: str) -> Iterator[list[Any]]:
@@ -82,6 +88,9 @@ class StreamSource(DatasetSource):
 
         remaining = self.counts.get(kind, 0)
         with self.open_file() as handle:
+            # Each pass must read the file the first one checked (the import is rolled back).
+            if _version(handle) != self.version:
+                raise InvalidInput(f"{self.name} changed while it was being imported: nothing was imported")
             records = ijson.items(handle, f"{kind}.item", use_float=True)
             # The first pass counted them: stop at the last one, not at the end of the file.
             while remaining > 0 and (batch := list(islice(records, min(BATCH, remaining)))):
@@ -125,7 +134,16 @@ def _stream(open_file: Callable[[], IO[bytes]], name: str) -> DatasetSource:
         with open_file() as handle:
             return DictSource(parse_json(handle.read(), name))
     counts, total = shape
-    return StreamSource(open_file, counts, total)
+    return StreamSource(open_file, counts, total, name)
+
+
+def _version(handle: IO[bytes]) -> tuple[int, int] | None:
+    """Size and modification time of a file (None for a buffer, which cannot change)."""
+    try:
+        stat = os.fstat(handle.fileno())
+    except (OSError, io.UnsupportedOperation):
+        return None
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int] | None:
@@ -133,7 +151,7 @@ def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int] | N
     import ijson
 
     counts: dict[str, int] = {}
-    _Shape.nested = 0
+    _Shape.nested, _Shape.filling = 0, None
     with open_file() as handle:
         scanned = _Scanned(handle)
         if scanned.peek() != b"{":
@@ -150,18 +168,30 @@ def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int] | N
             return None
     _refuse_unknown(list(counts))
     counts = {kind: count for kind, count in counts.items() if count != -2}  # "kind": null
-    return counts, sum(max(0, n) for n in counts.values()) + _Shape.nested
+    return counts, sum(max(0, n) for n in counts.values()) + _Shape.count_nested()
 
 
 class _Shape:
-    """A JSON object read only to be counted: keeps nothing but the number of nested records."""
+    """A JSON object read only to be counted: keeps nothing but the number of nested records.
+
+    A nested array is handed over empty and filled after: it is counted when the next one
+    comes (or at the end, ``count_nested``), so only one record's array is ever kept."""
 
     __slots__ = ()
     nested = 0
+    filling: list[Any] | None = None
 
     def __setitem__(self, key: str, value: Any) -> None:
         if key in _NESTED_KEYS and isinstance(value, list):
-            _Shape.nested += len(value)
+            _Shape.count_nested()
+            _Shape.filling = value
+
+    @staticmethod
+    def count_nested() -> int:
+        if _Shape.filling is not None:
+            _Shape.nested += len(_Shape.filling)
+            _Shape.filling = None
+        return _Shape.nested
 
 
 _NESTED_KEYS = frozenset(NESTED.values())
