@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -96,18 +96,6 @@ def export_command(
 
 
 # --- input and output -----------------------------------------------------------
-
-
-def _read_json(file: Path) -> Any:
-    """The parsed JSON of ``file`` ("-": stdin), whole; errors name the file, line and column."""
-    from sowctl.services.dataset.source import parse_json
-
-    name = "stdin" if str(file) == "-" else str(file)
-    try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
-    return parse_json(text, name)
 
 
 def _write_atomically(path: Path, text: str) -> None:
