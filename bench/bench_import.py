@@ -75,21 +75,37 @@ def measure_service(data: dict, db_path: Path) -> tuple[tuple[float, float], tup
     return imported, exported
 
 
-def measure_cli(dataset_file: Path, db_path: Path) -> tuple[float, float]:
+# The child reports its own peak resident size: VmHWM, as getrusage's ru_maxrss of a child
+# would include this (forking) process's own peak, which Linux keeps across exec.
+CHILD = """
+import sys
+from sowctl.cli import main
+try:
+    main()
+finally:
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    sys.stderr.write(f"\\nmaxrss={peak}\\n")
+"""
+
+
+def measure_cli(dataset_file: Path, db_path: Path, tree: Path | None = None) -> tuple[float, float, float]:
+    """(wall, cpu, peak MB) of ``sowctl import`` in a child process; ``tree``: another checkout's code."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
-    command = [sys.executable, "-m", "sowctl", "--db", str(db_path), "import", "--json", str(dataset_file)]
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    command = [sys.executable, "-c", CHILD, "--db", str(db_path), "import", "--json", str(dataset_file)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    # `python -c` puts the working directory first on sys.path: the tree's code, not this one's.
+    cwd = tree if tree is not None else ROOT
+    result = subprocess.run(
+        command, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     wall = time.perf_counter() - wall
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    # ru_maxrss of children: the largest child so far (KiB on Linux); every run imports the same file.
-    global CLI_PEAK_MB
-    CLI_PEAK_MB = max(CLI_PEAK_MB, after.ru_maxrss / 1024)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-CLI_PEAK_MB = 0.0  # peak resident memory of a `sowctl import` process
+    peak_mb = int(result.stderr.decode().rsplit("maxrss=", 1)[1].split()[0]) / 1024
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), peak_mb
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,11 +115,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deps", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=2, help="runs of each measurement (best counts)")
     parser.add_argument("--write", type=Path, help="add or replace the '## Import' section of this file")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="also run `sowctl import` with the code of this checkout (e.g. `git archive main`), same file",
+    )
     args = parser.parse_args(argv)
 
     data = load_generator().big_dataset(args.sows, args.items, args.deps)
     records = sum(len(value) for value in data.values())
     timings = {"service": Timing(), "cli": Timing(), "export": Timing()}
+    if args.compare:
+        timings["compare"] = Timing()
+    peaks: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="sowctl-bench-") as tmp:
         dataset_file = Path(tmp) / "dataset.json"
         dataset_file.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
@@ -115,20 +139,33 @@ def main(argv: list[str] | None = None) -> int:
             del parsed
             print(f"run {run + 1}: service import {timings['service'].add(*imported)}", end="; ")
             print(f"export {timings['export'].add(*exported)}", end="; ")
-            print(f"cli import {timings['cli'].add(*measure_cli(dataset_file, Path(tmp) / f'cli-{run}.db'))}")
+            wall, cpu, peaks["cli"] = measure_cli(dataset_file, Path(tmp) / f"cli-{run}.db")
+            print(f"cli import {timings['cli'].add(wall, cpu)}, peak {peaks['cli']:.0f} MB")
+            if args.compare:
+                wall, cpu, peaks["compare"] = measure_cli(
+                    dataset_file, Path(tmp) / f"old-{run}.db", args.compare
+                )
+                timing = timings["compare"].add(wall, cpu)
+                print(f"  compared code: cli import {timing}, peak {peaks['compare']:.0f} MB")
     for name, timing in timings.items():
         wall, cpu = min(timing.wall), min(timing.cpu)
         print(f"best {name}: {wall:.2f}s wall ({records / wall:,.0f} records/s), {cpu:.2f}s CPU "
               f"({records / cpu:,.0f} records/s)")  # fmt: skip
-    ratio = CLI_PEAK_MB / size_mb
-    print(f"cli import peak memory: {CLI_PEAK_MB:.0f} MB, {ratio:.1f}x the {size_mb:.1f} MB file")
+    for name, peak in peaks.items():
+        print(f"{name} import peak memory: {peak:.0f} MB, {peak / size_mb:.2f}x the {size_mb:.1f} MB file")
     if args.write:
-        write_section(args.write, section(args, records, size_mb, timings))
+        write_section(args.write, section(args, records, size_mb, timings, peaks))
         print(f"wrote the '{SECTION}' section of {args.write}")
     return 0
 
 
-def section(args: argparse.Namespace, records: int, size_mb: float, timings: dict[str, Timing]) -> str:
+def section(
+    args: argparse.Namespace,
+    records: int,
+    size_mb: float,
+    timings: dict[str, Timing],
+    peaks: dict[str, float],
+) -> str:
     machine = (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
         f"; load average {os.getloadavg()[0]:.1f} at the end: other processes shared the CPUs"
@@ -137,6 +174,7 @@ def section(args: argparse.Namespace, records: int, size_mb: float, timings: dic
         "service": "`import_dataset()`: validate, check references, insert, commit",
         "cli": "`sowctl import dataset.json`: process start, JSON parse, the above, summary",
         "export": "`export_dataset()` of the imported database",
+        "compare": "the same `sowctl import`, code of `--compare` (before streaming)",
     }
     rows = []
     for name, timing in timings.items():
@@ -153,7 +191,13 @@ def section(args: argparse.Namespace, records: int, size_mb: float, timings: dic
             SECTION,
             "",
             f"`python bench/bench_import.py --sows {args.sows} --items {args.items} --deps {args.deps}"
-            f" --runs {args.runs}` ({time.strftime('%Y-%m-%d')}; {machine}). SQLite file in WAL mode.",
+            f" --runs {args.runs}{' --compare OLD' if args.compare else ''}` ({time.strftime('%Y-%m-%d')};"
+            f" {machine}). SQLite file in WAL mode."
+            + (
+                " OLD: `git archive` of the code before the streamed import, unpacked."
+                if args.compare
+                else ""
+            ),
             "",
             f"Dataset: `bench/gen_dataset.big_dataset({args.sows}, {args.items}, {args.deps})`, "
             f"{records:,} records, {size_mb:.1f} MB of JSON. Best of {args.runs} runs, each into a new file; "
@@ -166,17 +210,51 @@ def section(args: argparse.Namespace, records: int, size_mb: float, timings: dic
             "",
             f"Every run, wall/CPU seconds: {runs}.",
             "",
+            "Peak resident memory of the `sowctl import` process (VmHWM, last run):",
+            "",
+            "| code | peak | x file size |",
+            "|---|---|---|",
+            *(
+                f"| {'streamed import (this code)' if name == 'cli' else 'before (--compare)'} "
+                f"| {peak:.0f} MB | {peak / size_mb:.2f}x |"
+                for name, peak in peaks.items()
+            ),
+            "",
+            *ratios(records, timings, peaks),
             "Targets: at least 10,000 records/s with full validation; 100,000 items + 100,000 dependencies "
-            "in under 20 s.",
+            "in under 20 s; peak memory at most twice the file, and at least 20,000 records/s.",
             "",
             "Where the time goes: pydantic validation of every record (Rust core, one `TypeAdapter` call "
-            "per kind), reference checks against in-memory dicts (no query per record), and multi-row "
-            "INSERTs of up to 1,000 rows that reuse one statement text (peewee's `insert_many` spends "
-            "about 3 µs per value building SQL: it took 25 s for this dataset). The cyclic garbage "
-            "collector is paused while the file is parsed and imported.",
+            "per batch of 1,000), reference checks against in-memory dicts (no query per record), and "
+            "multi-row INSERTs of up to 1,000 rows that reuse one statement text (peewee's `insert_many` "
+            "spends about 3 µs per value building SQL: it took 25 s for this dataset). The cyclic garbage "
+            "collector is paused while the file is imported.",
+            "",
+            "Where the memory goes: `sowctl import FILE` streams the file (ijson, C backend): a first "
+            "pass counts the records of each kind, then each kind is read, validated, checked and "
+            "inserted in batches inside one write transaction, keeping only compact facts per id "
+            "(items: SOW, type, parent) for later kinds' reference checks. Items are read twice (their "
+            "hierarchy is checked on the facts, then the rows go in parents first), and each kind's "
+            "pass over the file stops at its last record. The streaming costs CPU: the extra passes "
+            "over the file and the second validation of the items. What remains of the peak: the "
+            "interpreter and its modules (about 50 MB), the per-id facts, and an 8 MB SQLite page cache "
+            "(the import lowers the connection's 32 MB while it writes).",
             "",
         ]
     )
+
+
+def ratios(records: int, timings: dict[str, Timing], peaks: dict[str, float]) -> list[str]:
+    """The streamed CLI import against the compared code, same file, same run."""
+    if "compare" not in timings:
+        return []
+    new, old = min(timings["cli"].cpu), min(timings["compare"].cpu)
+    return [
+        f"Same run, streamed against before: peak memory {peaks['cli'] / peaks['compare']:.2f}x "
+        f"({peaks['cli']:.0f} MB against {peaks['compare']:.0f} MB); CPU time {new / old:.2f}x, so "
+        f"{records / new:,.0f} records per CPU second against {records / old:,.0f}.",
+        "",
+    ]
 
 
 def write_section(path: Path, text: str) -> None:

@@ -7,12 +7,12 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from sowctl.context import app_context
-from sowctl.errors import InvalidInput, UsageError
+from sowctl.errors import UsageError
 from sowctl.render import Column, emit_json, emit_rows
 
 # Above this many records an export is written compact: indenting is for people, and
@@ -41,16 +41,13 @@ def import_command(
 
     Example: sowctl import dataset.json
     """
-    from sowctl.services.collector import collector_paused
     from sowctl.services.dataset import import_dataset
+    from sowctl.services.dataset.source import open_dataset
 
     app_context(ctx).open_local_database("import")
-    with collector_paused():  # parsing builds as many objects as validating: no collections in between
-        data = _read_json(file)
-        records = sum(len(v) for v in data.values() if isinstance(v, list)) if isinstance(data, dict) else 0
-        with _import_progress(records) as progress:
-            counts = import_dataset(data, progress=progress)
-        del data  # freed before the collector runs again
+    source = open_dataset(file)  # streamed: the file is read kind by kind, never held whole
+    with _import_progress(source.total) as progress:
+        counts = import_dataset(source, progress=progress)
     if json_:
         emit_json({"imported": counts})
         return
@@ -99,28 +96,6 @@ def export_command(
 
 
 # --- input and output -----------------------------------------------------------
-
-
-def _read_json(file: Path) -> Any:
-    import json
-
-    name = "stdin" if str(file) == "-" else str(file)
-    try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    except ValueError as exc:  # e.g. a number of more than 4,300 digits
-        raise InvalidInput(f"{name} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise InvalidInput(f"{name} is not valid JSON: nested too deeply") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -42,16 +42,16 @@ ENV_ADMIN_TOKEN = "SOWCTL_ADMIN_TOKEN"
 
 def load_file(path: Path) -> dict[str, int]:
     """Replace the database's records with the dataset in ``path``: all of it, or nothing."""
-    from sowctl.commands.dataset import _read_json
     from sowctl.db import write_transaction
     from sowctl.services.dataset import import_dataset
+    from sowctl.services.dataset.source import open_dataset
     from sowctl.testdouble.state import reset_database
 
-    data = _read_json(path)
+    source = open_dataset(path)  # streamed, as `sowctl import` reads it
     try:
         with write_transaction("global"):
             reset_database()
-            return import_dataset(data)
+            return import_dataset(source)
     except InvalidInput as exc:
         raise InvalidInput(f"--load {path}: {exc.message}", exc.issues) from None
 

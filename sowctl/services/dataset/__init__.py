@@ -1,10 +1,11 @@
 """Import and export of whole datasets (contract §5 and §9).
 
 Import is all or nothing: every record is validated (types, enums, required
-fields, via ``sowctl.schemas.dataset``), then every reference is resolved against
-the file and the database, and only a file without a single problem is written,
-in one transaction. A problem is reported as ``items[42] (id item-43):
-parentItemId: item item-9 not found``; the database is left unchanged.
+fields, via ``sowctl.schemas.dataset``) and every reference is resolved against
+the file and the database, kind by kind, in one transaction that writes the rows
+as it goes and is rolled back if the file has a single problem. A problem is
+reported as ``items[42] (id item-43): parentItemId: item item-9 not found``; the
+database is left unchanged.
 
 Decisions:
 
@@ -23,10 +24,12 @@ Decisions:
   counters: a dataset is data, not access. Records are ordered by id (lines by
   position), so equal databases export to identical JSON.
 
-Speed: one ``TypeAdapter`` call per kind validates in pydantic's Rust core, the
-reference checks use dicts built from the file plus one query per referenced
-table (none when the database is empty), and rows go in as multi-row INSERTs in
-batches sized under SQLite's variable limit, all inside one transaction.
+Speed and memory: one ``TypeAdapter`` call per batch of records validates in
+pydantic's Rust core, the reference checks use compact per-id facts (id -> owner)
+built from the file plus one query per referenced table (none when the database is
+empty), and rows go in as multi-row INSERTs in batches sized under SQLite's variable
+limit, all inside one transaction. A file (``source.open_dataset``) is streamed: one
+kind at a time, batch by batch, never the whole file in memory (``importer``).
 """
 
 from sowctl.services.dataset.exporter import export_dataset

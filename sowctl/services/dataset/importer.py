@@ -14,54 +14,80 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.schemas import dataset as s
-from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
-from sowctl.services import dependency_rules as rules
 from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
 from sowctl.services.dataset.finance_checks import FinanceChecks
+from sowctl.services.dataset.item_checks import ItemChecks
 from sowctl.services.dataset.problems import _Problems
-from sowctl.services.dataset.validation import validate_dataset
-from sowctl.services.dataset.writer import _advance_sequences, _insert_rows
+from sowctl.services.dataset.source import DatasetSource, DictSource
+from sowctl.services.dataset.validation import validated_batches
+from sowctl.services.dataset.writer import _advance_sequences, _insert_rows, small_page_cache
 from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
-    ordering_edge,  # the one rule for before/after (contract §7.2)
 )
-from sowctl.services.item_rules import depth_problem
-from sowctl.services.items import item_level
 
 
-def import_dataset(data: dict, *, progress: Progress | None = None) -> dict[str, int]:
+def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = None) -> dict[str, int]:
     """Load a dataset, all or nothing; returns the number of records per kind.
 
+    ``data`` is a parsed dataset or a ``DatasetSource`` (a file streamed kind by kind:
+    only one kind's records, and the compact facts later kinds refer to, are held).
+    Each kind is validated, checked and inserted in turn inside one transaction; any
+    problem rolls all of it back. Problems with the records themselves (types,
+    fields) are reported alone, as they make reference checks meaningless.
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
     """
-    with collector_paused():
-        records = validate_dataset(data)
+    source = data if isinstance(data, DatasetSource) else DictSource(data)
+    with collector_paused(), small_page_cache():
         with write_transaction("import"):
-            importer = _Importer(records, clock.now())
+            importer = _Importer(source, clock.now(), progress)
             importer.check_and_build()
+            importer.invalid.raise_if_any()
             importer.problems.raise_if_any()
-            importer.insert(progress)
+            _advance_sequences(importer.inserted)
             mark_ranks_stale(importer.ordered_organizations)
             # Imported numbers may be above a project's mark: count again at the next order.
-            if records["purchaseOrders"]:
+            if importer.counted.get("purchaseOrders"):
                 m.FinancialProject.update(po_high_water=None).where(
                     m.FinancialProject.po_high_water.is_null(False)
                 ).execute()
         return importer.counts()
 
 
+class _Records:
+    """Validated records of one kind at a time, read from the source when first asked for."""
+
+    def __init__(self, source: DatasetSource, invalid: _Problems) -> None:
+        self.source = source
+        self.invalid = invalid
+        self.loaded: dict[str, list] = {}
+
+    def __getitem__(self, kind: str) -> list:
+        if kind not in self.loaded:
+            batches = validated_batches(kind, self.source, self.invalid)
+            self.loaded[kind] = [record for _, batch in batches for record in batch]
+        return self.loaded[kind]
+
+
 _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
 
 
-class _Importer(FinanceChecks):
+class _Importer(FinanceChecks, ItemChecks):
     """Checks references (file first, then database) and builds the rows to insert."""
 
-    def __init__(self, records: dict[str, list], moment: datetime) -> None:
-        self.records = records
+    def __init__(self, source: DatasetSource, moment: datetime, progress: Progress | None) -> None:
+        self.source = source
+        self.invalid = _Problems()  # problems of the records themselves: reported alone
+        self.records = _Records(source, self.invalid)
         self.now = moment
         self.problems = _Problems()
         self.tables: list[_Table] = []
+        self.inserted: list[type[m.BaseModel]] = []
+        self.counted: dict[str, int] = {}
+        self.progress = progress
+        self.done = 0
+        if progress is not None:
+            progress(0, source.total)
         self.ordered_organizations: set[str] = set()  # given ordering edges by this import
         # Every record hangs off an organization: none means an empty database, no lookups.
         self.database_empty = not m.Organization.select().exists()
@@ -69,10 +95,32 @@ class _Importer(FinanceChecks):
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for kind in s.KINDS:
-            counts[kind] = len(self.records[kind])
+            counts[kind] = self.counted.get(kind, 0)
             if kind == "clients":
-                counts["contacts"] = sum(len(client.contacts) for client in self.records[kind])
+                counts["contacts"] = self.counted.get("contacts", 0)
         return counts
+
+    def _done(self, kind: str) -> None:
+        """``kind`` checked: its rows go in (unless the import is already refused), its records go."""
+        records = self.records.loaded.pop(kind, [])
+        self.counted[kind] = self.counted.get(kind, 0) + len(records)  # (streamed kinds count themselves)
+        if kind == "clients":
+            self.counted["contacts"] = sum(len(client.contacts) for client in records)
+        del records
+        self.insert()
+
+    def insert(self) -> None:
+        """The rows built so far, unless a problem already dooms the import (then: just checks)."""
+        tables, self.tables = self.tables, []
+        if self.problems.total or self.invalid.total:
+            return
+        for model, fields, rows in tables:
+            if rows:
+                self.inserted.append(model)
+            for count in _insert_rows(model, fields, rows):
+                self.done += count
+                if self.progress is not None:
+                    self.progress(self.done, self.source.total)
 
     # -- what the database already holds: one query per table, none when it is empty --
 
@@ -181,17 +229,27 @@ class _Importer(FinanceChecks):
         self._unique("organizations", "organization", records["organizations"], self.db_organizations)
         self._flat("organizations", records["organizations"])
         organizations = {**self.db_organizations, **{r.id: None for r in records["organizations"]}}
+        self._done("organizations")
 
         users = records["users"]
         self._owned("users", "user", "organizationId", organizations, self._load(m.User.id), "organization")
         self._flat("users", users)
+        del users
+        self._done("users")
 
         client_org, contact_client = self._clients(organizations)
+        self._done("clients")
         project_org = self._projects(organizations, client_org, contact_client)
+        self._done("projects")
+        del contact_client
 
         sow_org, sow_keys = self._sows(project_org)
+        self._done("sows")
         item_info = self._items(sow_org, sow_keys)
+        self._done("items")
+        del sow_keys
         self._dependencies(item_info, sow_org)
+        del item_info
 
         # Group B
         companies = records["companies"]
@@ -200,19 +258,28 @@ class _Importer(FinanceChecks):
         )
         self._flat("companies", companies)
         company_org = {**self.db_companies, **{r.id: r.organization_id for r in companies}}
+        del companies
+        self._done("companies")
 
         fp_company = self._financial_projects(company_org, project_org)
+        self._done("financialProjects")
         vendor_company = self._master_data("vendors", "vendor", m.Vendor, company_org)
+        self._done("vendors")
         cost_code_company = self._master_data("costCodes", "cost code", m.CostCode, company_org)
+        self._done("costCodes")
         commitment_fp = self._commitments(fp_company, vendor_company)
+        self._done("commitments")
 
         views = records["budgetViews"]
         self._owned("budgetViews", "budget view", "project_id", fp_company, self.db_budget_views, "project")
         _stamp(views, now, "created_at", "updated_at")
         self._flat("budgetViews", views)
         view_fp = {**self.db_budget_views, **{r.id: r.project_id for r in views}}
+        del views
+        self._done("budgetViews")
 
         self._snapshots(view_fp, fp_company)
+        self._done("budgetViewSnapshots")
 
         contracts = records["primeContracts"]
         existing = self._load(m.PrimeContract.id)
@@ -221,8 +288,11 @@ class _Importer(FinanceChecks):
             r.customer = r.customer.model_dump(mode="json") if r.customer is not None else None
             r.payment_terms = r.payment_terms.model_dump(mode="json") if r.payment_terms is not None else None
         self._flat("primeContracts", contracts)
+        del contracts
+        self._done("primeContracts")
 
         self._purchase_orders(fp_company, commitment_fp, vendor_company, cost_code_company)
+        self._done("purchaseOrders")
 
     def _clients(self, organizations: Container) -> tuple[dict[str, str], dict[str, str]]:
         records, now = self.records["clients"], self.now
@@ -319,205 +389,3 @@ class _Importer(FinanceChecks):
             sow_keys[sow_id].append(key)
         sow_keys.update(in_file)
         return sow_org, sow_keys
-
-    def _items(self, sow_org: dict[str, str], sow_keys: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
-        """Hierarchy checks, then rows in an order that puts every parent before its children.
-
-        Each item's ``sowId`` is replaced by its SOW's key first (what the row stores)."""
-        records = self.records["items"]
-        position = self._unique("items", "item", records, self.db_items)
-        db_items, add = self.db_items, self.problems.add
-        unplaced: set[int] = set()
-        for i, r in enumerate(records):
-            keys = sow_keys.get(r.sow_id, [])
-            if len(keys) == 1:
-                r.sow_id = keys[0]
-                continue
-            unplaced.add(i)
-            if keys:
-                message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
-                add("items", i, r.id, "sowId", message)
-            else:
-                self._missing("items", i, r.id, "sowId", "SOW", r.sow_id)
-        for i, r in enumerate(records):
-            if i in unplaced:
-                continue  # its parent's SOW cannot be compared: one problem is enough
-            parent_id = r.parent_item_id
-            if parent_id is None:
-                continue
-            if parent_id == r.id:
-                add("items", i, r.id, "parentItemId", "an item cannot be its own parent")
-                continue
-            if parent_id in position:
-                parent = records[position[parent_id]]
-                parent_sow, parent_type = parent.sow_id, parent.type
-            elif parent_id in db_items:
-                parent_sow, parent_type = db_items[parent_id]
-            else:
-                self._missing("items", i, r.id, "parentItemId", "item", parent_id)
-                continue
-            if parent_sow != r.sow_id:
-                message = f"parent item {parent_id} is in SOW {parent_sow}, not {r.sow_id}"
-                add("items", i, r.id, "parentItemId", message)
-            elif parent_type == "task_item" and r.type == "requirement":
-                message = f"a task item cannot contain a requirement ({parent_id} is a task_item)"
-                add("items", i, r.id, "parentItemId", message)
-        for i, level in self._levels(records, position).items():
-            problem = depth_problem(level - 1)
-            if problem is not None:
-                add("items", i, records[i].id, "parentItemId", problem)
-        order = self._parents_first(records, position)
-        self._fill_order_indexes(records)
-        _stamp(records, self.now, "created_at", "updated_at")
-        getter = _getter("items")
-        self._table("items", [getter(records[i]) for i in order])
-        return {**db_items, **{r.id: (r.sow_id, r.type) for r in records}}
-
-    def _levels(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> dict[int, int]:
-        """Level (1: top level) of each record that has one, up through the file's items and
-        then the database's. Items on a parent loop have none (``_parents_first`` reports
-        the loop); a missing parent counts as none (reported already)."""
-        known: dict[str, int] = {}
-        levels: dict[int, int] = {}
-        for i, r in enumerate(records):
-            if position.get(r.id) != i:
-                continue  # a repeated or already stored id: reported already
-            chain: list[str] = []
-            on_chain: set[str] = set()
-            node: str | None = r.id
-            # Past the limit the exact level no longer matters: stop there (bounded work).
-            while node in position and node not in known and node not in on_chain:
-                if len(chain) > MAX_HIERARCHY_DEPTH:
-                    break
-                chain.append(node)
-                on_chain.add(node)
-                node = records[position[node]].parent_item_id
-            if node in on_chain:
-                continue
-            if node in known:
-                base = known[node]
-            elif len(chain) > MAX_HIERARCHY_DEPTH:
-                base = 0
-            elif node is not None and node in self.db_items:
-                base = known[node] = item_level(node)
-            else:
-                base = 0
-            for k, item_id in enumerate(reversed(chain), start=1):
-                known[item_id] = base + k
-            levels[i] = known[r.id]
-        return levels
-
-    def _parents_first(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> list[int]:
-        """Indexes of ``records``, parents before children; parent loops are problems."""
-        order: list[int] = []
-        placed: set[str] = set()
-        waiting: dict[str, list[int]] = defaultdict(list)
-        for i, r in enumerate(records):
-            parent_id = r.parent_item_id
-            if parent_id in position and parent_id not in placed and parent_id != r.id:
-                waiting[parent_id].append(i)
-                continue
-            stack = [i]
-            while stack:
-                j = stack.pop()
-                order.append(j)
-                placed.add(records[j].id)
-                stack.extend(reversed(waiting.pop(records[j].id, ())))
-        if waiting:
-            stuck = sorted(j for group in waiting.values() for j in group)
-            self._report_parent_loops(records, position, stuck)
-        return order
-
-    def _report_parent_loops(
-        self, records: Sequence[s.ItemRecord], position: dict[str, int], stuck: list[int]
-    ) -> None:
-        explained: set[str] = set()  # items on or below a loop already walked
-        for i in stuck:
-            chain: list[str] = []
-            seen: dict[str, int] = {}
-            node: str | None = records[i].id
-            while node in position and node not in seen and node not in explained:
-                seen[node] = len(chain)
-                chain.append(node)
-                node = records[position[node]].parent_item_id
-            if node in seen:
-                loop = chain[seen[node] :]
-                start = loop.index(min(loop, key=position.__getitem__))
-                loop = loop[start:] + loop[:start]
-                message = "circular parent chain: " + " -> ".join([*loop, loop[0]])
-                self.problems.add("items", position[loop[0]], loop[0], "parentItemId", message)
-            explained.update(chain)
-
-    def _fill_order_indexes(self, records: Sequence[s.ItemRecord]) -> None:
-        """A missing orderIndex: one more than the largest among earlier siblings (file, database)."""
-        if all(r.order_index is not None for r in records):
-            return
-        highest: dict[tuple[str, str | None], int] = {}
-        if not self.database_empty:
-            top = pw.fn.MAX(m.Item.order_index)
-            query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
-            highest = {(sow, parent): value for sow, parent, value in query.tuples()}
-        for i, r in enumerate(records):
-            level = (r.sow_id, r.parent_item_id)
-            if r.order_index is None:
-                r.order_index = highest[level] + 1 if level in highest else 0
-                if r.order_index > MAX_ORDER_INDEX:
-                    message = f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
-                    self.problems.add("items", i, r.id, "orderIndex", message)
-            highest[level] = max(r.order_index, highest.get(level, r.order_index))
-
-    def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:
-        kind = "dependencies"
-        records = self.records[kind]
-        self._unique(kind, "dependency", records, self._load(m.Dependency.id))
-        add = self.problems.add
-        getter = _getter(kind)
-        rows = []
-        _stamp(records, self.now, "created_at")  # updatedAt stays null: never updated
-        for i, r in enumerate(records):
-            source = item_info.get(r.source_item_id)
-            if source is None:
-                self._missing(kind, i, r.id, "sourceItemId", "item", r.source_item_id)
-            target_id = r.target_item_id
-            # The API's rules for the shape (dependency_rules), so an import refuses what it refuses.
-            r.is_external = rules.is_external(r.is_external, target_id, r.external_target)
-            shape = rules.shape_problems(r.is_external, r.source_item_id, target_id, r.external_target)
-            for field, message in shape:
-                add(kind, i, r.id, field, message)
-            if not shape and not r.is_external:
-                self._check_target(i, r, source, item_info, sow_org)
-            edge = ordering_edge(r.dependency_type, r.source_item_id, target_id, r.status, r.is_external)
-            before, after = edge if edge is not None else (None, None)
-            rows.append((*getter(r), source[0] if source else None, before, after))
-        self._table(
-            kind, rows, extra=(m.Dependency.sow, m.Dependency.before_item_id, m.Dependency.after_item_id)
-        )
-        self.ordered_organizations = {sow_org.get(row[-3]) for row in rows if row[-2] is not None} - {None}
-
-    def _check_target(self, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]) -> None:
-        """An internal dependency's target exists and is in the source item's organization."""
-        target_id = r.target_item_id
-        if target_id not in item_info:
-            self._missing("dependencies", i, r.id, "targetItemId", "item", target_id)
-        elif source is not None and _differ(sow_org.get(source[0]), sow_org.get(item_info[target_id][0])):
-            message = f"item {target_id} belongs to another organization than item {r.source_item_id}"
-            self.problems.add("dependencies", i, r.id, "targetItemId", message)
-
-    # -- Group B --
-
-    def insert(self, progress: Progress | None) -> None:
-        total = sum(len(rows) for _, _, rows in self.tables)
-        done = 0
-        if progress is not None:
-            progress(0, total)
-        for model, fields, rows in self.tables:
-            for count in _insert_rows(model, fields, rows):
-                done += count
-                if progress is not None:
-                    progress(done, total)
-        _advance_sequences([model for model, _, rows in self.tables if rows])
-
-
-def _differ(first: str | None, second: str | None) -> bool:
-    """Two known organizations that differ (an unknown one is reported where it is named)."""
-    return first is not None and second is not None and first != second

@@ -29,6 +29,13 @@ class _Problems:
         path: tuple[str | int, ...] = (kind,) if index is None else (kind, index)
         self.issues.append(Issue(path + ((field,) if field else ()), message))
 
+    def absorb(self, other: _Problems) -> None:
+        """``other``'s problems after this one's (as if they had been added here)."""
+        room = max(0, MAX_ISSUES - len(self.issues))
+        self.issues.extend(other.issues[:room])
+        self.lines.extend(other.lines[:room])
+        self.total += other.total
+
     def raise_if_any(self) -> None:
         if not self.total:
             return

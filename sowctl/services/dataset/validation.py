@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import ValidationError
 
-from sowctl.errors import InvalidInput, Issue
 from sowctl.schemas import dataset as s
 from sowctl.schemas.common import (
     UNSTORABLE_MESSAGE,
@@ -16,62 +16,81 @@ from sowctl.schemas.common import (
     validation_error,
 )
 from sowctl.services.dataset.problems import _field_path, _Problems
+from sowctl.services.dataset.source import DatasetSource, DictSource
 
 
 def validate_dataset(data: Any) -> dict[str, list]:
     """Every record of ``data`` as its model, per kind; InvalidInput naming each bad field."""
-    if not isinstance(data, dict):
-        raise InvalidInput(
-            "a dataset must be a JSON object with keys such as organizations, items, dependencies",
-            [Issue((), "must be a JSON object")],
-        )
-    unknown = [key for key in data if key not in s.RECORD_MODELS]
-    if unknown:
-        raise InvalidInput(
-            f"unknown record kind {unknown[0]!r} (expected: {', '.join(s.KINDS)})",
-            [Issue((key,), "unknown record kind") for key in unknown],
-        )
+    source = DictSource(data)
     problems = _Problems()
-    records: dict[str, list] = {}
-    for kind in s.KINDS:
-        raw = data.get(kind)
-        if raw is None:
-            records[kind] = []
-            continue
-        if not isinstance(raw, list):
-            problems.add(kind, None, None, "", "must be an array of records")
-            continue
-        _check_storable(kind, raw, problems)
-        try:
-            records[kind] = s.ADAPTERS[kind].validate_python(raw)
-        except ValidationError as exc:
-            for issue in validation_error(exc).issues:
-                index, *field = issue.path
-                record = raw[index] if isinstance(index, int) and index < len(raw) else None
-                record_id = record.get("id") if isinstance(record, dict) else None
-                message = issue.message
-                if message.startswith("input should be a valid dictionary"):
-                    message = "must be an object"
-                problems.add(
-                    kind, index if isinstance(index, int) else None, record_id, _field_path(field), message
-                )
+    records = {
+        kind: [record for _, batch in validated_batches(kind, source, problems) for record in batch]
+        for kind in s.KINDS
+    }
     problems.raise_if_any()
     return records
+
+
+def validated_batches(
+    kind: str, source: DatasetSource, problems: _Problems, *, storable_checked: bool = False
+) -> Iterator[tuple[int, list]]:
+    """(index of the first, records) per batch of ``kind``, validated; a batch with a problem is
+    left out, and its problems go to ``problems`` (per kind: unstorable text first, then the rest).
+    ``storable_checked``: a second pass over records already checked for unstorable text."""
+    count = source.counts.get(kind)
+    if count is None:
+        return
+    if count < 0:
+        problems.add(kind, None, None, "", "must be an array of records")
+        return
+    storable, typed = _Problems(), _Problems()
+    adapter = s.ADAPTERS[kind]
+    offset = 0
+    try:
+        for raw in source.batches(kind):
+            bad = not storable_checked and _check_storable(kind, raw, offset, storable)
+            try:
+                records = adapter.validate_python(raw)
+            except ValidationError as exc:
+                _report(kind, raw, offset, exc, typed)
+            else:
+                if not bad:
+                    yield offset, records
+            offset += len(raw)
+    finally:
+        problems.absorb(storable)
+        problems.absorb(typed)
+
+
+def _report(kind: str, raw: list, offset: int, exc: ValidationError, problems: _Problems) -> None:
+    for issue in validation_error(exc).issues:
+        index, *field = issue.path
+        record = raw[index] if isinstance(index, int) and index < len(raw) else None
+        record_id = record.get("id") if isinstance(record, dict) else None
+        message = issue.message
+        if message.startswith("input should be a valid dictionary"):
+            message = "must be an object"
+        where = index + offset if isinstance(index, int) else None
+        problems.add(kind, where, record_id, _field_path(field), message)
 
 
 _ESCAPED_UNSTORABLE = re.compile(r"\\x00|\\ud[89a-f]")
 
 
-def _check_storable(kind: str, raw: list, problems: _Problems) -> None:
-    """NUL characters and lone surrogates: refused as the API refuses them (on every backend)."""
+def _check_storable(kind: str, raw: list, offset: int, problems: _Problems) -> bool:
+    """NUL characters and lone surrogates: refused as the API refuses them (on every backend).
+    True if some record of ``raw`` has one."""
     # repr() escapes both as \x00 and \udXXX, at C speed (~0.5 s per 100,000 records);
     # the exact walk runs only on a hit (or on a backslash-x00 typed in the data).
     if not _ESCAPED_UNSTORABLE.search(repr(raw)):
-        return
+        return False
+    found = False
     for index, record in enumerate(raw):
         path = unstorable_text(record)
         if path is not None:
+            found = True
             record_id = record.get("id") if isinstance(record, dict) else None
             if isinstance(record_id, str):
                 record_id = escape_unstorable(record_id)
-            problems.add(kind, index, record_id, _field_path(path), UNSTORABLE_MESSAGE)
+            problems.add(kind, index + offset, record_id, _field_path(path), UNSTORABLE_MESSAGE)
+    return found

@@ -1,0 +1,80 @@
+"""The streamed import of a file (``source.open_dataset``) gives what the parsed dataset gives:
+keys in any order, children before their parents, nested records, errors; and a file that
+changes between its passes is refused with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sowctl.demo_data import demo_dataset
+from sowctl.errors import InvalidInput
+from sowctl.services.dataset import export_dataset, import_dataset
+from sowctl.services.dataset.source import StreamSource, dataset_from_bytes, open_dataset
+from tests.test_dataset import database_rows, fixed_clock, minimal, wipe  # noqa: F401 (fixture)
+
+
+def write(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def shuffled(data: dict[str, Any]) -> dict[str, Any]:
+    """Kinds in reverse order, each kind's records reversed: children before parents."""
+    return {kind: list(reversed(records)) for kind, records in reversed(list(data.items()))}
+
+
+def test_a_streamed_file_in_any_order_imports_as_the_parsed_dataset(db, tmp_path: Path) -> None:
+    import datetime
+
+    data = demo_dataset(datetime.date(2026, 1, 15))
+    counts = import_dataset(data)
+    expected = export_dataset()
+    wipe()
+    source = open_dataset(write(tmp_path / "reversed.json", shuffled(data)))
+    assert isinstance(source, StreamSource)  # streamed, not the json.loads fallback
+    assert import_dataset(source) == counts
+    assert export_dataset() == expected
+
+
+def test_a_streamed_file_reports_the_problems_the_parsed_dataset_reports(db, tmp_path: Path) -> None:
+    data = minimal()
+    data["items"][1]["parentItemId"] = "nope"
+    data["dependencies"] = [{**data["dependencies"][0], "id": "dep-x", "sourceItemId": "ghost"}]
+    data["users"].append({"id": "user-2", "organizationId": "org-1", "name": 7})
+    with pytest.raises(InvalidInput) as parsed:
+        import_dataset(json.loads(json.dumps(data)))
+    with pytest.raises(InvalidInput) as streamed:
+        import_dataset(open_dataset(write(tmp_path / "bad.json", shuffled(data) | {"users": data["users"]})))
+    assert streamed.value.message == parsed.value.message
+    del data["users"][1]  # only reference problems now: every one of them, in the same order
+    with pytest.raises(InvalidInput) as parsed:
+        import_dataset(json.loads(json.dumps(data)))
+    with pytest.raises(InvalidInput) as streamed:
+        import_dataset(dataset_from_bytes(json.dumps(data).encode(), "body"))
+    assert streamed.value.issues == parsed.value.issues
+    assert database_rows() == {table: [] for table in database_rows()}
+
+
+def test_progress_of_a_streamed_file_counts_nested_records(db, tmp_path: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    source = open_dataset(write(tmp_path / "min.json", minimal()))
+    import_dataset(source, progress=lambda done, total: calls.append((done, total)))
+    total = sum(len(v) for v in minimal().values()) + 1  # the client's contact
+    assert calls[0] == (0, total) and calls[-1] == (total, total)
+
+
+def test_a_file_changed_between_passes_is_refused_and_nothing_is_written(db, tmp_path: Path) -> None:
+    path = write(tmp_path / "data.json", minimal())
+    source = open_dataset(path)
+    before = database_rows()
+    data = minimal()
+    data["organizations"][0]["name"] = "Changed meanwhile"
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    with pytest.raises(InvalidInput, match="changed while it was being imported"):
+        import_dataset(source)
+    assert database_rows() == before
