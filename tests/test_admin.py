@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from sowctl import models as m
-from tests.doubles import (
+from tests.support.client import wsgi_client
+from tests.support.doubles import (
     ADMIN,
     ADMIN_TOKEN,
     ORG,
@@ -16,7 +17,6 @@ from tests.doubles import (
     bearer,
     dataset,
     external,
-    fake_runner,  # noqa: F401 (a fixture)
     in_process,
     load,
 )
@@ -266,21 +266,21 @@ def test_the_request_log_is_bounded_limited_and_cleared(db_url: str) -> None:
 # --- the serve options ------------------------------------------------------------------------
 
 
-def test_serve_admin_prints_a_generated_token_that_works(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_serve_admin_prints_a_generated_token_that_works(cli, fake_runner: dict) -> None:
     result = cli("serve", "--admin", "--port", "8123")
     assert result.exit_code == 0, result.stderr
     first, second = result.stdout.splitlines()
     assert first.startswith("Admin token: sowa_") and second == "Listening on http://127.0.0.1:8123"
     token = first.removeprefix("Admin token: ")
-    with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
+    with wsgi_client(fake_runner["app"]) as client:
         assert client.get("/_admin/clock", headers=bearer(token)).status_code == 200
         assert client.get("/_admin/clock", headers=ADMIN).status_code == 401
 
 
-def test_serve_admin_token_from_the_environment(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_serve_admin_token_from_the_environment(cli, fake_runner: dict) -> None:
     result = cli("serve", env={"SOWCTL_ADMIN_TOKEN": ADMIN_TOKEN})
     assert result.exit_code == 0 and result.stdout == "Listening on http://127.0.0.1:8000\n"
-    with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
+    with wsgi_client(fake_runner["app"]) as client:
         assert client.get("/_admin/clock", headers=ADMIN).status_code == 200
 
 
@@ -294,7 +294,7 @@ def test_serve_admin_token_from_the_environment(cli, fake_runner: dict) -> None:
         (["--admin-token", " "], "--admin-token must not be empty"),
     ],
 )
-def test_serve_refuses_conflicting_admin_options(cli, fake_runner: dict, args: list[str], error: str) -> None:  # noqa: F811
+def test_serve_refuses_conflicting_admin_options(cli, fake_runner: dict, args: list[str], error: str) -> None:
     result = cli("serve", *args)
     assert result.exit_code == 2 and result.stderr == f"error: {error}\n"
     assert "app" not in fake_runner

@@ -12,7 +12,6 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
 from sowctl import clock, operations
@@ -21,6 +20,7 @@ from sowctl.schemas.sows import SowCreate
 from sowctl.services import chain_risks, items, sows
 from sowctl.services.access import Caller
 from tests.support import ci_reports
+from tests.support.client import SERVER, route_remote_in_process
 
 NOW = datetime(2026, 3, 16, 12, 0, 0)
 TODAY = "2026-03-16"
@@ -40,23 +40,16 @@ def run(request, cli, db_url, monkeypatch):
     """``sowctl ARGS`` in the test's mode; remote mode talks to the app in process."""
     if request.param == "local":
         return cli
-    from sowctl.backends.remote import RemoteBackend
-    from sowctl.context import AppContext
     from sowctl.server.app import create_app
     from sowctl.services import credentials
 
     sows.default_project("acme")  # the organization must exist before it has a token
     token = credentials.create_token("user-ada", "acme").secret
-    app = create_app(db_url)
-    monkeypatch.setattr(
-        AppContext,
-        "backend",
-        property(lambda self: RemoteBackend(self.settings, transport=httpx.WSGITransport(app=app))),
-    )
+    route_remote_in_process(monkeypatch, create_app(db_url))
     monkeypatch.delenv("SOWCTL_DB")
 
     def remote(*args: str, **kwargs):
-        return cli("--server", "http://sowctl.test", "--token", token, *args, **kwargs)
+        return cli("--server", SERVER, "--token", token, *args, **kwargs)
 
     return remote
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from sowctl import models as m
-from tests.doubles import ADMIN, SOW, bearer, in_process, load
+from tests.support.doubles import ADMIN, SOW, bearer, in_process, load
 
 
 @pytest.fixture

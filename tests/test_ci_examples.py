@@ -10,12 +10,12 @@ import shlex
 from datetime import datetime
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from sowctl import clock, demo_data
 from tests.support import ci_reports
+from tests.support.client import SERVER, route_remote_in_process
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 SECTION = README.split("### `sowctl chain check` in CI", 1)[1].split("\n## ", 1)[0]
@@ -74,8 +74,6 @@ def test_the_examples_wire_each_report_to_its_ci_feature() -> None:
 def server(db, cli, db_url, monkeypatch, tmp_path):
     """The demo dataset behind an in-process server, reached through SOWCTL_SERVER/SOWCTL_TOKEN as
     the examples' CI variables would set them, from a checkout holding the README's files."""
-    from sowctl.backends.remote import RemoteBackend
-    from sowctl.context import AppContext
     from sowctl.server.app import create_app
     from sowctl.services import credentials
     from sowctl.services.dataset import import_dataset
@@ -83,14 +81,9 @@ def server(db, cli, db_url, monkeypatch, tmp_path):
     clock.set_fixed_now(NOW)
     import_dataset(demo_data.demo_dataset(NOW.date()))
     token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG).secret
-    app = create_app(db_url)
-    monkeypatch.setattr(
-        AppContext,
-        "backend",
-        property(lambda self: RemoteBackend(self.settings, transport=httpx.WSGITransport(app=app))),
-    )
+    route_remote_in_process(monkeypatch, create_app(db_url))
     monkeypatch.delenv("SOWCTL_DB")
-    monkeypatch.setenv("SOWCTL_SERVER", "http://sowctl.test")
+    monkeypatch.setenv("SOWCTL_SERVER", SERVER)
     monkeypatch.setenv("SOWCTL_TOKEN", token)
     monkeypatch.setenv("SOW_ID", demo_data.DEMO_SOW)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

@@ -30,7 +30,6 @@ from http.client import HTTPConnection
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import peewee as pw
 import pytest
 
@@ -38,6 +37,7 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import open_database
 from sowctl.services import credentials
+from tests.support.client import bearer, wsgi_client
 from tests.support.server import Server
 
 pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
@@ -566,11 +566,8 @@ def test_a_serialization_failure_reruns_the_write_on_the_server(db, monkeypatch)
     a, b = _seed_items()
     token = credentials.create_token(USER, ORG, "member").secret
     calls = _fail_once_after_insert(monkeypatch, m.Dependency)
-    app = create_app(db)
-    with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://t") as client:
-        response = client.post(
-            "/api/dependencies", json=dependency(a, b), headers={"Authorization": f"Bearer {token}"}
-        )
+    with wsgi_client(create_app(db)) as client:
+        response = client.post("/api/dependencies", json=dependency(a, b), headers=bearer(token))
     assert response.status_code == 201, response.text
     assert len(calls) == 2  # the first attempt was rolled back and run again
     assert [d.id for d in m.Dependency.select()] == [response.json()["id"]]

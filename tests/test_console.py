@@ -15,7 +15,7 @@ import pytest
 
 from sowctl.server import console
 from sowctl.services.graph_algorithms import SOURCE_FIRST, TARGET_FIRST
-from tests.doubles import ADMIN, bearer, fake_runner, in_process, load  # noqa: F401 (fake_runner: a fixture)
+from tests.support.doubles import ADMIN, bearer, in_process, load
 
 STATIC = Path(console.__file__).parent / "static"
 JS_FILES = sorted(STATIC.glob("*.js"))
@@ -163,7 +163,7 @@ def test_the_cli_never_imports_the_console() -> None:
 # --- serve --demo prints a ready link ---------------------------------------------------------------
 
 
-def test_serve_demo_prints_a_console_link_with_the_token_in_the_fragment(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_serve_demo_prints_a_console_link_with_the_token_in_the_fragment(cli, fake_runner: dict) -> None:
     result = cli("serve", "--demo", "--port", "8123")
     assert result.exit_code == 0, result.stderr
     token = re.search(r"^  token:\s+(\S+)$", result.stdout, re.M).group(1)

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from sowctl.testdouble.faults import FaultConfig
-from tests.doubles import SOW, bearer, fake_runner, in_process, load  # noqa: F401 (fake_runner: a fixture)
+from tests.support.doubles import SOW, bearer, in_process, load
 
 APP = "https://app.example"
 EXPOSED = {"X-Total-Count", "Link", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
@@ -106,7 +106,7 @@ def test_injected_faults_carry_cors_headers(db_url: str) -> None:
     assert preflight(client, APP).status_code == 204  # preflights are never faulted
 
 
-def test_serve_cors_option(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_serve_cors_option(cli, fake_runner: dict) -> None:
     result = cli("serve", "--cors", APP, "--cors", "http://localhost:5173")
     assert result.exit_code == 0, result.stderr
     assert fake_runner["app"].settings.cors_origins == (APP, "http://localhost:5173")

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.doubles import (
+from tests.support.doubles import (
     ADMIN,
     ADMIN_TOKEN,
     COMPANY,
@@ -16,10 +16,8 @@ from tests.doubles import (
     SOW,
     bearer,
     dataset,
-    fake_runner,  # noqa: F401 (a fixture)
     in_process,
     load,
-    serve,  # noqa: F401 (a fixture)
 )
 
 PROJECT_UUID = "abbe5264-4eb1-5dfa-b9a9-8c1bb5169ea4"  # the demo's Tower A project
@@ -74,7 +72,7 @@ def session(client: httpx.Client) -> list[tuple[int, Any]]:
 
 
 @pytest.mark.slow
-def test_same_seed_and_clock_give_identical_responses(serve, tmp_path) -> None:  # noqa: F811
+def test_same_seed_and_clock_give_identical_responses(serve, tmp_path) -> None:
     args = ("--seed", "42", "--clock", "2026-01-01T00:00:00Z", "--admin-token", ADMIN_TOKEN)
     first = serve(tmp_path / "first.db", *args)
     second = serve(tmp_path / "second.db", *args)
@@ -161,14 +159,14 @@ def test_reset_restores_the_startup_clock(db_url: str) -> None:
 # --- the serve options -----------------------------------------------------------------------------
 
 
-def test_serve_seed_and_clock_reach_the_app(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_serve_seed_and_clock_reach_the_app(cli, fake_runner: dict) -> None:
     result = cli("serve", "--seed", "7", "--clock", "2026-01-01T00:00:00Z")
     assert result.exit_code == 0, result.stderr
     settings = fake_runner["app"].settings
     assert settings.seed == 7 and settings.fixed_now == datetime(2026, 1, 1)
 
 
-def test_seed_refuses_several_workers(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_seed_refuses_several_workers(cli, fake_runner: dict) -> None:
     result = cli("serve", "--seed", "7", "--workers", "2")
     assert result.exit_code == 2
     assert result.stderr == (
@@ -178,7 +176,7 @@ def test_seed_refuses_several_workers(cli, fake_runner: dict) -> None:  # noqa: 
     assert "app" not in fake_runner
 
 
-def test_serve_refuses_a_bad_clock(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_serve_refuses_a_bad_clock(cli, fake_runner: dict) -> None:
     result = cli("serve", "--clock", "noon")
     assert result.exit_code == 2
     assert result.stderr == "error: --clock: 'noon' is not a timestamp such as 2026-01-01T00:00:00Z\n"

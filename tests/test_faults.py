@@ -10,16 +10,14 @@ import pytest
 from sowctl import models as m
 from sowctl.errors import InvalidInput
 from sowctl.testdouble.faults import FaultConfig, parse_latency
-from tests.doubles import (
+from tests.support.doubles import (
     ADMIN,
     ADMIN_TOKEN,
     SOW,
     bearer,
     external,
-    fake_runner,  # noqa: F401 (a fixture)
     in_process,
     load,
-    serve,  # noqa: F401 (a fixture)
 )
 
 # --- the config ------------------------------------------------------------------------------
@@ -254,7 +252,7 @@ def test_dropped_connections_in_process_raise(db_url: str) -> None:
 # --- the serve options ---------------------------------------------------------------------------
 
 
-def test_serve_fault_options_reach_the_app(cli, fake_runner: dict) -> None:  # noqa: F811
+def test_serve_fault_options_reach_the_app(cli, fake_runner: dict) -> None:
     result = cli(
         "serve",
         "--latency",
@@ -284,7 +282,7 @@ def test_serve_fault_options_reach_the_app(cli, fake_runner: dict) -> None:  # n
         (["--fault-status", "200"], "Invalid value for '--fault-status'"),
     ],
 )
-def test_serve_refuses_bad_fault_options(cli, fake_runner: dict, args: list[str], error: str) -> None:  # noqa: F811
+def test_serve_refuses_bad_fault_options(cli, fake_runner: dict, args: list[str], error: str) -> None:
     result = cli("serve", *args)
     assert result.exit_code == 2 and error in result.stderr, result.stderr
     assert "app" not in fake_runner
@@ -300,7 +298,7 @@ def fresh_connection_get(url: str, path: str, headers: dict) -> httpx.Response:
 
 
 @pytest.mark.slow
-def test_runtime_faults_and_clock_reach_every_worker_and_drops_reach_the_client(serve) -> None:  # noqa: F811
+def test_runtime_faults_and_clock_reach_every_worker_and_drops_reach_the_client(serve) -> None:
     server = serve(None, "--workers", "2", "--admin-token", ADMIN_TOKEN)
     client = server.client
     credentials = load(client)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import pytest
 
 from sowctl import operations
 from sowctl.commands import budgets
 from sowctl.commands.po import parse_line
 from sowctl.services.access import Caller
+from tests.support.client import SERVER, route_remote_in_process
 from tests.test_finance_data import COMPANY, GLOBEX_ORG, ORG, OTHER_COMPANY, build_finance, po_body
 
 CREATE = ["po", "create", "--project", "101", "--commitment", "5001", "--title", "Steel", "--vendor", "7"]
@@ -316,23 +316,13 @@ def remote(fin, db_url, monkeypatch):
     Calling it switches the CLI to remote mode (SOWCTL_DB is dropped, since --db
     and --server exclude each other); before that, commands run locally.
     """
-    from sowctl.backends.remote import RemoteBackend
-    from sowctl.context import AppContext
     from sowctl.server.app import create_app
 
-    app = create_app(db_url)
-    local_backend = AppContext.backend.func
-
-    def backend(self):
-        if self.settings.remote:
-            return RemoteBackend(self.settings, transport=httpx.WSGITransport(app=app))
-        return local_backend(self)
-
-    monkeypatch.setattr(AppContext, "backend", property(backend))
+    route_remote_in_process(monkeypatch, create_app(db_url))
 
     def switch() -> list[str]:
         monkeypatch.delenv("SOWCTL_DB")
-        return ["--server", "http://sowctl.test", "--api-key", fin.key, "--org", ORG, "--company", COMPANY]
+        return ["--server", SERVER, "--api-key", fin.key, "--org", ORG, "--company", COMPANY]
 
     return switch
 

@@ -23,6 +23,7 @@ from sowctl.server.app import create_app
 from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services import finance as finance_service
+from tests.support.client import wsgi_client
 from tests.test_finance_data import (
     COMPANY,
     GLOBEX_COMPANY,
@@ -83,9 +84,8 @@ class Api:
 def make_api(db_url: str, settings: ServerSettings | None = None) -> Api:
     app = create_app(db_url, settings)
     data = build_finance()
-    log = io.StringIO()
-    client = httpx.Client(transport=httpx.WSGITransport(app=app, wsgi_errors=log), base_url="http://test")
-    return Api(client, log, data)
+    client = wsgi_client(app)
+    return Api(client, client.errors, data)  # type: ignore[attr-defined]
 
 
 @pytest.fixture

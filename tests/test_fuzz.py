@@ -19,7 +19,6 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -39,6 +38,7 @@ from sowctl.server.openapi import build_openapi
 from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
+from tests.support.client import wsgi_client
 
 pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
 
@@ -179,7 +179,7 @@ def test_every_route_honours_its_documented_contract(case, env: Env) -> None:
 
 
 def test_fuzzed_document_is_the_served_one(env: Env) -> None:
-    with httpx.Client(transport=httpx.WSGITransport(app=env.app), base_url="http://fuzz") as client:
+    with wsgi_client(env.app, base_url="http://fuzz") as client:
         served = client.get("/openapi.json")
     assert served.status_code == 200
     assert served.json() == DOCUMENT

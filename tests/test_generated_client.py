@@ -28,7 +28,7 @@ import pytest
 
 from sowctl import demo_data
 from tests import service_spec
-from tests.doubles import ADMIN_TOKEN, load
+from tests.support.doubles import ADMIN_TOKEN, load
 from tests.support.server import Server
 
 # Logical operation -> module of each generated package (api/<tag>/<operation>.py).

@@ -4,14 +4,13 @@ cannot drift from the commands."""
 
 from __future__ import annotations
 
-import io
 import shlex
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 import typer.main
 
-from sowctl.cli import _VALUE_OPTIONS, app, hoist_global_options, main
+from sowctl.cli import _VALUE_OPTIONS, app, hoist_global_options
+from tests.support.cli import run_main
 
 
 def _walk(command, path: tuple[str, ...]):
@@ -25,10 +24,9 @@ COMMANDS = [(path, command) for path, command in _walk(ROOT, ()) if path]
 
 
 def help_text(path: tuple[str, ...]) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        assert main([*path, "--help"]) == 0
-    return out.getvalue()
+    result = run_main(*path, "--help")
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
 
 
 def every_help() -> list[tuple[str, str]]:

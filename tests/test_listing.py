@@ -33,6 +33,7 @@ from sowctl.errors import InvalidInput, Issue
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
+from tests.support.client import bearer, wsgi_client
 
 TODAY = datetime.date(2026, 3, 16)
 ACME = Caller(user_id="user-ada", organization_id="org-acme", role="viewer")
@@ -284,10 +285,7 @@ def http(db_url: str) -> Iterator[httpx.Client]:
     app = create_app(db_url)
     import_dataset(demo_dataset(TODAY))
     token = credentials.create_token("user-hank", "org-globex", "viewer").secret
-    transport = httpx.WSGITransport(app=app)
-    with httpx.Client(
-        transport=transport, base_url="http://test", headers={"Authorization": f"Bearer {token}"}
-    ) as client:
+    with wsgi_client(app, headers=bearer(token)) as client:
         yield client
     m.database_proxy.obj.close()
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from sowctl import operations
-from sowctl.server.app import create_app
 from sowctl.server.openapi import build_openapi
+from tests.support.client import app_client
 
 
 @pytest.fixture(scope="module")
@@ -17,8 +16,7 @@ def registry() -> dict[str, operations.Operation]:
 
 @pytest.fixture
 def document(db_url: str) -> dict:
-    app = create_app(db_url)
-    with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://test") as client:
+    with app_client(db_url) as client:
         response = client.get("/openapi.json")  # no token needed
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doubles import FINANCIAL_PROJECT, SOW, dataset
+from tests.support.doubles import FINANCIAL_PROJECT, SOW, dataset
 
 REPO = Path(__file__).resolve().parents[1]
 

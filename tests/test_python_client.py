@@ -5,19 +5,19 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 import sowctl
 from sowctl import Client, Forbidden, InvalidInput, NotFound, Unauthorized
-from tests.doubles import COMPANY, FINANCIAL_PROJECT, ORG, SOW, in_process, load
+from tests.support.client import transport as wsgi_transport
+from tests.support.doubles import COMPANY, FINANCIAL_PROJECT, ORG, SOW, in_process, load
 
 
 @pytest.fixture
 def api(db_url: str):
     http = in_process(db_url)
     access = load(http)
-    transport = httpx.WSGITransport(app=http.app)  # type: ignore[attr-defined]
+    transport = wsgi_transport(http.app)  # type: ignore[attr-defined]
     with Client(
         "http://double.test",
         token=access["token"],

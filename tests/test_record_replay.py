@@ -15,13 +15,13 @@ from sowctl.errors import InvalidInput
 from sowctl.services.access import Caller
 from sowctl.testdouble import replay as service
 from sowctl.testdouble.recorder import Recorder
-from tests.doubles import (
+from tests.support.client import remote_backend
+from tests.support.doubles import (
     COMPANY,
     ORG,
     SOW,
     bearer,
     dataset,
-    serve,  # noqa: F401 (a fixture)
 )
 
 CLOCK = "2026-01-01T00:00:00Z"
@@ -117,7 +117,7 @@ def record_session(client: httpx.Client, credentials: dict[str, str]) -> int:
 
 
 @pytest.mark.slow
-def test_record_then_replay_reproduces_the_database(serve, tmp_path: Path, cli) -> None:  # noqa: F811
+def test_record_then_replay_reproduces_the_database(serve, tmp_path: Path, cli) -> None:
     recorded_db, record = tmp_path / "recorded.db", tmp_path / "session.jsonl"
     credentials = prepare(recorded_db)
     server = serve(recorded_db, "--seed", "11", "--clock", CLOCK, "--record", str(record))
@@ -174,7 +174,6 @@ def test_record_then_replay_reproduces_the_database(serve, tmp_path: Path, cli) 
 
 
 def test_replay_against_a_server(db_url: str, tmp_path: Path) -> None:
-    from sowctl.backends.remote import RemoteBackend
     from sowctl.server.app import create_app
     from sowctl.settings import Settings
 
@@ -198,9 +197,8 @@ def test_replay_against_a_server(db_url: str, tmp_path: Path) -> None:
     record.write_text("".join(json.dumps(line) + "\n" for line in lines))
     app = create_app(db_url)
     credentials = _prepare_current()
-    backend = RemoteBackend(
-        Settings(server="http://double.test", token=credentials["token"], api_key=credentials["key"]),
-        transport=httpx.WSGITransport(app=app),
+    backend = remote_backend(
+        app, Settings(server="http://double.test", token=credentials["token"], api_key=credentials["key"])
     )
     outcome = service.replay(service.read_file(record), service.remote_runner(backend))
     assert outcome.summary()["failed"] == 0 and outcome.replayed == 4

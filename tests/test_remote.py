@@ -26,6 +26,8 @@ from sowctl import errors, operations
 from sowctl.backends import remote
 from sowctl.backends.remote import RemoteBackend
 from sowctl.settings import Settings
+from tests.support.client import remote_backend
+from tests.support.client import transport as wsgi_transport
 
 SERVER = "http://api.test"
 TOKEN = "sowt_test-token-0123456789"
@@ -101,7 +103,7 @@ class FakeApp:
 
 def backend_for(app: FakeApp, **settings: Any) -> RemoteBackend:
     values = {"server": SERVER, **FULL, **settings}
-    return RemoteBackend(Settings(**values), transport=httpx.WSGITransport(app=app))
+    return remote_backend(app, Settings(**values))
 
 
 @pytest.fixture
@@ -427,7 +429,7 @@ class FlakyTransport(httpx.BaseTransport):
     """Raises the given transport errors first, then delegates to a WSGI app."""
 
     def __init__(self, app: FakeApp, failures: list[Exception]) -> None:
-        self.inner = httpx.WSGITransport(app=app)
+        self.inner = wsgi_transport(app)
         self.failures = failures
         self.attempts = 0
 
@@ -711,7 +713,7 @@ def app_backend(app, token: str, key: str | None = None) -> RemoteBackend:
     settings = Settings(
         server="http://sowctl.test", token=token, api_key=key, org="org-acme", company="comp-acme-llc"
     )
-    return RemoteBackend(settings, transport=httpx.WSGITransport(app=app))
+    return remote_backend(app, settings)
 
 
 def test_real_app_pages_match_local(demo_app, monkeypatch):

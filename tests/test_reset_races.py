@@ -15,7 +15,7 @@ from collections import Counter
 
 import httpx
 
-from tests.doubles import ADMIN, ADMIN_TOKEN, ORG, SOW, bearer, dataset
+from tests.support.doubles import ADMIN, ADMIN_TOKEN, ORG, SOW, bearer, dataset
 from tests.support.server import Server
 
 ROUNDS = 12

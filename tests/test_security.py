@@ -23,10 +23,10 @@ from sowctl import clock, demo_data, operations
 from sowctl import models as m
 from sowctl.db import open_database
 from sowctl.operations import Operation
-from sowctl.server.app import create_app
 from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services.dataset import export_dataset, import_dataset
+from tests.support.client import app_client
 from tests.support.server import Server
 from tests.test_bad_input import (
     OPS,
@@ -387,8 +387,7 @@ def test_every_operation_is_covered_by_the_isolation_walk() -> None:
 
 
 def test_cors_is_off_by_default(db_url: str) -> None:
-    app = create_app(db_url)
-    with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://t") as client:
+    with app_client(db_url) as client:
         origin = {"Origin": "https://evil.example"}
         responses = [
             client.get("/healthz", headers=origin),
@@ -404,8 +403,7 @@ def test_cors_is_off_by_default(db_url: str) -> None:
 
 
 def test_cors_answers_only_the_origins_it_was_given(db_url: str) -> None:
-    app = create_app(db_url, ServerSettings(cors_origins=("https://app.example",)))
-    with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://t") as client:
+    with app_client(db_url, ServerSettings(cors_origins=("https://app.example",))) as client:
         allowed = client.get("/healthz", headers={"Origin": "https://app.example"})
         other = client.get("/healthz", headers={"Origin": "https://evil.example"})
     assert allowed.headers["access-control-allow-origin"] == "https://app.example"

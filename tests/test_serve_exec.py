@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.doubles import FINANCIAL_PROJECT, SOW, dataset
+from tests.support.doubles import FINANCIAL_PROJECT, SOW, dataset
 
 # CMD in these tests: a Python script that calls the server with what --exec put in its environment.
 CHECK = f"""

@@ -29,6 +29,7 @@ from sowctl.services import credentials
 from sowctl.services import items as item_service
 from sowctl.services import sows as sow_service
 from sowctl.services.access import Caller
+from tests.support.client import wsgi_client
 
 LOCAL = Caller.local()
 
@@ -75,11 +76,10 @@ def make_api(db_url: str, settings: ServerSettings | None = None) -> Api:
     seed()
     revoked = credentials.create_token("user-gone", "org-a", "member").secret
     credentials.revoke_token(revoked)
-    errors = io.StringIO()
-    transport = httpx.WSGITransport(app=app, wsgi_errors=errors)
+    client = wsgi_client(app)
     return Api(
-        client=httpx.Client(transport=transport, base_url="http://test"),
-        errors=errors,
+        client=client,
+        errors=client.errors,  # type: ignore[attr-defined]
         member=credentials.create_token("user-member", "org-a", "member").secret,
         viewer=credentials.create_token("user-viewer", "org-a", "viewer").secret,
         admin=credentials.create_token("user-admin", "org-a", "admin").secret,

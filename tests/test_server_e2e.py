@@ -14,8 +14,6 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,35 +21,13 @@ import httpx
 import pytest
 
 from sowctl import demo_data
+from tests.support.client import api_key, wsgi_client
 from tests.support.server import Server
 
 STARTUP_TIMEOUT = 20.0
 
 
-# --- the command, with a fake runner ------------------------------------------------------------
-
-
-@pytest.fixture
-def fake_runner(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """Replace ``sowctl.server.runner`` so ``serve`` returns at once after on_ready."""
-    seen: dict = {}
-
-    def serve(
-        app_factory, *, host, port, workers=1, threads=4, on_ready=None, access_log=True, settings=None
-    ):
-        seen.update(host=host, port=port, workers=workers, threads=threads, access_log=access_log)
-        seen["settings"] = settings
-        seen["app"] = app_factory()
-        if on_ready is not None:
-            on_ready(f"http://{host}:{port or 54321}")
-
-    module = types.ModuleType("sowctl.server.runner")
-    module.serve = serve  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sowctl.server.runner", module)
-    import sowctl.server
-
-    monkeypatch.setattr(sowctl.server, "runner", module, raising=False)
-    return seen
+# --- the command, with a fake runner (tests/support/cli.py) --------------------------------------
 
 
 def test_serve_passes_its_options_to_the_runner(cli, fake_runner: dict) -> None:
@@ -67,7 +43,7 @@ def test_serve_passes_its_options_to_the_runner(cli, fake_runner: dict) -> None:
     }
     # The runner refuses bodies by the application's own limit (one setting for both).
     assert fake_runner["settings"] is fake_runner["app"].settings
-    with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
+    with wsgi_client(fake_runner["app"]) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
 
 
@@ -112,18 +88,14 @@ def test_serve_demo_loads_once_and_prints_working_credentials(cli, fake_runner: 
         f"SOWCTL_ORG={demo_data.DEMO_ORG} SOWCTL_COMPANY={demo_data.DEMO_COMPANY}" in lines
     )
     assert any(line.endswith(f" items list {demo_data.DEMO_SOW}") for line in lines)
-    with httpx.Client(transport=httpx.WSGITransport(app=fake_runner["app"]), base_url="http://t") as client:
+    with wsgi_client(fake_runner["app"]) as client:
         items = client.get(
             f"/api/sow/{demo_data.DEMO_SOW}/items", headers={"Authorization": f"Bearer {token}"}
         )
         assert items.status_code == 200 and items.json()
         views = client.get(
             f"/api/external/budget-views?project_id={demo_data.DEMO_PROJECT_ID}",
-            headers={
-                "x-api-key": key,
-                "x-organization-id": demo_data.DEMO_ORG,
-                "x-company-id": demo_data.DEMO_COMPANY,
-            },
+            headers=api_key(key, demo_data.DEMO_ORG, demo_data.DEMO_COMPANY),
         )
         assert views.status_code == 200, views.text
 
@@ -245,11 +217,7 @@ def test_demo_server_prints_a_token_that_works(start) -> None:
         views = client.get(
             "/api/external/budget-views",
             params={"project_id": demo_data.DEMO_PROJECT_ID},
-            headers={
-                "x-api-key": key,
-                "x-organization-id": demo_data.DEMO_ORG,
-                "x-company-id": demo_data.DEMO_COMPANY,
-            },
+            headers=api_key(key, demo_data.DEMO_ORG, demo_data.DEMO_COMPANY),
         )
         assert views.status_code == 200, views.text
         assert views.headers["x-ratelimit-limit"] == "100"

@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from sowctl.db import SCHEMA_VERSION
+from tests.support.client import SERVER, remote_backend
 from tests.test_remote import ScriptedServer
 
 TOKEN = "sowt_status-token-0123456789"
@@ -145,12 +146,9 @@ def test_remote_password_in_server_url_masked(cli):
 
 def test_status_against_the_real_app(cli, tmp_path):
     """The server's own /healthz, through WSGITransport (no socket)."""
-    import httpx
-
-    from sowctl.backends.remote import RemoteBackend
     from sowctl.server.app import create_app
     from sowctl.settings import Settings
 
     app = create_app(str(tmp_path / "served.db"))
-    backend = RemoteBackend(Settings(server="http://sowctl.test"), transport=httpx.WSGITransport(app=app))
+    backend = remote_backend(app, Settings(server=SERVER))
     assert backend.health() == (True, "ok")

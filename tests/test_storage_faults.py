@@ -18,7 +18,7 @@ import pytest
 from sowctl import db_guards
 from sowctl.db import open_database
 from sowctl.errors import ServiceUnavailable
-from tests.doubles import SOW, bearer, in_process, load
+from tests.support.doubles import SOW, bearer, in_process, load
 
 
 @pytest.fixture

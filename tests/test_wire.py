@@ -16,7 +16,7 @@ import pytest
 from sowctl import demo_data
 from sowctl import models as m
 from tests import service_spec, wire_guard
-from tests.doubles import bearer, dataset, in_process, load
+from tests.support.doubles import bearer, dataset, in_process, load
 
 SOW = demo_data.DEMO_SOW
 

@@ -9,9 +9,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 STARTUP_TIMEOUT = 30.0
 
@@ -124,3 +126,18 @@ class Server:
         except subprocess.TimeoutExpired:
             self.kill()
             raise
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Start real servers (``serve(db, *args)``); all of them are stopped after the test."""
+    servers: list[Server] = []
+
+    def start(db: Path | None = None, *args: str) -> Server:
+        server = Server(db or tmp_path / "served.db", *args)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
