@@ -3,7 +3,7 @@ runner, real servers and the two-modes helper come from tests/support/.
 
 The backend under test is chosen by SOWCTL_TEST_DB: unset or "sqlite" gives a fresh
 SQLite file per test; a postgresql:// URL runs the suite on PostgreSQL (see
-``tests/pg.py``).
+``tests/support/pg.py``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def db_url(tmp_path: Path) -> str:
     """A fresh, empty database for this test (SQLite file, or a PostgreSQL database)."""
     target = os.environ.get("SOWCTL_TEST_DB", "sqlite")
     if target.startswith("postgres"):
-        from tests import pg
+        from tests.support import pg
 
         return pg.fresh_database(target)
     return str(tmp_path / "test.db")
@@ -69,8 +69,8 @@ def local() -> Caller:
 @pytest.fixture(autouse=True)
 def wire_guard() -> Iterator[None]:
     """Every response of the service's routes must match the service's own description
-    (tests/service_spec.py): statuses, shapes, types, no extra fields, no stray null."""
-    from tests import wire_guard
+    (tests/support/service_spec.py): statuses, shapes, types, no extra fields, no stray null."""
+    from tests.support import wire_guard
 
     wire_guard.install()
     wire_guard.FINDINGS.take()  # nothing carried over from a previous test

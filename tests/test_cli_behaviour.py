@@ -194,8 +194,8 @@ def test_a_group_b_query_parameter_is_named_by_its_option(cli, db):
 
 
 def test_a_group_b_query_parameter_is_named_by_its_option_remotely(cli, db, db_url, monkeypatch):
+    from tests.support.finance import COMPANY, ORG, build_finance
     from tests.support.modes import install_wsgi_remote
-    from tests.test_finance_data import COMPANY, ORG, build_finance
 
     fin = build_finance()
     install_wsgi_remote(monkeypatch, db_url)
@@ -292,8 +292,7 @@ def test_create_commands_print_only_the_new_id_with_q(modes):
 
 
 def test_po_create_prints_only_the_new_id_with_q(cli, db):
-    from tests.test_finance_cli import CREATE
-    from tests.test_finance_data import COMPANY, ORG, build_finance
+    from tests.support.finance import COMPANY, CREATE, ORG, build_finance
 
     build_finance()
     result = ok(cli("--org", ORG, "--company", COMPANY, *CREATE, "--line", "A:1:3", "-q"))
@@ -314,8 +313,8 @@ def test_status_checks_the_token_as_gh_auth_status_does(modes):
 
 
 def test_status_checks_the_api_key(cli, db, db_url, monkeypatch):
+    from tests.support.finance import COMPANY, ORG, build_finance
     from tests.support.modes import install_wsgi_remote
-    from tests.test_finance_data import COMPANY, ORG, build_finance
 
     fin = build_finance()
     install_wsgi_remote(monkeypatch, db_url)
@@ -350,7 +349,7 @@ def test_postgresql_without_its_driver_names_the_extra(cli, monkeypatch):
 def test_help_and_readme_never_point_at_internal_documents():
     import re
 
-    from tests.test_help import every_help
+    from tests.support.help import every_help
 
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     for name, text in [("README.md", readme), *every_help()]:
@@ -362,8 +361,8 @@ def test_help_and_readme_never_point_at_internal_documents():
 
 
 def test_po_options_lists_vendors_cost_codes_and_commitments_in_both_modes(cli, db, db_url, monkeypatch):
+    from tests.support.finance import COMPANY, GLOBEX_ORG, ORG, build_finance
     from tests.support.modes import install_wsgi_remote
-    from tests.test_finance_data import COMPANY, GLOBEX_ORG, ORG, build_finance
 
     fin = build_finance()
     local = ok(cli("--org", ORG, "--company", COMPANY, "po", "options", "--project", "101"))
@@ -411,8 +410,7 @@ def test_an_id_that_cannot_be_in_a_url_is_not_found_alike_in_both_modes(modes, a
 
 
 def test_a_refused_line_names_the_line_option(cli, db):
-    from tests.test_finance_cli import CREATE
-    from tests.test_finance_data import COMPANY, ORG, build_finance
+    from tests.support.finance import COMPANY, CREATE, ORG, build_finance
 
     build_finance()
     scoped = ("--org", ORG, "--company", COMPANY)

@@ -81,7 +81,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not target.startswith("postgres"):
         yield str(tmp_path_factory.mktemp("concurrency") / "concurrency.db")
         return
-    from tests.pg import _admin_connection
+    from tests.support.pg import _admin_connection
 
     name = f"sowctl_conc_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     admin = _admin_connection(target)

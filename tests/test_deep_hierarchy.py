@@ -24,8 +24,8 @@ from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
 from sowctl.services.item_rules import nest, walk
+from tests.support.raw_wsgi import Env, dump, make_env
 from tests.support.server import Server
-from tests.test_bad_input import Env, dump, make_env
 
 DEEP = 2000
 SOW = demo_data.DEMO_SOW

@@ -870,7 +870,7 @@ def scratch_url(tmp_path) -> Iterator[str]:
     if not target.startswith("postgres"):
         yield str(tmp_path / "scratch.db")
         return
-    from tests import pg
+    from tests.support import pg
 
     name = f"sowctl_scratch_{clock.new_id()[:8]}"
     conn = pg._admin_connection(target)

@@ -20,7 +20,7 @@ from sowctl.errors import Forbidden, InvalidInput, NotFound
 from sowctl.schemas.vocabulary import PO_STATUSES
 from sowctl.services import external_scope
 from sowctl.services.access import Caller
-from tests.test_finance_data import (
+from tests.support.finance import (
     COMPANY,
     GLOBEX_COMPANY,
     GLOBEX_ORG,

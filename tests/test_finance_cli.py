@@ -17,9 +17,7 @@ from sowctl.commands import budgets
 from sowctl.commands.po import parse_line
 from sowctl.services.access import Caller
 from tests.support.client import SERVER, route_remote_in_process
-from tests.test_finance_data import COMPANY, GLOBEX_ORG, ORG, OTHER_COMPANY, build_finance, po_body
-
-CREATE = ["po", "create", "--project", "101", "--commitment", "5001", "--title", "Steel", "--vendor", "7"]
+from tests.support.finance import COMPANY, CREATE, GLOBEX_ORG, ORG, OTHER_COMPANY, build_finance, po_body
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services import finance as finance_service
 from tests.support.client import wsgi_client
-from tests.test_finance_data import (
+from tests.support.finance import (
     COMPANY,
     GLOBEX_COMPANY,
     GLOBEX_ORG,

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.server import Server
-from tests.test_server_e2e import demo_secrets
+from tests.support.server import Server, demo_secrets
 
 pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
 

@@ -25,8 +25,8 @@ from sowctl.db import open_database
 from sowctl.operations import get as get_op
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
+from tests.support.raw_wsgi import dump, make_env
 from tests.support.server import Server
-from tests.test_bad_input import dump, make_env
 
 NEW_ITEM = {"title": "Written while locked?", "type": "task_item"}
 
@@ -79,7 +79,7 @@ def test_a_write_finding_the_write_slots_taken_and_stalled_is_refused_at_once(
     thread), a read is answered, and the stuck write is stored once the lock goes."""
     from sowctl.server.app import create_app
     from sowctl.server.settings import ServerSettings
-    from tests.test_bad_input import Env
+    from tests.support.raw_wsgi import Env
 
     monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 20)
     path = tmp_path / "slots.db"

@@ -28,7 +28,7 @@ from sowctl.errors import InvalidInput
 from sowctl.operations import get as get_op
 from sowctl.services import credentials
 from sowctl.services.dataset import export_dataset, import_dataset
-from tests.test_bad_input import Env, Reply, make_env
+from tests.support.raw_wsgi import Env, Reply, make_env
 
 ACME, GLOBEX = demo_data.DEMO_ORG, demo_data.GLOBEX_ORG
 TAKEN = demo_data.GLOBEX_SOW  # globex's SOW id, unknown to acme
@@ -201,7 +201,7 @@ def global_ids_database(tmp_path: Path) -> Iterator[str]:
         raw.close()
         yield path
         return
-    from tests import pg
+    from tests.support import pg
 
     name = f"sowctl_global_ids_{uuid.uuid4().hex[:8]}"
     admin = pg._admin_connection(target)

@@ -27,8 +27,7 @@ from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services.dataset import export_dataset, import_dataset
 from tests.support.client import app_client
-from tests.support.server import Server
-from tests.test_bad_input import (
+from tests.support.raw_wsgi import (
     OPS,
     PARAM_IDS,
     VALID_BODY,
@@ -39,6 +38,7 @@ from tests.test_bad_input import (
     make_env,
     query_params,
 )
+from tests.support.server import Server
 
 DEMO = demo_data.demo_dataset(datetime.date(2026, 1, 15))
 GLOBEX_ITEMS = {item["id"] for item in DEMO["items"] if item["sowId"] == demo_data.GLOBEX_SOW}

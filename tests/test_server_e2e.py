@@ -22,7 +22,7 @@ import pytest
 
 from sowctl import demo_data
 from tests.support.client import api_key, wsgi_client
-from tests.support.server import Server
+from tests.support.server import Server, demo_secrets
 
 STARTUP_TIMEOUT = 20.0
 
@@ -114,13 +114,6 @@ def test_serve_demo_refuses_a_database_of_other_data(cli, fake_runner: dict, db_
     result = cli("serve", "--demo")
     assert result.exit_code == 2
     assert "no demo organization" in result.stderr and "app" not in fake_runner
-
-
-def demo_secrets(stdout: str) -> tuple[str, str]:
-    token = re.search(r"^  token:\s+(\S+)$", stdout, re.M)
-    key = re.search(r"^  API key:\s+(\S+)$", stdout, re.M)
-    assert token and key, stdout
-    return token.group(1), key.group(1)
 
 
 # --- the real server -------------------------------------------------------------------------------

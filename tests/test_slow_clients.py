@@ -22,8 +22,7 @@ import httpx
 import pytest
 
 from sowctl import demo_data
-from tests.support.server import Server
-from tests.test_server_e2e import demo_secrets
+from tests.support.server import Server, demo_secrets
 
 pytestmark = pytest.mark.slow  # real servers: the full suite only
 

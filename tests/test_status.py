@@ -8,7 +8,7 @@ import pytest
 
 from sowctl.db import SCHEMA_VERSION
 from tests.support.client import SERVER, remote_backend
-from tests.test_remote import ScriptedServer
+from tests.support.scripted import ScriptedServer
 
 TOKEN = "sowt_status-token-0123456789"
 KEY = "sowk_status-key-0123456789"

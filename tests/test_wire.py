@@ -1,7 +1,7 @@
 """The wire matches the service's specification: each example of what broke clients, fixed.
 
 Driven over HTTP (the in-process app through httpx), so the body checked is the
-exact body a client receives; the wire guard (tests/wire_guard.py) checks every
+exact body a client receives; the wire guard (tests/support/wire_guard.py) checks every
 one of these responses against the service's description as well.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from sowctl import demo_data
 from sowctl import models as m
-from tests import service_spec, wire_guard
+from tests.support import service_spec, wire_guard
 from tests.support.doubles import bearer, dataset, in_process, load
 
 SOW = demo_data.DEMO_SOW

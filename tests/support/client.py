@@ -1,7 +1,7 @@
 """The in-process client every HTTP test uses: an ``httpx.Client`` over ``httpx.WSGITransport``
 of the real Bottle app (no socket, no port).
 
-Responses go through the transport, so the autouse ``wire_guard`` fixture (tests/wire_guard.py)
+Responses go through the transport, so the autouse ``wire_guard`` fixture (tests/support/wire_guard.py)
 checks them against the service's description as it does for every other client.
 """
 

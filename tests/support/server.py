@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -126,6 +127,14 @@ class Server:
         except subprocess.TimeoutExpired:
             self.kill()
             raise
+
+
+def demo_secrets(stdout: str) -> tuple[str, str]:
+    """The member token and API key ``serve --demo`` printed."""
+    token = re.search(r"^  token:\s+(\S+)$", stdout, re.M)
+    key = re.search(r"^  API key:\s+(\S+)$", stdout, re.M)
+    assert token and key, stdout
+    return token.group(1), key.group(1)
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 ``install()`` wraps httpx's WSGI and HTTP transports, so the in-process app, the
 CLI's remote backend and real ``sowctl serve`` processes are all covered. Each
-response to a route of the specification (``tests/service_spec.py``) must have a
+response to a route of the specification (``tests/support/service_spec.py``) must have a
 status the operation lists, a JSON body of the documented shape for that status
 (types, formats, no field the spec does not list, no null where it shows none),
 and an unknown route or method must answer 404 or 405 in its group's envelope.
@@ -27,7 +27,7 @@ from urllib.parse import parse_qs
 import httpx
 from jsonschema import Draft202012Validator, FormatChecker
 
-from tests import service_spec
+from tests.support import service_spec
 
 _DOCUMENT = service_spec.document()
 _COMPONENTS = _DOCUMENT["components"]

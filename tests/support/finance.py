@@ -1,4 +1,4 @@
-"""Group B test data, built with the models directly (shared by the test_finance* modules).
+"""Group B test data, built with the models directly (shared by the finance tests).
 
 Two organizations; org-acme has two companies so that "a company of the right
 organization, but not the project's" can be tested. Money values are chosen so
@@ -182,3 +182,7 @@ def po_body(**changes) -> dict:
     }
     body.update(changes)
     return body
+
+
+# `sowctl po create` with the options every test of it needs (its lines are added per test).
+CREATE = ["po", "create", "--project", "101", "--commitment", "5001", "--title", "Steel", "--vendor", "7"]
