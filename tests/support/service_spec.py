@@ -4,7 +4,7 @@ Written from ``service-interface.md`` and the contract alone, never generated fr
 sowctl's models: sowctl's own ``/openapi.json`` describes sowctl, so it drifts with
 the code and cannot catch the drift. This document does not move when the code
 does. ``tests/support/wire_guard.py`` validates every HTTP response the suite receives
-against it, and ``tests/test_generated_client.py`` generates a client from it.
+against it, and ``tests/wire/test_generated_client.py`` generates a client from it.
 
 What it holds, and why:
 

@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def first_session_blocks() -> list[str]:

@@ -17,7 +17,7 @@ from sowctl import clock, demo_data
 from tests.support import ci_reports
 from tests.support.client import SERVER, route_remote_in_process
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 SECTION = README.split("### `sowctl chain check` in CI", 1)[1].split("\n## ", 1)[0]
 NOW = datetime(2026, 3, 16, 12, 0, 0)
 

@@ -10,7 +10,7 @@ from typer.main import get_command
 
 from sowctl.cli import app
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def _commands() -> list[tuple[str, ...]]:
@@ -56,7 +56,7 @@ def test_command_is_in_readme(path: tuple[str, ...]) -> None:
 def test_readme_setup_commands_match_ci() -> None:
     assert "sowctl serve --demo" in README
     assert "bash .ci/run" in README
-    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
     assert "pytest" in ci
 
 

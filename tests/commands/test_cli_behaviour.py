@@ -351,7 +351,7 @@ def test_help_and_readme_never_point_at_internal_documents():
 
     from tests.support.help import every_help
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     for name, text in [("README.md", readme), *every_help()]:
         found = re.findall(r"(?:spec|contract|specification)\s*§\s*[\d.]+|§\s*\d", text)
         assert not found, f"{name} refers to {found}"

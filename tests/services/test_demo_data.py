@@ -63,7 +63,7 @@ PROJECT_STATUSES = {"active", "on_hold", "completed", "archived"}
 
 def load_generator() -> ModuleType:
     """Load bench/gen_dataset.py by path: bench/ is a scripts folder, not a package."""
-    path = Path(__file__).resolve().parent.parent / "bench" / "gen_dataset.py"
+    path = Path(__file__).resolve().parents[2] / "bench" / "gen_dataset.py"
     spec = importlib.util.spec_from_file_location("bench_gen_dataset", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -10,7 +10,7 @@ import ast
 import functools
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "sowctl"
+PACKAGE = Path(__file__).resolve().parents[2] / "sowctl"
 
 # Lowest first. A module may import its own layer and those below, never one above.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.doubles import FINANCIAL_PROJECT, SOW, dataset
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 PROJECT_TESTS = f'''
 import os

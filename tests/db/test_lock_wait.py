@@ -3,7 +3,7 @@ answered, a write waits a bounded time and is then refused with 503 and ``Retry-
 in its group's envelope, and nothing is half-written.
 
 SQLite only: the lock is SQLite's (PostgreSQL's calls have their own deadline, see
-tests/test_storage_faults.py), so these tests make their own SQLite file whatever
+tests/db/test_storage_faults.py), so these tests make their own SQLite file whatever
 ``SOWCTL_TEST_DB`` says.
 """
 

@@ -1,6 +1,6 @@
 """The web console and /docs as HTTP resources: pages, files, headers, and what they never do.
 
-What a browser does with them is tests/test_console_browser.py.
+What a browser does with them is tests/server/test_console_browser.py.
 """
 
 from __future__ import annotations

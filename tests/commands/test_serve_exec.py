@@ -146,7 +146,7 @@ def test_export_on_exit_into_a_missing_directory_is_refused_at_start(tmp_path: P
 
 def test_the_readme_exec_example_runs(tmp_path: Path) -> None:
     """README's `serve --exec` example, as written, with a dataset and a test script of a user's."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("### Any language: `serve --exec`", 1)[1]
     command = section.split("```sh\n", 1)[1].split("```\n", 1)[0]
     (tmp_path / "dataset.json").write_text(json.dumps(dataset()))
