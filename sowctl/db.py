@@ -40,6 +40,7 @@ def connect(url_or_path: str | os.PathLike) -> pw.Database:
     target = os.fspath(url_or_path) if url_or_path is not None else ""
     if not target:
         raise ValueError("no database given: a SQLite path or a database URL")
+    db_guards.check_settings()
     sqlite_path = sqlite_file(target)
     if sqlite_path is not None:
         return _sqlite(sqlite_path)
@@ -56,10 +57,13 @@ def connect(url_or_path: str | os.PathLike) -> pw.Database:
             f"{scheme}:// databases need the PostgreSQL driver, which is not installed: "
             "pip install 'sowctl[postgres]'"
         ) from None
+    from urllib.parse import parse_qs, urlsplit
+
     from playhouse.db_url import connect as connect_url
 
     install_query_deadline()
-    return connect_url(target)
+    given = set(parse_qs(urlsplit(target).query))
+    return connect_url(target, **db_guards.connection_options(given))
 
 
 def sqlite_file(target: str) -> str | None:

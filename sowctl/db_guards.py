@@ -13,23 +13,86 @@
 * **A database server that stops answering** (frozen, partitioned): libpq has no
   deadline of its own for a query, so psycopg2 runs with a wait callback that gives
   every call, connecting included, ``DB_TIMEOUT_SECONDS`` (``SOWCTL_DB_TIMEOUT``),
-  after which the call fails and the server answers 503 instead of hanging.
+  after which the call fails and the server answers 503 instead of hanging. ``/healthz``
+  gives its own calls a shorter one (``deadline``), so that it says 503 soon. The
+  connection also asks the kernel to give up on a peer that stops acknowledging
+  (``tcp_user_timeout``) and to probe idle connections (keepalives): libpq's
+  ``connect_timeout`` does not apply to the asynchronous connections this mode makes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import threading
 import time
+from collections.abc import Iterator
 
 import peewee as pw
 
 from sowctl.errors import ServiceUnavailable
 
-DB_TIMEOUT_SECONDS = float(os.environ.get("SOWCTL_DB_TIMEOUT") or 30)
+
+def _seconds(name: str, default: float) -> float:
+    """A positive number of seconds from environment variable ``name``; a bad value is
+    reported by ``check_settings`` when a database is opened (not at import)."""
+    text = os.environ.get(name) or ""
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if 0 < value < 1e9 else default
+
+
+def check_settings() -> None:
+    """Refuse (exit 2) a timeout variable that is not a positive number of seconds."""
+    from sowctl.errors import UsageError
+
+    for name in ("SOWCTL_DB_TIMEOUT", "SOWCTL_DB_LOCK_TIMEOUT", "SOWCTL_DB_HEALTH_TIMEOUT"):
+        text = os.environ.get(name) or ""
+        try:
+            ok = not text or 0 < float(text) < 1e9
+        except ValueError:
+            ok = False
+        if not ok:
+            raise UsageError(f"{name} must be a positive number of seconds, not {text[:40]!r}")
+
+
+DB_TIMEOUT_SECONDS = _seconds("SOWCTL_DB_TIMEOUT", 30)
+# /healthz must say 503 well before a load balancer's own probe gives up.
+HEALTH_TIMEOUT_SECONDS = _seconds("SOWCTL_DB_HEALTH_TIMEOUT", 2)
 # Short enough that writers queued behind an outside lock give their threads back soon,
 # long enough to ride out any write of ours (milliseconds) and most imports' batches.
-LOCK_TIMEOUT_SECONDS = float(os.environ.get("SOWCTL_DB_LOCK_TIMEOUT") or 5)
+LOCK_TIMEOUT_SECONDS = _seconds("SOWCTL_DB_LOCK_TIMEOUT", 5)
+# Idle connections are probed after this long, then every interval, and dropped after
+# count unanswered probes: a database gone while a worker sat idle is noticed by the kernel.
+_KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+
+_override = threading.local()
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Give this thread's database calls inside the block at most ``seconds`` each
+    (never more than ``DB_TIMEOUT_SECONDS``)."""
+    previous = getattr(_override, "seconds", None)
+    _override.seconds = min(seconds, DB_TIMEOUT_SECONDS)
+    try:
+        yield
+    finally:
+        _override.seconds = previous
+
+
+def current_timeout() -> float:
+    """The deadline of one database call on this thread, in seconds."""
+    return getattr(_override, "seconds", None) or DB_TIMEOUT_SECONDS
+
+
+def connection_options(given: set[str]) -> dict[str, int]:
+    """libpq options that bound a connection at the TCP level, except those the URL sets."""
+    options = {**_KEEPALIVE, "tcp_user_timeout": int(DB_TIMEOUT_SECONDS * 1000)}
+    return {name: value for name, value in options.items() if name not in given}
 
 
 class GuardedSqliteDatabase(pw.SqliteDatabase):
@@ -88,16 +151,15 @@ def _wait_with_deadline(connection) -> None:
     import psycopg2
     import psycopg2.extensions as extensions
 
-    deadline = time.monotonic() + DB_TIMEOUT_SECONDS
+    seconds = current_timeout()
+    deadline = time.monotonic() + seconds
     while True:
         state = connection.poll()
         if state == extensions.POLL_OK:
             return
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise psycopg2.OperationalError(
-                f"timeout: the database did not answer within {DB_TIMEOUT_SECONDS:g} s"
-            )
+            raise psycopg2.OperationalError(f"timeout: the database did not answer within {seconds:g} s")
         fileno = connection.fileno()
         if state == extensions.POLL_READ:
             select.select([fileno], [], [], remaining)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote, unquote_plus
 
 MASK = "***"
 # Field and query-parameter names that hold secrets (lower-case, without - and _).
@@ -74,8 +74,12 @@ def redact_value(value: Any) -> Any:
 def redact_target(path: str, query: str) -> str:
     """A request target for a log: secrets in the path and in query parameter names
     redacted, and the value of every query parameter with a secret's name, or holding
-    a sowctl secret, replaced by ``***``."""
+    a sowctl secret, replaced by ``***``. A path still percent-encoded (the worker's own
+    refusals log the raw request line) is judged decoded: ``sowt%5F...`` is a secret too."""
     target = redact(path)
+    decoded = unquote(path, errors="replace")
+    if decoded != path and _SECRET_VALUE.search(decoded):
+        target = redact(decoded)
     if not query:
         return target
     parts = []
@@ -91,6 +95,16 @@ def redact_target(path: str, query: str) -> str:
             value = MASK
         parts.append(name + sep + value)
     return target + "?" + "&".join(parts)
+
+
+def redact_header_value(value: str) -> str:
+    """A header value for the request log: sowctl secrets redacted and, in a URL (a
+    ``Referer``), the query redacted as ``redact_target`` does."""
+    if "?" not in value:
+        return redact(value)
+    base, _, query = value.partition("?")
+    query, hash_sign, fragment = query.partition("#")
+    return redact_target(base, query) + hash_sign + redact(fragment)
 
 
 def secret_hint(secret: str | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -168,6 +169,7 @@ def serve(
         fixed_clock=fixed_clock,
         record=record,
     )
+    buffer_cap = _buffer_cap()  # checked before anything is loaded or written
     if export_on_exit is not None:
         serve_exec.check_export_target(export_on_exit)
     context = app_context(ctx)
@@ -197,6 +199,7 @@ def serve(
         cors_origins=tuple(cors or ()),
         # Writes waiting for the database never hold the last thread: reads keep flowing.
         write_slots=max(1, threads - 1),
+        max_buffered_bytes=buffer_cap,
         **double,
     )
 
@@ -382,3 +385,21 @@ def _test_double_options(
         "seed": seed,
         "record_path": record_path,
     }
+
+
+ENV_BUFFER_CAP = "SOWCTL_SERVE_BUFFER_MIB"
+
+
+def _buffer_cap() -> int:
+    """Bytes of large request bodies one worker buffers at once (``SOWCTL_SERVE_BUFFER_MIB``)."""
+    from sowctl.errors import UsageError
+    from sowctl.server.settings import MIB, ServerSettings
+
+    text = os.environ.get(ENV_BUFFER_CAP, "").strip()
+    if not text:
+        return ServerSettings.max_buffered_bytes
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1_000_000:
+        raise UsageError(
+            f"{ENV_BUFFER_CAP} must be a whole number of MiB from 1 to 1000000, not {text[:40]!r}"
+        )
+    return int(text) * MIB

@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import bottle
 import peewee as pw
 
-from sowctl import models, operations
+from sowctl import db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import check_storage
 from sowctl.errors import ServiceUnavailable, SowctlError
@@ -240,11 +240,13 @@ class Dispatcher:
 
     def healthz(self) -> bottle.HTTPResponse:
         try:
-            self.ensure_connection()
-            self.database.execute_sql("SELECT 1")
-            check_storage(self.database)
-            if self.storage_failure is not None:
-                self._probe_write()
+            # Its own short deadline: a frozen database is reported, not waited for.
+            with db_guards.deadline(db_guards.HEALTH_TIMEOUT_SECONDS):
+                self.ensure_connection()
+                self.database.execute_sql("SELECT 1")
+                check_storage(self.database)
+                if self.storage_failure is not None:
+                    self._probe_write()
         except Exception as exc:
             self.recover_connection()
             log(bottle.request.environ, f"health check failed: {type(exc).__name__}: {exc}")
@@ -280,8 +282,9 @@ class SowctlBottle(bottle.Bottle):
         self.dispatcher = dispatcher
         self.settings = dispatcher.settings
         # Routes that take larger bodies than settings.max_body_bytes (the test double's
-        # dataset upload), by path.
-        self.body_limits: dict[str, int] = {}
+        # dataset upload), by path: the limit, and who may send such a body, judged from
+        # the Authorization header alone, before any of the body is read.
+        self.body_limits: dict[str, tuple[int, Callable[[str | None], bool]]] = {}
         self.add_hook("before_request", _start_request)
         self.add_hook("after_request", self._finish_request)
         self.route("/healthz", "GET", dispatcher.healthz, name="healthz")
@@ -300,10 +303,16 @@ class SowctlBottle(bottle.Bottle):
 
         console.register(self, admin=bool(self.settings.admin_token))
 
-    def body_limit(self, path: str) -> int:
-        """The largest request body a request to ``path`` may carry; ``sowctl serve``'s
-        worker refuses a longer one (413) before reading it."""
-        return self.body_limits.get(path, self.settings.max_body_bytes)
+    def body_limit(self, path: str, authorization: str | None = None) -> int | None:
+        """The largest request body a request to ``path`` with ``authorization`` may carry;
+        ``sowctl serve``'s worker refuses a longer one (413) before reading it. None: the
+        path takes larger bodies, but not from this caller (the worker answers 401 to one
+        above ``settings.max_body_bytes``)."""
+        special = self.body_limits.get(path)
+        if special is None:
+            return self.settings.max_body_bytes
+        limit, allowed = special
+        return limit if allowed(authorization) else None
 
     # --- errors Bottle raises itself (routing), and the last resort -----------
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 # The end of the head: the first empty line (a bare LF is found too; gunicorn judges it).
 _HEAD_ENDS = (b"\r\n\r\n", b"\n\n")
+# (path, Authorization header or None) -> the largest body, or None: not from this caller.
+BodyLimit = Callable[[str, str | None], int | None]
 # A chunk-size line longer than this is not a chunk-size line (gunicorn refuses it).
 _MAX_CHUNK_LINE = 4096
 
@@ -58,9 +60,11 @@ class RequestFramer:
     """Scans one request incrementally; call :meth:`scan` with the whole buffer each time
     bytes arrive (the buffer only grows while the request is incomplete)."""
 
-    def __init__(self, limits: Limits, body_limit: Callable[[str], int] | None = None) -> None:
-        """``body_limit(path)``: the largest body of a request to ``path``, when it is not
-        ``limits.max_body_bytes`` for every path."""
+    def __init__(self, limits: Limits, body_limit: BodyLimit | None = None) -> None:
+        """``body_limit(path, authorization)``: the largest body of a request to ``path``
+        with that ``Authorization`` header, when it is not ``limits.max_body_bytes`` for
+        every path; None when the path takes larger bodies, but not from this caller
+        (one larger than ``limits.max_body_bytes`` is then refused 401 before it is read)."""
         self.limits = limits
         self._body_limit = body_limit
         self.max_body = limits.max_body_bytes  # this request's, once its head is complete
@@ -135,10 +139,11 @@ class RequestFramer:
         lengths: list[bytes] = []
         codings: list[bytes] = []
         expect = b""
+        authorization: str | None = None
         lowered = header_block.lower()
         # Most requests (GETs) name none of the three: skip the walk over their headers.
         if b"content-length" in lowered or b"transfer-encoding" in lowered or b"expect" in lowered:
-            for raw in lowered.split(b"\n"):
+            for raw, original in zip(lowered.split(b"\n"), header_block.split(b"\n"), strict=True):
                 name, colon, value = raw.partition(b":")
                 if not colon:
                     continue
@@ -149,20 +154,27 @@ class RequestFramer:
                     codings += [c.strip() for c in value.split(b",")]
                 elif name == b"expect":
                     expect = value.strip()
+                elif name == b"authorization":  # its value keeps its case: a secret
+                    authorization = original.partition(b":")[2].strip().decode("latin-1")
         # Framing this module does not follow (gunicorn refuses these): hand the head over.
         if codings and (lengths or codings[-1] != b"chunked"):
             return Complete(self.head_end, close_after=True)
         if len(set(lengths)) > 1 or (lengths and not (lengths[0].isascii() and lengths[0].isdigit())):
             return Complete(self.head_end, close_after=True)
         http10 = request_line.endswith(b"HTTP/1.0")
+        refused_caller = False
         if self._body_limit is not None:
-            self.max_body = self._body_limit(self.path(request_line))
+            limit = self._body_limit(self.path(request_line), authorization)
+            refused_caller = limit is None
+            self.max_body = self.limits.max_body_bytes if limit is None else limit
         if codings:
             self._chunks = _ChunkScanner(self.head_end, self.limits.max_header_bytes, self.max_body)
             self.expects_continue = expect == b"100-continue" and not http10
             return None
         length = int(lengths[0]) if lengths and len(lengths[0]) < 20 else (10**20 if lengths else 0)
         if length > self.max_body:
+            if refused_caller:  # checked before a byte of a large upload is buffered
+                return Refusal(401, "Unauthorized", "a body this large needs a valid admin token")
             return Refusal(413, "Content Too Large", "")  # the message is the application's
         self._body_end = self.head_end + length
         self.expects_continue = expect == b"100-continue" and length > 0 and not http10

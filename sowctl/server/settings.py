@@ -42,6 +42,9 @@ class ServerSettings:
     # Open connections per worker process; past it the worker accepts no more until some
     # close (the others wait in the listen backlog).
     max_connections: int = 1000
+    # Bytes of request bodies one worker buffers at once beyond 64 KiB per connection
+    # (sowctl.server.worker); a large body that would pass it is answered 503.
+    max_buffered_bytes: int = 64 * MIB
     # A refused or unread body is read and dropped up to this size, so that the client
     # gets the answer and can reuse the connection; past it the server just closes.
     drain_bytes: int = 8 * MIB

@@ -18,6 +18,13 @@ worker's selector loop reads every connection without blocking, frames each requ
   and the connection lingers a little, draining, so the client reads the answer instead
   of a reset.
 
+Buffered bodies have a cap per worker (``max_buffered_bytes``): each connection may
+buffer ``_FREE_BYTES`` (any head, any ordinary body) without counting; beyond that its
+bytes count against the cap until its request has run, and a request that would pass
+the cap is answered 503 with ``Retry-After``, unless it is the only large one (an admin
+dataset upload larger than the cap). Such uploads are authenticated from their head
+before their body is read (``SowctlBottle.body_limit``).
+
 Only a complete request goes to the thread pool, where gunicorn parses it from memory and
 runs the application; the thread writes the response (bounded by ``send_timeout``) and the
 connection comes back to the loop for the next request. Slow or idle clients therefore
@@ -54,6 +61,9 @@ STOP_LINGER_SECONDS = 2.0
 _RECV_BYTES = 64 * 1024
 _SWEEP_EVERY = 0.25
 _PARSE_PIECE = 1024 * 1024
+# Bytes a connection buffers without counting against the worker's cap: more than any
+# head (request line and headers), so that only large bodies ever wait for room.
+_FREE_BYTES = 64 * 1024
 
 IDLE, READING, BUSY, CLOSING = "idle", "reading", "busy", "closing"
 
@@ -61,7 +71,7 @@ IDLE, READING, BUSY, CLOSING = "idle", "reading", "busy", "closing"
 class _Conn:
     """One client connection and what has been read of its next request."""
 
-    __slots__ = ("buf", "client", "close_after", "deadline", "framer", "server", "sock", "state")
+    __slots__ = ("buf", "client", "close_after", "counted", "deadline", "framer", "server", "sock", "state")
 
     def __init__(self, sock: socket.socket, client: Any, server: Any, framer: RequestFramer) -> None:
         self.sock = sock
@@ -72,6 +82,7 @@ class _Conn:
         self.state = IDLE
         self.deadline = 0.0
         self.close_after = False
+        self.counted = 0  # bytes of this connection counted against the worker's cap
 
 
 def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, int], None]) -> type:
@@ -103,6 +114,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 settings.max_request_line, settings.max_header_bytes, settings.max_body_bytes
             )
             self.next_sweep = 0.0
+            self.buffered = 0  # bytes counted against settings.max_buffered_bytes
             super().init_process()
 
         # --- the loop ----------------------------------------------------------------
@@ -162,6 +174,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 self.wait_for_request(conn, time.monotonic() + settings.idle_timeout)
 
         def wait_for_request(self, conn: _Conn, deadline: float) -> None:
+            self.uncount(conn)
             conn.state = IDLE
             conn.deadline = deadline
             self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.readable, conn))
@@ -181,7 +194,26 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             if conn.state == CLOSING:
                 return  # drained and dropped
             conn.buf += data
+            if not self.count(conn):
+                self.refuse(conn, 503, "Service Unavailable", "too many large requests at once; retry later")
+                return
             self.advance(conn)
+
+        def count(self, conn: _Conn) -> bool:
+            """Count ``conn``'s buffer beyond ``_FREE_BYTES`` against the worker's cap;
+            False when it does not fit (and other connections hold counted bytes)."""
+            wanted = max(0, len(conn.buf) - _FREE_BYTES)
+            others = self.buffered - conn.counted
+            if wanted > conn.counted and others and others + wanted > settings.max_buffered_bytes:
+                return False
+            self.buffered = others + wanted
+            conn.counted = wanted
+            return True
+
+        def uncount(self, conn: _Conn) -> None:
+            """``conn``'s request has run (or it is closing): its bytes are free."""
+            self.buffered -= conn.counted
+            conn.counted = 0
 
         def advance(self, conn: _Conn) -> None:
             if conn.state == IDLE:
@@ -255,6 +287,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 self.close(conn)
                 return
             conn.buf = bytearray()
+            self.uncount(conn)
             if conn.state == BUSY:
                 self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.readable, conn))
             conn.state = CLOSING
@@ -267,6 +300,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 except (KeyError, ValueError, OSError):
                     pass
             self.conns.discard(conn)
+            self.uncount(conn)
             try:
                 conn.sock.close()
             except OSError:

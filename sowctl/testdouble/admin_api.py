@@ -78,7 +78,7 @@ def register(app: SowctlBottle, layer: TestDouble) -> None:
     ]
     for path, method, handler in routes:
         app.route(path, method, admin.wrap(handler), name=f"admin {method} {path}")
-    app.body_limits["/_admin/dataset"] = MAX_DATASET_BYTES
+    app.body_limits["/_admin/dataset"] = (MAX_DATASET_BYTES, admin.may_upload)
 
 
 class AdminApi:
@@ -114,6 +114,15 @@ class AdminApi:
             raise Unauthorized("missing admin token (send Authorization: Bearer <admin token>)")
         if not hmac.compare_digest(secret.encode("utf-8"), self._token):
             raise Unauthorized("invalid admin token")
+
+    def may_upload(self, authorization: str | None) -> bool:
+        """Whether ``authorization`` carries the admin token: a dataset upload larger than
+        an API body is only read from the admin."""
+        try:
+            self.authenticate(authorization)
+        except Unauthorized:
+            return False
+        return True
 
     def body(self, max_bytes: int | None = None) -> Any:
         return read_json_body(bottle.request.environ, max_bytes or self.settings.max_body_bytes)

@@ -37,7 +37,7 @@ from urllib.parse import parse_qsl
 import bottle
 
 from sowctl import clock
-from sowctl.redaction import is_secret_header, redact, redact_value
+from sowctl.redaction import is_secret_header, redact, redact_header_value, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.console import is_console_path
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
@@ -399,7 +399,7 @@ def request_headers(environ: dict) -> dict[str, str] | None:
         else:
             continue
         if not is_secret_header(name):
-            found[name] = redact(str(value))[:MAX_HEADER_CHARS]
+            found[name] = redact_header_value(str(value))[:MAX_HEADER_CHARS]
     return found or None
 
 

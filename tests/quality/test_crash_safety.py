@@ -28,10 +28,10 @@ from sowctl import demo_data
 from sowctl import models as m
 from sowctl.db import open_database
 from sowctl.schemas.finance import PurchaseOrderIn
-from sowctl.services import credentials, finance
+from sowctl.services import finance
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
-from tests.support.server import Server
+from tests.support.server import Server, seed_demo
 
 pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
 
@@ -47,18 +47,6 @@ def servers() -> Iterator[list[Server]]:
     for server in started:
         if server.process.poll() is None:
             server.kill()
-
-
-def seed_demo(db_url: str) -> tuple[str, str]:
-    """The demo dataset, a member token and an API key of org-acme; the connection closed."""
-    database = open_database(db_url)
-    try:
-        import_dataset(demo_data.demo_dataset(datetime.date.today()))
-        token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
-        key = credentials.create_key(demo_data.DEMO_ORG).secret
-    finally:
-        database.close()
-    return token, key
 
 
 def po_body(index: int) -> dict:

@@ -96,9 +96,23 @@ def test_a_bad_chunk_size_is_left_to_gunicorn() -> None:
 
 
 def test_the_body_limit_may_depend_on_the_path() -> None:
-    framer = RequestFramer(LIMITS, lambda path: 5000 if path == "/_admin/dataset" else 10)
+    framer = RequestFramer(LIMITS, lambda path, _auth: 5000 if path == "/_admin/dataset" else 10)
     head = b"POST %s HTTP/1.1\r\nContent-Length: 2000\r\n\r\n"
     assert framer.scan(head % b"/_admin/dataset") is None and framer.max_body == 5000
-    framer = RequestFramer(LIMITS, lambda path: 5000 if path == "/_admin/dataset" else 10)
+    framer = RequestFramer(LIMITS, lambda path, _auth: 5000 if path == "/_admin/dataset" else 10)
     outcome = framer.scan(head % b"/api/sows")
     assert isinstance(outcome, Refusal) and outcome.status == 413 and framer.max_body == 10
+
+
+def test_a_large_body_from_a_caller_the_path_refuses_is_401_before_it_is_read() -> None:
+    def limit(path: str, authorization: str | None) -> int | None:
+        return 5000 if authorization == "Bearer Right-Case" else None
+
+    head = b"POST /_admin/dataset HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n"
+    framer = RequestFramer(LIMITS, limit)
+    assert framer.scan(head % (b"authorization: Bearer Right-Case\r\n", 2000)) is None
+    framer = RequestFramer(LIMITS, limit)
+    outcome = framer.scan(head % (b"Authorization: Bearer right-case\r\n", 2000))
+    assert isinstance(outcome, Refusal) and outcome.status == 401
+    framer = RequestFramer(LIMITS, limit)  # a body the default limit allows goes on, to the route's 401
+    assert framer.scan(head % (b"", 5)) is None and framer.max_body == LIMITS.max_body_bytes

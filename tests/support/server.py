@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sowctl import demo_data
+
 STARTUP_TIMEOUT = 30.0
 
 
@@ -127,6 +129,24 @@ class Server:
         except subprocess.TimeoutExpired:
             self.kill()
             raise
+
+
+def seed_demo(db_url: str) -> tuple[str, str]:
+    """The demo dataset, a member token and an API key of org-acme; the connection closed."""
+    import datetime
+
+    from sowctl.db import open_database
+    from sowctl.services import credentials
+    from sowctl.services.dataset import import_dataset
+
+    database = open_database(db_url)
+    try:
+        import_dataset(demo_data.demo_dataset(datetime.date.today()))
+        token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
+        key = credentials.create_key(demo_data.DEMO_ORG).secret
+    finally:
+        database.close()
+    return token, key
 
 
 def demo_secrets(stdout: str) -> tuple[str, str]:

@@ -26,8 +26,11 @@ def run_in_terminal(
     """
     leader, follower = os.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    environment.update({"TERM": "xterm-256color", **(env or {})})
+    environment = {**os.environ, "TERM": "xterm-256color", **(env or {})}
+    # The size comes from the terminal alone, as for a person: COLUMNS/LINES (set by some
+    # runners, copied into ``env`` by callers) would override it.
+    for name in ("COLUMNS", "LINES"):
+        environment.pop(name, None)
     process = subprocess.Popen(
         [sys.executable, "-m", "sowctl", *args],
         stdin=follower,
