@@ -451,6 +451,7 @@ def test_database_errors_during_a_command_exit_5(cli, sow, monkeypatch, error):
     assert "unexpected" not in result.stderr
 
 
+@pytest.mark.slow  # waits out the lock timeout; tests/db/test_lock_wait.py covers the server side
 def test_a_database_locked_by_another_writer_exits_5(cli, sow, db_url, monkeypatch):
     if "://" in db_url:
         pytest.skip("SQLite locking")

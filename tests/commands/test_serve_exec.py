@@ -16,6 +16,8 @@ import pytest
 
 from tests.support.doubles import FINANCIAL_PROJECT, SOW, dataset
 
+pytestmark = pytest.mark.slow  # real servers in subprocesses: the full suite (.ci/run), not the quick loop
+
 # CMD in these tests: a Python script that calls the server with what --exec put in its environment.
 CHECK = f"""
 import os, sys, httpx

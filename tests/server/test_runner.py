@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # real servers in subprocesses: the full suite (.ci/run), not the quick loop
 
 SCRIPT = """
 import os, sys

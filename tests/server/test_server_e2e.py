@@ -188,6 +188,7 @@ def test_real_server_serves_logs_and_stops_cleanly(start, tmp_path: Path) -> Non
     assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines
 
 
+@pytest.mark.slow  # a real server; test_real_server_serves_logs_and_stops_cleanly stays in the quick loop
 def test_quiet_server_has_no_access_log_and_stops_on_sigint(start) -> None:
     server = start("--quiet")
     with httpx.Client(base_url=server.url, timeout=5) as client:
@@ -197,6 +198,7 @@ def test_quiet_server_has_no_access_log_and_stops_on_sigint(start) -> None:
     assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines
 
 
+@pytest.mark.slow  # a real server; test_real_server_serves_logs_and_stops_cleanly stays in the quick loop
 def test_demo_server_prints_a_token_that_works(start) -> None:
     server = start("--demo", "--quiet")
     lines = server.read_stdout_until("/api/external/budget-views")

@@ -14,9 +14,12 @@ import threading
 from collections import Counter
 
 import httpx
+import pytest
 
 from tests.support.doubles import ADMIN, ADMIN_TOKEN, ORG, SOW, bearer, dataset
 from tests.support.server import Server
+
+pytestmark = pytest.mark.slow  # real servers in subprocesses: the full suite (.ci/run), not the quick loop
 
 ROUNDS = 12
 WRITERS = 4

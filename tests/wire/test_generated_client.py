@@ -31,6 +31,8 @@ from tests.support import service_spec
 from tests.support.doubles import ADMIN_TOKEN, load
 from tests.support.server import Server
 
+pytestmark = pytest.mark.slow  # real servers in subprocesses: the full suite (.ci/run), not the quick loop
+
 # Logical operation -> module of each generated package (api/<tag>/<operation>.py).
 OPERATIONS = {
     "create_item": ("items.items_create", "group_a.create_item"),
