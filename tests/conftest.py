@@ -1,18 +1,15 @@
-"""Shared fixtures: an isolated database and config per test, and an in-process CLI runner.
+"""Shared fixtures: an isolated database and config per test; the CLI runner, the fake server
+runner, real servers and the two-modes helper come from tests/support/.
 
 The backend under test is chosen by SOWCTL_TEST_DB: unset or "sqlite" gives a fresh
 SQLite file per test; a postgresql:// URL runs the suite on PostgreSQL (see
-``tests/pg.py``).
+``tests/support/pg.py``).
 """
 
 from __future__ import annotations
 
-import io
 import os
-import sys
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -54,7 +51,7 @@ def db_url(tmp_path: Path) -> str:
     """A fresh, empty database for this test (SQLite file, or a PostgreSQL database)."""
     target = os.environ.get("SOWCTL_TEST_DB", "sqlite")
     if target.startswith("postgres"):
-        from tests import pg
+        from tests.support import pg
 
         return pg.fresh_database(target)
     return str(tmp_path / "test.db")
@@ -73,48 +70,11 @@ def local() -> Caller:
     return Caller.local()
 
 
-@dataclass
-class CliResult:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    def json(self):
-        import json
-
-        return json.loads(self.stdout)
-
-
-@pytest.fixture
-def cli(db_url: str, monkeypatch: pytest.MonkeyPatch):
-    """Run ``sowctl ARGS`` in process against this test's database; returns a CliResult."""
-    monkeypatch.setenv("SOWCTL_DB", db_url)
-
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
-        from sowctl.cli import main
-
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        out, err = io.StringIO(), io.StringIO()
-        stdin = sys.stdin
-        if input is not None:
-            sys.stdin = io.StringIO(input)
-        try:
-            with redirect_stdout(out), redirect_stderr(err):
-                code = main([str(a) for a in args])
-        finally:
-            sys.stdin = stdin
-        assert "Traceback" not in err.getvalue(), err.getvalue()
-        return CliResult(code, out.getvalue(), err.getvalue())
-
-    return run
-
-
 @pytest.fixture(autouse=True)
 def wire_guard() -> Iterator[None]:
     """Every response of the service's routes must match the service's own description
-    (tests/service_spec.py): statuses, shapes, types, no extra fields, no stray null."""
-    from tests import wire_guard
+    (tests/support/service_spec.py): statuses, shapes, types, no extra fields, no stray null."""
+    from tests.support import wire_guard
 
     wire_guard.install()
     wire_guard.FINDINGS.take()  # nothing carried over from a previous test
@@ -124,5 +84,7 @@ def wire_guard() -> Iterator[None]:
         pytest.fail("responses that differ from the service's description:\n" + "\n".join(found[:20]))
 
 
-# `modes`: one command in local and in remote mode on the same database (tests/support/modes.py).
+# Fixtures shared by every folder of the suite (defined in tests/support/).
+from tests.support.cli import cli, fake_runner  # noqa: E402, F401
 from tests.support.modes import modes  # noqa: E402, F401
+from tests.support.server import serve  # noqa: E402, F401

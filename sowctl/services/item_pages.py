@@ -48,7 +48,7 @@ class PageRow(NamedTuple):
 
 
 _I = m.Item
-# ItemOut's fields, in its order (tests/test_item_pages.py holds the two together).
+# ItemOut's fields, in its order (tests/services/test_item_pages.py holds the two together).
 COLUMNS: tuple[pw.Field, ...] = (
     _I.id,
     _I.title,

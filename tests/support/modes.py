@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import httpx
 import pytest
 
+from tests.support.client import SERVER
+from tests.support.client import transport as wsgi_transport
+
 LOCAL_ORG = "local"  # the organization `sows create` makes in local mode
-SERVER = "http://sowctl.test"
 
 
 @dataclass
@@ -46,7 +47,7 @@ def install_wsgi_remote(monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
     original = RemoteBackend.__init__
 
     def init(self, settings, transport=None):
-        original(self, settings, transport or httpx.WSGITransport(app=app))
+        original(self, settings, transport or wsgi_transport(app))
 
     monkeypatch.setattr(RemoteBackend, "__init__", init)
 

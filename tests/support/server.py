@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import pytest
+
+from sowctl import demo_data
 
 STARTUP_TIMEOUT = 30.0
 
@@ -124,3 +129,44 @@ class Server:
         except subprocess.TimeoutExpired:
             self.kill()
             raise
+
+
+def seed_demo(db_url: str) -> tuple[str, str]:
+    """The demo dataset, a member token and an API key of org-acme; the connection closed."""
+    import datetime
+
+    from sowctl.db import open_database
+    from sowctl.services import credentials
+    from sowctl.services.dataset import import_dataset
+
+    database = open_database(db_url)
+    try:
+        import_dataset(demo_data.demo_dataset(datetime.date.today()))
+        token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
+        key = credentials.create_key(demo_data.DEMO_ORG).secret
+    finally:
+        database.close()
+    return token, key
+
+
+def demo_secrets(stdout: str) -> tuple[str, str]:
+    """The member token and API key ``serve --demo`` printed."""
+    token = re.search(r"^  token:\s+(\S+)$", stdout, re.M)
+    key = re.search(r"^  API key:\s+(\S+)$", stdout, re.M)
+    assert token and key, stdout
+    return token.group(1), key.group(1)
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Start real servers (``serve(db, *args)``); all of them are stopped after the test."""
+    servers: list[Server] = []
+
+    def start(db: Path | None = None, *args: str) -> Server:
+        server = Server(db or tmp_path / "served.db", *args)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -1,0 +1,43 @@
+"""Every command and command group shows an example in its help, and the example is a
+command line the CLI accepts (its options exist, its values are valid), so the help
+cannot drift from the commands."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from sowctl.cli import _VALUE_OPTIONS, hoist_global_options
+from tests.support.help import COMMANDS, ROOT, help_text
+
+
+def examples(command) -> list[str]:
+    return [
+        line.strip().removeprefix("Example: ")
+        for line in (command.help or "").splitlines()
+        if line.strip().startswith("Example: ")
+    ]
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_command_and_group_has_an_example_in_its_help(path):
+    command = dict(COMMANDS)[path]
+    found = examples(command)
+    assert found, f"sowctl {' '.join(path)} has no 'Example: ' line in its help"
+    assert "Example: sowctl" in help_text(path).replace("\n", " ")
+    for example in found:
+        argv = shlex.split(example)
+        assert argv[0] == "sowctl"
+        args = hoist_global_options(ROOT, argv[1:])
+        command, index, names = ROOT, 0, []
+        while getattr(command, "commands", None) is not None:
+            arg = args[index]
+            if arg.startswith("-"):
+                index += 2 if arg in _VALUE_OPTIONS else 1
+                continue
+            command, index = command.commands[arg], index + 1
+            names.append(arg)
+        assert tuple(names) == path or (tuple(names[: len(path)]) == path), example  # this command's
+        # Every option exists and every value is accepted (click raises otherwise).
+        command.make_context(names[-1], list(args[index:]))

@@ -1,0 +1,154 @@
+"""`sowctl status`: mode, target, identity, and whether the server or database answers."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from sowctl.db import SCHEMA_VERSION
+from tests.support.client import SERVER, remote_backend
+from tests.support.scripted import ScriptedServer
+
+TOKEN = "sowt_status-token-0123456789"
+KEY = "sowk_status-key-0123456789"
+
+
+@pytest.fixture
+def server():
+    scripted = ScriptedServer()
+    scripted.script.default = (200, {}, {"status": "ok"})
+    yield scripted
+    scripted.close()
+
+
+def closed_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_local_database_opens(cli, db_url, db):  # the db fixture creates and migrates it
+    result = cli("--org", "org-acme", "status", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json() == {
+        "mode": "local",
+        "server": None,
+        "timeout": None,
+        "database": db_url,
+        "profile": "default",
+        "identity": {"token": None, "apiKey": None, "org": "org-acme", "company": None},
+        "reachable": True,
+        "detail": "ok",
+        "schemaVersion": SCHEMA_VERSION,
+        "expectedSchemaVersion": SCHEMA_VERSION,
+    }
+
+
+def test_local_status_piped_is_key_value_lines(cli, db_url, db):
+    result = cli("status")
+    assert result.exit_code == 0
+    lines = dict(line.split("\t", 1) for line in result.stdout.splitlines())
+    assert lines["mode"] == "local"
+    assert lines["database"] == db_url
+    assert lines["reachable"] == "true"
+    assert lines["schemaVersion"] == str(SCHEMA_VERSION)
+
+
+def test_local_missing_database_is_not_created(cli, tmp_path):
+    missing = tmp_path / "nothing-here.db"
+    result = cli("--db", missing, "status", "--json")
+    assert result.exit_code == 5
+    assert result.json()["reachable"] is False
+    assert "does not exist yet" in result.stderr
+    assert not missing.exists()
+
+
+def test_local_database_that_is_not_a_database(cli, tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    result = cli("--db", junk, "status", "--json")
+    assert result.exit_code == 5
+    assert result.json()["reachable"] is False
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+
+
+def test_database_url_password_is_masked(cli):
+    url = "postgresql://ada:hunter2@127.0.0.1:1/sowctl"
+    result = cli("--db", url, "status", "--json")
+    assert result.exit_code == 5
+    assert result.json()["database"] == "postgresql://ada:***@127.0.0.1:1/sowctl"
+    assert "hunter2" not in result.stdout + result.stderr
+
+
+def test_remote_server_answers(cli, server):
+    args = ("--server", server.url, "--token", TOKEN, "--api-key", KEY, "--org", "org-acme")
+    result = cli(*args, "--company", "comp-acme-llc", "status", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json() == {
+        "mode": "remote",
+        "server": server.url,
+        "timeout": 10.0,
+        "database": None,
+        "profile": "default",
+        "identity": {
+            "token": "sowt_stat…",
+            "apiKey": "sowk_stat…",
+            "org": "org-acme",
+            "company": "comp-acme-llc",
+        },
+        "reachable": True,
+        "detail": "ok",
+        "credentials": {"token": "ok", "apiKey": "ok"},  # the scripted server accepts anything
+    }
+    # Health first, then each credential with one cheap call (as `gh auth status` does).
+    assert [path for _, path in server.script.requests] == [
+        "/healthz",
+        "/projects?limit=1",
+        "/api/external/budget-views?project_id=0",
+    ]
+    assert TOKEN not in result.stdout and KEY not in result.stdout
+
+
+def test_remote_server_down_exit_5(cli):
+    url = closed_url()
+    result = cli("--server", url, "status", "--json")
+    assert result.exit_code == 5
+    assert result.json()["reachable"] is False
+    assert result.stderr == f"error: cannot reach server at {url}: connection refused\n"
+
+
+def test_remote_server_unhealthy(cli, server):
+    server.script.default = (503, {}, {"status": "starting"})
+    result = cli("--server", server.url, "status")
+    assert result.exit_code == 5
+    assert "GET /healthz answered HTTP 503" in result.stderr
+    assert "reachable\tfalse" in result.stdout
+
+
+def test_remote_server_slow(cli, server, monkeypatch):
+    from sowctl.commands import status
+
+    monkeypatch.setattr(status, "HEALTH_TIMEOUT", 0.2)
+    server.script.delay = 2.0
+    result = cli("--server", server.url, "status", "--json")
+    assert result.exit_code == 5
+    assert "did not answer within 0.2 s" in result.stderr
+
+
+def test_remote_password_in_server_url_masked(cli):
+    url = closed_url().replace("http://", "http://ada:hunter2@")
+    result = cli("--server", url, "status", "--json")
+    assert result.exit_code == 5
+    assert "hunter2" not in result.stdout + result.stderr
+    assert result.json()["server"].startswith("http://ada:***@127.0.0.1:")
+
+
+def test_status_against_the_real_app(cli, tmp_path):
+    """The server's own /healthz, through WSGITransport (no socket)."""
+    from sowctl.server.app import create_app
+    from sowctl.settings import Settings
+
+    app = create_app(str(tmp_path / "served.db"))
+    backend = remote_backend(app, Settings(server=SERVER))
+    assert backend.health() == (True, "ok")

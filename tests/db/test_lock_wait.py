@@ -1,0 +1,176 @@
+"""An outside process holding SQLite's write lock (issue 14, item 7): reads keep being
+answered, a write waits a bounded time and is then refused with 503 and ``Retry-After``
+in its group's envelope, and nothing is half-written.
+
+SQLite only: the lock is SQLite's (PostgreSQL's calls have their own deadline, see
+tests/db/test_storage_faults.py), so these tests make their own SQLite file whatever
+``SOWCTL_TEST_DB`` says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sowctl import db_guards, demo_data
+from sowctl import models as m
+from sowctl.db import open_database
+from sowctl.operations import get as get_op
+from sowctl.services import credentials
+from sowctl.services.dataset import import_dataset
+from tests.support.raw_wsgi import dump, make_env
+from tests.support.server import Server
+
+NEW_ITEM = {"title": "Written while locked?", "type": "task_item"}
+
+
+@contextlib.contextmanager
+def outside_write_lock(path: Path) -> Iterator[sqlite3.Connection]:
+    """Another process's view: a connection that holds the write lock until the block ends."""
+    connection = sqlite3.connect(path, isolation_level=None, timeout=5)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        yield connection
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
+def test_a_write_behind_an_outside_lock_is_refused_with_503_and_reads_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 0.3)
+    path = tmp_path / "locked.db"
+    env = make_env(str(path))
+    try:
+        before = dump()
+        with outside_write_lock(path):
+            listed = env.send(get_op("items.list"), params={"sowId": demo_data.DEMO_SOW})
+            assert listed.status == 200
+            assert env.send(get_op("projects.list"), query={}).status == 200
+            # Every Group B request is counted against its key's rate limit, a write:
+            # refused like one, in Group B's envelope.
+            counted = env.send(get_op("finance.list_pos"))
+            assert counted.status == 503 and counted.headers["retry-after"] == "1"
+            refused = env.send(get_op("items.create"), body=NEW_ITEM)
+            assert refused.status == 503, refused.body
+            assert refused.headers["retry-after"] == "1"
+            assert set(refused.json()) == {"error"} and "busy" in refused.json()["error"]
+            order = env.send(get_op("finance.create_po"))
+            assert order.status == 503 and set(order.json()) == {"error"}
+            assert dump() == before  # nothing half-written
+        assert env.send(get_op("items.create"), body=NEW_ITEM).status == 201  # and it passes after
+    finally:
+        m.database_proxy.obj.close()
+
+
+def test_a_write_finding_the_write_slots_taken_and_stalled_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dispatcher's write slots, in process: one slot, held by a write stuck behind the
+    outside lock; a second write is refused with 503 (it would otherwise hold a second
+    thread), a read is answered, and the stuck write is stored once the lock goes."""
+    from sowctl.server.app import create_app
+    from sowctl.server.settings import ServerSettings
+    from tests.support.raw_wsgi import Env
+
+    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 20)
+    path = tmp_path / "slots.db"
+    settings = ServerSettings(write_slots=1, write_slot_wait=0.2, access_log=False)
+    app = create_app(str(path), settings)
+    import_dataset(demo_data.demo_dataset(datetime.date.today()))
+    token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
+    env = Env(app, token, credentials.create_key(demo_data.DEMO_ORG).secret)
+    stuck: list[int] = []
+
+    def stuck_write() -> None:
+        try:
+            stuck.append(env.send(get_op("items.create"), body={**NEW_ITEM, "title": "stuck"}).status)
+        finally:
+            m.database_proxy.obj.close()
+
+    try:
+        with outside_write_lock(path):
+            writer = threading.Thread(target=stuck_write)
+            writer.start()
+            writer.join(timeout=0.5)  # let it take the slot (sequencing, not an assertion)
+            second = env.send(get_op("items.create"), body={**NEW_ITEM, "title": "second"})
+            assert second.status == 503 and second.headers["retry-after"] == "1"
+            third = env.send(get_op("items.create"), body={**NEW_ITEM, "title": "third"})
+            assert third.status == 503  # no write finished since: refused without a wait
+            assert env.send(get_op("items.list"), params={"sowId": demo_data.DEMO_SOW}).status == 200
+            assert stuck == []  # the first write still waits for the lock
+        writer.join(timeout=30)
+        assert stuck == [201]
+        titles = {title for (title,) in m.Item.select(m.Item.title).tuples()}
+        assert "stuck" in titles and not {"second", "third"} & titles
+        assert env.send(get_op("items.create"), body={**NEW_ITEM, "title": "after"}).status == 201
+    finally:
+        m.database_proxy.obj.close()
+
+
+@pytest.mark.slow
+def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path: Path) -> None:
+    """A real ``serve`` (4 threads): six writes and four Group B requests (each counted
+    against the rate limit: a write) stuck behind the lock leave a thread for reads,
+    which are answered while the lock is still held; the writes that waited are stored
+    when it goes, the others were refused with 503 and ``Retry-After``."""
+    path = tmp_path / "served.db"
+    open_database(str(path))
+    import_dataset(demo_data.demo_dataset(datetime.date.today()))
+    token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
+    key = credentials.create_key(demo_data.DEMO_ORG).secret
+    m.database_proxy.obj.close()
+    group_b = {
+        "x-api-key": key,
+        "x-organization-id": demo_data.DEMO_ORG,
+        "x-company-id": demo_data.DEMO_COMPANY,
+    }
+    budget_views = f"/api/external/budget-views?project_id={demo_data.DEMO_PROJECT_ID}"
+    auth = {"Authorization": f"Bearer {token}"}
+    items_url = f"/api/sow/{demo_data.DEMO_SOW}/items"
+    # The server's writers would wait 20 s: longer than this test holds the lock.
+    server = Server(path, env={"SOWCTL_DB_LOCK_TIMEOUT": "20"})
+    replies: list[httpx.Response] = []
+    counted: list[httpx.Response] = []
+
+    def write(n: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            replies.append(client.post(items_url, json={**NEW_ITEM, "title": f"w{n}"}, headers=auth))
+
+    def count() -> None:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            counted.append(client.get(budget_views, headers=group_b))
+
+    try:
+        with outside_write_lock(path):
+            writers = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+            writers += [threading.Thread(target=count) for _ in range(4)]
+            for writer in writers:
+                writer.start()
+            writers[0].join(timeout=1.0)  # give them time to reach the lock (not an assertion)
+            for _ in range(5):
+                read = httpx.get(server.url + items_url, headers=auth, timeout=5)
+                assert read.status_code == 200
+            assert not any(reply.status_code in (200, 201) for reply in replies + counted)  # still held
+        for writer in writers:
+            writer.join(timeout=30)
+    finally:
+        server.stop()
+    statuses = sorted(reply.status_code for reply in replies)
+    assert len(statuses) == 6 and set(statuses) <= {201, 503} and 201 in statuses, statuses
+    assert len(counted) == 4 and {reply.status_code for reply in counted} <= {200, 503}
+    assert all(reply.headers.get("retry-after") for reply in replies + counted if reply.status_code == 503)
+    open_database(str(path))
+    try:
+        stored = m.Item.select().where(m.Item.title.in_([f"w{n}" for n in range(6)])).count()
+        assert stored == statuses.count(201)  # every acknowledged write, and only those
+    finally:
+        m.database_proxy.obj.close()

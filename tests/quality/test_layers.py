@@ -1,0 +1,177 @@
+"""The layers of ARCHITECTURE.md, enforced: no upward import, no import cycle, no UI in the core.
+
+Imports are read from the source (``ast``), including those inside functions;
+those under ``if TYPE_CHECKING:`` are annotations only and do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "sowctl"
+
+# Lowest first. A module may import its own layer and those below, never one above.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("foundation", ("sowctl", "sowctl.errors", "sowctl.clock", "sowctl.money", "sowctl.redaction")),
+    (
+        "storage and declarations",
+        ("sowctl.models", "sowctl.db", "sowctl.db_guards", "sowctl.db_prepared", "sowctl.schemas"),
+    ),
+    ("domain core", ("sowctl.services", "sowctl.demo_data")),
+    ("API declaration", ("sowctl.operations",)),
+    (
+        "surfaces",
+        (
+            "sowctl.server",
+            "sowctl.backends",
+            "sowctl.testdouble",
+            "sowctl.config",
+            "sowctl.settings",
+            "sowctl.client",
+            "sowctl.testing",
+        ),
+    ),
+    (
+        "CLI",
+        (
+            "sowctl.__main__",
+            "sowctl.cli",
+            "sowctl.commands",
+            "sowctl.context",
+            "sowctl.render",
+            "sowctl.output",
+            "sowctl.chart",
+            "sowctl.reports",
+            "sowctl.itemtree",
+        ),
+    ),
+]
+# Inside the surfaces layer: who may not import whom.
+SIBLING_RULES = {
+    "sowctl.server": ("sowctl.backends", "sowctl.testdouble"),
+    "sowctl.backends": ("sowctl.server", "sowctl.testdouble"),
+    "sowctl.testdouble": ("sowctl.server.app",),
+    "sowctl.config": ("sowctl.server", "sowctl.backends", "sowctl.testdouble"),
+    "sowctl.settings": ("sowctl.server", "sowctl.backends", "sowctl.testdouble"),
+    # The Python client and the test kit talk HTTP: they never reach into the server.
+    "sowctl.client": ("sowctl.server", "sowctl.testdouble", "sowctl.testing"),
+    "sowctl.testing": ("sowctl.server", "sowctl.testdouble", "sowctl.backends"),
+}
+# The one deliberate exception: create_app is the composition root that puts the test
+# double (when asked for) in front of the API it wraps.
+ALLOWED = {
+    ("sowctl.server.app", "sowctl.testdouble.layer"),
+    # ``sowctl.Client``: a lazy re-export (module __getattr__), not an import of the package's own.
+    ("sowctl", "sowctl.client"),
+}
+# Libraries of the surfaces that the core never touches.
+UI_LIBRARIES = ("typer", "rich", "click", "bottle", "httpx", "gunicorn")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+@functools.cache
+def imports(path: Path, *, top_level_only: bool = False) -> frozenset[str]:
+    """Absolute names imported by the module at ``path`` (modules, or packages' members)."""
+    tree = ast.parse(path.read_text())
+    skipped = _type_checking_lines(tree)
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found: set[str] = set()
+    for node in nodes:
+        if getattr(node, "lineno", 0) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            for alias in node.names:  # "from sowctl.services import graph" imports a module
+                candidate = f"{node.module}.{alias.name}"
+                if (PACKAGE.parent / candidate.replace(".", "/")).with_suffix(".py").exists():
+                    found.add(candidate)
+    return frozenset(found)
+
+
+def layer_of(name: str) -> int:
+    best, rank = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), index
+    assert rank >= 0, f"{name} belongs to no layer: add it to LAYERS"
+    return rank
+
+
+@functools.cache
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = []
+    for name, path in modules().items():
+        for target in imports(path):
+            if not target.startswith("sowctl") or (name, target) in ALLOWED:
+                continue
+            if layer_of(target) > layer_of(name):
+                upward.append(
+                    f"{name} ({LAYERS[layer_of(name)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+                )
+            for prefix, forbidden in SIBLING_RULES.items():
+                if name.startswith(prefix) and any(target.startswith(f) for f in forbidden):
+                    upward.append(f"{name} imports {target}")
+    assert upward == []
+
+
+def test_the_core_imports_no_ui_or_http_library() -> None:
+    core = [name for name in modules() if layer_of(name) <= layer_of("sowctl.operations")]
+    offenders = [
+        f"{name} imports {target}"
+        for name in core
+        for target in imports(modules()[name])
+        if target.split(".")[0] in UI_LIBRARIES
+    ]
+    assert offenders == []
+
+
+def test_module_level_imports_form_no_cycle() -> None:
+    graph = {
+        name: {
+            target for target in imports(path, top_level_only=True) if target in modules() and target != name
+        }
+        for name, path in modules().items()
+    }
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*trail[trail.index(nxt) :], nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert cycles == []
+
+
+def test_every_module_is_placed_in_a_layer() -> None:
+    for name in modules():
+        layer_of(name)

@@ -1,0 +1,143 @@
+"""The one set of rules that hides secrets in the access log and the test double's records."""
+
+from __future__ import annotations
+
+import io
+import stat
+from pathlib import Path
+
+import pytest
+
+from sowctl.redaction import SECRET_PREFIXES, is_secret_field, redact, redact_target, redact_value
+from sowctl.testdouble.recorder import Recorder, check_writable
+
+
+@pytest.mark.parametrize("name", ["token", "api_key", "X-API-Key", "password", "refresh_token", "csrfToken"])
+def test_secret_names(name: str) -> None:
+    assert is_secret_field(name)
+
+
+@pytest.mark.parametrize("name", ["sowId", "project_id", "title", "limit", "keywords"])
+def test_ordinary_names(name: str) -> None:
+    assert not is_secret_field(name)
+
+
+def test_tokens_and_keys_are_cut_to_their_prefix_wherever_they_appear() -> None:
+    assert redact("/api/items/sowt_abcDEF-123_x") == "/api/items/sowt_***"
+    assert redact("key sowk_Zz9 and text") == "key sowk_*** and text"
+    assert redact("sowtx_not_a_secret") == "sowtx_not_a_secret"
+
+
+def test_request_targets_hide_secret_parameters_and_token_shaped_values() -> None:
+    target = redact_target("/p/sowt_abc", "token=abc&limit=5&q=sowk_xyz&api%5Fkey=s3&flag")
+    assert target == "/p/sowt_***?token=***&limit=5&q=***&api%5Fkey=***&flag"
+    assert redact_target("/healthz", "") == "/healthz"
+
+
+def test_admin_tokens_are_secrets_too() -> None:
+    assert redact("/_admin/x?sowa_abc123") == "/_admin/x?sowa_***"
+
+
+def test_a_secret_used_as_a_query_parameter_name_is_hidden() -> None:
+    assert redact_target("/api/projects", "sowt_abc=1&limit=5") == "/api/projects?***=1&limit=5"
+    assert redact_target("/api/projects", "sowk_abc") == "/api/projects?***"
+
+
+def test_json_values_hide_secret_fields_keys_and_values_at_any_depth() -> None:
+    body = {"title": "t", "token": "plain", "sowt_key": {"password": 1}, "notes": ["see sowk_zz9"]}
+    assert redact_value(body) == {
+        "title": "t",
+        "token": "***",
+        "sowt_***": {"password": "***"},
+        "notes": ["see sowk_***"],
+    }
+
+
+def test_every_prefix_sowctl_issues_is_recognised() -> None:
+    from sowctl.services import credentials
+
+    assert {credentials.TOKEN_PREFIX, credentials.KEY_PREFIX} <= set(SECRET_PREFIXES)
+
+
+def test_the_diagnostic_log_line_hides_a_token_in_the_path() -> None:
+    """Before: faults, 500s and 503s logged ``[sowctl] GET /api/items/sowt_… request-id``."""
+    from sowctl.server.responses import log
+
+    stream = io.StringIO()
+    log({"REQUEST_METHOD": "GET", "PATH_INFO": "/api/items/sowt_SECRET", "wsgi.errors": stream}, "fault")
+    assert stream.getvalue().startswith("[sowctl] GET /api/items/sowt_*** request-id=")
+    assert "SECRET" not in stream.getvalue()
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_record_files_are_readable_by_their_owner_only(tmp_path: Path, existing: bool) -> None:
+    path = tmp_path / "record.jsonl"
+    if existing:
+        path.write_text("")
+        path.chmod(0o644)
+    check_writable(str(path))
+    Recorder(str(path)).append({"x": 1})
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_percent_encoded_secret_in_a_path_is_a_secret_too() -> None:
+    """The worker's own refusals (408/413/414/431) log the raw request line."""
+    assert redact_target("/api/items/sowt%5FSECRET", "") == "/api/items/sowt_***"
+    assert redact_target("/api/items/sow%74_SECRET", "") == "/api/items/sowt_***"
+    assert redact_target("/api/items/a%20b", "") == "/api/items/a%20b"  # nothing secret: as sent
+
+
+def test_the_workers_refusal_line_hides_secrets_in_path_and_query(capsys) -> None:
+    from sowctl.server.access_log import log_refusal
+
+    log_refusal(("127.0.0.1", 1), "GET /api/items/sowt%5FSECRET1?sowk_SECRET2=1&token=SECRET3 HTTP/1.1", 431)
+    line = capsys.readouterr().err
+    assert "SECRET" not in line and '"GET /api/items/sowt_***?***=1&token=*** HTTP/1.1" 431' in line
+
+
+def test_the_request_log_headers_hide_secrets_in_urls(tmp_path: Path) -> None:
+    """Before: ``Referer: https://app/?token=...`` was stored in the request log's headers
+    (``/_admin/requests``, the web console's request view, ``/_admin/requests/verify``)."""
+    from tests.support.doubles import ADMIN, bearer, in_process, load
+
+    client = in_process(str(tmp_path / "log.db"))
+    auth = bearer(load(client)["token"])
+    referer = "https://app.example/page?token=PLAINSECRET&password=HUNTER2&x=sowt_SECRETTOKEN#top"
+    assert client.get(
+        "/api/sows", headers={**auth, "Referer": referer, "X-Note": "sowa_ADMINSECRET"}
+    ).is_success
+    logged = client.get("/_admin/requests", headers=ADMIN)
+    assert logged.status_code == 200
+    for secret in ("PLAINSECRET", "HUNTER2", "SECRETTOKEN", "ADMINSECRET"):
+        assert secret not in logged.text
+    entry = next(e for e in logged.json() if e["path"] == "/api/sows")
+    assert entry["headers"]["referer"] == "https://app.example/page?token=***&password=***&x=***#top"
+    client.close()
+
+
+@pytest.mark.slow  # a real server
+def test_a_refused_request_logs_no_secret_on_a_real_server(tmp_path: Path) -> None:
+    import socket
+
+    import httpx
+
+    from tests.support.server import Server
+
+    server = Server(tmp_path / "refused.db", quiet=False)
+    try:
+        url = httpx.URL(server.url)
+        with socket.create_connection((url.host, url.port), timeout=20) as sock:
+            # Headers over the 16 KiB limit: 431 from the worker's loop, before the app.
+            sock.sendall(
+                b"GET /api/items/sowt%5FPATHSECRET?password=QUERYSECRET HTTP/1.1\r\nHost: x\r\n"
+                + b"X-Pad: "
+                + b"a" * 20_000
+                + b"\r\n\r\n"
+            )
+            assert sock.recv(100).startswith(b"HTTP/1.1 431")
+        assert server.wait_for_stderr('" 431 ', timeout=20)
+    finally:
+        server.stop()
+    log = "\n".join(server.stderr_lines)
+    assert "PATHSECRET" not in log and "QUERYSECRET" not in log
+    assert "/api/items/sowt_***?password=***" in log

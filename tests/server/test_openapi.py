@@ -1,0 +1,167 @@
+"""The OpenAPI document: valid 3.1, and a faithful picture of the operation registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from sowctl import operations
+from sowctl.server.openapi import build_openapi
+from tests.support.client import app_client
+
+
+@pytest.fixture(scope="module")
+def registry() -> dict[str, operations.Operation]:
+    return dict(operations.load_all())
+
+
+@pytest.fixture
+def document(db_url: str) -> dict:
+    with app_client(db_url) as client:
+        response = client.get("/openapi.json")  # no token needed
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    return response.json()
+
+
+def test_document_is_valid_openapi_3_1(document: dict) -> None:
+    import openapi_spec_validator as validator
+
+    assert document["openapi"].startswith("3.1")
+    validator.validate(document)
+
+
+def test_every_registered_route_is_documented(document: dict, registry) -> None:
+    documented = {(path, method.upper()) for path, item in document["paths"].items() for method in item}
+    expected = {(op.path, op.method) for op in registry.values()}
+    assert expected <= documented
+    assert documented - expected == {("/healthz", "GET"), ("/openapi.json", "GET")}
+    for op in registry.values():
+        assert document["paths"][op.path][op.method.lower()]["operationId"] == op.name
+
+
+def spec_of(document: dict, registry, name: str) -> dict:
+    op = registry[name]
+    return document["paths"][op.path][op.method.lower()]
+
+
+def test_items_list_is_paginated_with_its_filters(document: dict, registry) -> None:
+    spec = spec_of(document, registry, "items.list")
+    params = {(p["in"], p["name"]): p for p in spec["parameters"]}
+    assert params["path", "sowId"]["required"] is True
+    assert params["query", "type"]["schema"]["enum"] == ["requirement", "task_item"]
+    assert params["query", "parentId"]["required"] is False  # by alias, camelCase
+    # Larger limits are clamped, not refused, so the document sets no maximum for them.
+    assert "maximum" not in params["query", "limit"]["schema"]
+    assert "100" in params["query", "limit"]["description"]
+    assert params["query", "page"]["schema"]["maximum"] == 10_000_000
+    assert params["query", "page"]["schema"]["default"] == 1
+    ok = spec["responses"]["200"]
+    assert set(ok["headers"]) == {"X-Total-Count", "Link"}
+    assert ok["content"]["application/json"]["schema"] == {
+        "type": "array",
+        "items": {"$ref": "#/components/schemas/ItemOut"},
+    }
+    assert spec["security"] == [{"bearerAuth": []}]
+
+
+def test_create_documents_body_status_and_errors(document: dict, registry) -> None:
+    spec = spec_of(document, registry, "items.create")
+    body = spec["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/ItemCreate"}
+    item_create = document["components"]["schemas"]["ItemCreate"]
+    assert set(item_create["required"]) == {"title", "type"}
+    assert "parentItemId" in item_create["properties"]
+    assert set(spec["responses"]) == {"201", "400", "401", "403", "404", "413", "500", "503"}
+    assert spec["responses"]["400"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ErrorA"
+    }
+    assert "403" not in spec_of(document, registry, "items.get")["responses"]
+
+
+def test_error_envelopes_and_security_schemes(document: dict) -> None:
+    schemas = document["components"]["schemas"]
+    assert schemas["ErrorA"]["required"] == ["error"]
+    assert set(schemas["ErrorC"]["required"]) == {"code", "message", "issues"}
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["bearerAuth"] == {**schemes["bearerAuth"], "type": "http", "scheme": "bearer"}
+    assert schemes["apiKey"]["in"] == "header" and schemes["apiKey"]["name"] == "x-api-key"
+    health = document["paths"]["/healthz"]["get"]
+    assert health["security"] == [] and health["x-sowctl-extension"] is True
+
+
+def test_extensions_are_marked(document: dict, registry) -> None:
+    for op in registry.values():
+        spec = spec_of(document, registry, op.name)
+        assert spec.get("x-sowctl-extension", False) is op.extension, op.name
+    assert spec_of(document, registry, "sows.create")["x-sowctl-extension"] is True
+
+
+def test_group_b_routes_document_headers_and_rate_limits(document: dict, registry) -> None:
+    group_b = [op for op in registry.values() if op.group == "B"]
+    assert len(group_b) == 7  # the five of the service, two sowctl extensions
+    for op in group_b:
+        spec = spec_of(document, registry, op.name)
+        headers = {p["name"] for p in spec["parameters"] if p["in"] == "header"}
+        if op.path == "/api/external/create-purchase-order":
+            assert headers == {"organization-id", "company-id"}
+        else:
+            assert headers == {"x-organization-id", "x-company-id"}
+        assert spec["security"] == [{"apiKey": []}]
+        assert "Retry-After" in spec["responses"]["429"]["headers"]
+        assert "X-RateLimit-Remaining" in spec["responses"][str(op.status)]["headers"]
+
+
+def test_group_c_routes_use_the_group_c_envelope(registry) -> None:
+    fake = operations.Operation(
+        name="test.list",
+        method="GET",
+        path="/projects-test",
+        group="C",
+        handler=lambda request: operations.Result({}),
+        summary="test",
+        list_key="projects",
+    )
+    document = build_openapi([*registry.values(), fake])
+    responses = document["paths"]["/projects-test"]["get"]["responses"]
+    assert responses["401"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ErrorC"
+    }
+    assert "X-Total-Count" not in responses["200"].get("headers", {})
+
+
+def test_query_models_are_flattened_into_parameters(document: dict) -> None:
+    assert "ItemListQuery" not in document["components"]["schemas"]
+    assert "SowListQuery" not in document["components"]["schemas"]
+
+
+# The only values the service itself shows as null; every other field is left out when
+# it has no value, so the document must type it optional and not nullable.
+SPEC_NULLS = {
+    ("DependencyOut", "targetItemId"),
+    ("DependencyCreate", "targetItemId"),
+    ("ItemOut", "parentItemId"),
+    ("ItemCreate", "parentItemId"),
+    ("ProjectOut", "endDate"),
+    ("ProjectOut", "pinnedAt"),
+    ("ClientOut", "pinnedAt"),
+}
+
+
+def test_only_the_spec_nulls_are_nullable(document: dict) -> None:
+    nullable = {
+        (name, prop)
+        for name, schema in document["components"]["schemas"].items()
+        for prop, spec in schema.get("properties", {}).items()
+        if {"type": "null"} in spec.get("anyOf", []) or "null" in spec.get("type", [])
+    }
+    assert nullable == SPEC_NULLS
+
+
+def test_optional_response_fields_are_not_required(document: dict) -> None:
+    schemas = document["components"]["schemas"]
+    dependency = schemas["DependencyOut"]
+    always = {"id", "sourceItemId", "targetItemId", "dependencyType", "riskLevel", "status", "isExternal"}
+    assert set(dependency["required"]) == always | {"createdAt"}
+    assert "description" not in schemas["ItemOut"]["required"]
+    assert "criticalPath" not in schemas["ChainFlat"]["required"]
+    assert "include" in [p["name"] for p in document["paths"]["/api/dependencies/chain"]["get"]["parameters"]]

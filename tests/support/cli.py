@@ -1,0 +1,84 @@
+"""The CLI runner every command test uses, and the fake production runner for ``sowctl serve``.
+
+``cli`` (a fixture, registered in tests/conftest.py) runs ``sowctl ARGS`` in process against
+the test's database; ``run_main`` is the same call without the fixture's database, for
+tests that only read help or completion output. ``fake_runner`` replaces
+``sowctl.server.runner`` so ``serve`` builds its app, calls on_ready and returns at once.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import types
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_main(*args: str, input: str | None = None) -> CliResult:
+    """``sowctl ARGS`` in process (``sowctl.cli.main``); stdin is ``input`` when given."""
+    from sowctl.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    stdin = sys.stdin
+    if input is not None:
+        sys.stdin = io.StringIO(input)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main([str(a) for a in args])
+    finally:
+        sys.stdin = stdin
+    assert "Traceback" not in err.getvalue(), err.getvalue()
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+    """Run ``sowctl ARGS`` in process against this test's database; returns a CliResult."""
+    monkeypatch.setenv("SOWCTL_DB", db_url)
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        return run_main(*args, input=input)
+
+    return run
+
+
+@pytest.fixture
+def fake_runner(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Replace ``sowctl.server.runner`` so ``serve`` returns at once after on_ready; the dict
+    records the runner's arguments and the built ``app``."""
+    seen: dict = {}
+
+    def serve(
+        app_factory, *, host, port, workers=1, threads=4, on_ready=None, access_log=True, settings=None
+    ):
+        seen.update(host=host, port=port, workers=workers, threads=threads, access_log=access_log)
+        seen["settings"] = settings
+        seen["app"] = app_factory()
+        if on_ready is not None:
+            on_ready(f"http://{host}:{port or 54321}")
+
+    module = types.ModuleType("sowctl.server.runner")
+    module.serve = serve  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sowctl.server.runner", module)
+    import sowctl.server
+
+    monkeypatch.setattr(sowctl.server, "runner", module, raising=False)
+    return seen

@@ -1,0 +1,176 @@
+"""Every HTTP response the suite receives, checked against the service's own description.
+
+``install()`` wraps httpx's WSGI and HTTP transports, so the in-process app, the
+CLI's remote backend and real ``sowctl serve`` processes are all covered. Each
+response to a route of the specification (``tests/support/service_spec.py``) must have a
+status the operation lists, a JSON body of the documented shape for that status
+(types, formats, no field the spec does not list, no null where it shows none),
+and an unknown route or method must answer 404 or 405 in its group's envelope.
+
+Not checked, on purpose: answers that sowctl did not give (fake servers in the
+remote backend's tests have no ``X-Request-Id``, which sowctl sets on every
+answer), sowctl's own routes (``/api/sows``, ``/_admin``, routes a test
+registers: their errors must still use the group's envelope), bodies asked for
+with ``include=`` (extensions, by request), failures injected by the test double
+(``X-Sowctl-Fault``), and OPTIONS/HEAD.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+import httpx
+from jsonschema import Draft202012Validator, FormatChecker
+
+from tests.support import service_spec
+
+_DOCUMENT = service_spec.document()
+_COMPONENTS = _DOCUMENT["components"]
+_EXTENSION_ROUTES = ("/api/sows", "/api/external/purchase-orders", "/api/external/purchase-order-options")
+_FAULT_HEADER = "x-sowctl-fault"
+_MAX_BODY = 8 * 1024 * 1024  # larger bodies (bulk tests) are left to the other checks
+
+
+def _template_regex(template: str) -> re.Pattern:
+    pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template))
+    return re.compile(f"^{pattern}$")
+
+
+# Literal paths first, so /api/dependencies/chain never matches /api/dependencies/{id}.
+_ROUTES = sorted(
+    ((_template_regex(path), path, spec) for path, spec in _DOCUMENT["paths"].items()),
+    key=lambda route: route[1].count("{"),
+)
+_VALIDATORS: dict[str, Draft202012Validator] = {}
+_lock = threading.Lock()
+
+
+def _validator(schema: dict) -> Draft202012Validator:
+    key = json.dumps(schema, sort_keys=True)
+    with _lock:
+        found = _VALIDATORS.get(key)
+        if found is None:
+            found = Draft202012Validator(
+                {**schema, "components": _COMPONENTS}, format_checker=FormatChecker()
+            )
+            _VALIDATORS[key] = found
+    return found
+
+
+def group_of(path: str) -> str | None:
+    if path in ("/projects", "/clients") or path.startswith(("/projects/", "/clients/")):
+        return "C"
+    if path == "/api/external" or path.startswith("/api/external/"):
+        return "B"
+    if path == "/api" or path.startswith("/api/"):
+        return "A"
+    return None
+
+
+def problems(
+    method: str, path: str, query: str, status: int, headers: httpx.Headers, body: bytes
+) -> list[str]:
+    """What is wrong with this response, as the service's description sees it ([] if nothing)."""
+    method = method.lower()
+    if method in ("options", "head") or _FAULT_HEADER in headers or "x-request-id" not in headers:
+        return []
+    if path.startswith(_EXTENSION_ROUTES) or (group := group_of(path)) is None:
+        return []
+    route = next(((path_, spec) for regex, path_, spec in _ROUTES if regex.match(path)), None)
+    found: list[str] = []
+    if route is None and status < 400:
+        return []  # a route of sowctl's or of a test's own
+    if route is None or method not in route[1]:
+        if route is not None and status != 405:
+            found.append(f"{status} for a method the route does not have (expected 405)")
+            return found
+        if status not in service_spec.GROUP_C_CODES:
+            return [f"status {status} is not one the service answers"]
+        schema = service_spec.group_c_error(status) if group == "C" else service_spec.ref("ErrorA")
+        return found + _body_problems(schema, headers, body)
+    operation = route[1][method]
+    listed = operation["responses"].get(str(status))
+    if listed is None:
+        allowed = ", ".join(sorted(operation["responses"]))
+        return [f"status {status} is not one the service lists for {method.upper()} {route[0]} ({allowed})"]
+    if status < 400 and "include" in parse_qs(query):
+        return []  # an extension the caller asked for
+    return _body_problems(listed["content"]["application/json"]["schema"], headers, body)
+
+
+def _body_problems(schema: dict, headers: httpx.Headers, body: bytes) -> list[str]:
+    content_type = headers.get("content-type", "")
+    if not content_type.startswith("application/json"):
+        return [f"content type {content_type!r}, not application/json"]
+    if len(body) > _MAX_BODY:
+        return []
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        return [f"body is not JSON ({exc}): {body[:200]!r}"]
+    errors = sorted(_validator(schema).iter_errors(data), key=lambda error: list(error.absolute_path))
+    return [
+        f"at {'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message[:300]}"
+        for error in errors[:5]
+    ]
+
+
+@dataclass
+class Findings:
+    """Violations seen since the last ``take``; filled from any thread."""
+
+    found: list[str] = field(default_factory=list)
+
+    def add(self, request: httpx.Request, response_status: int, issues: list[str]) -> None:
+        query = "?" + request.url.query.decode() if request.url.query else ""
+        where = f"{request.method} {request.url.path}{query}"
+        with _lock:
+            self.found.extend(f"{where} -> {response_status}: {issue}" for issue in issues)
+
+    def take(self) -> list[str]:
+        with _lock:
+            taken, self.found[:] = list(self.found), []
+        return taken
+
+
+FINDINGS = Findings()
+
+
+def _checked(handle: Any) -> Any:
+    def handle_request(self: Any, request: httpx.Request) -> httpx.Response:
+        response = handle(self, request)
+        if group_of(request.url.path) is None:
+            return response
+        content = response.read()
+        issues = problems(
+            request.method,
+            request.url.path,
+            request.url.query.decode(errors="replace"),
+            response.status_code,
+            response.headers,
+            content,
+        )
+        if issues:
+            FINDINGS.add(request, response.status_code, issues)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            content=content,
+            request=request,
+            extensions=response.extensions,
+        )
+
+    handle_request.__wrapped__ = handle  # type: ignore[attr-defined]
+    return handle_request
+
+
+def install() -> None:
+    """Check every response of httpx's WSGI and HTTP transports (idempotent)."""
+    for transport in (httpx.WSGITransport, httpx.HTTPTransport):
+        if not hasattr(transport.handle_request, "__wrapped__"):
+            transport.handle_request = _checked(transport.handle_request)  # type: ignore[method-assign]
