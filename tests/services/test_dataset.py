@@ -22,10 +22,10 @@ from sowctl.errors import InvalidInput, Issue
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
+from tests.support.dataset import DATA_MODELS, database_rows, minimal, wipe
 
 TODAY = datetime.date(2026, 3, 16)
 NOW = datetime.datetime(2026, 3, 16, 12, 0, 0)
-DATA_MODELS = [model for model in m.ALL_MODELS if model is not m.Meta]
 
 
 @pytest.fixture
@@ -38,19 +38,6 @@ def fixed_clock() -> None:
     clock.set_fixed_now(NOW)
 
 
-def database_rows() -> dict[str, list[tuple]]:
-    """Every row of every table, to prove that a refused import changed nothing."""
-    return {
-        model.__name__: sorted(model.select().tuples(), key=lambda row: tuple(map(str, row)))
-        for model in DATA_MODELS
-    }
-
-
-def wipe() -> None:
-    for model in reversed(DATA_MODELS):
-        model.delete().execute()
-
-
 def refused(data: dict[str, Any]) -> InvalidInput:
     """Import ``data``, expect a refusal, and check that the database did not change."""
     before = database_rows()
@@ -58,52 +45,6 @@ def refused(data: dict[str, Any]) -> InvalidInput:
         import_dataset(data)
     assert database_rows() == before
     return caught.value
-
-
-def minimal() -> dict[str, Any]:
-    """The smallest dataset with one record of every Group A/C kind."""
-    return {
-        "organizations": [{"id": "org-1", "name": "Org"}],
-        "users": [{"id": "user-1", "organizationId": "org-1", "name": "Ada"}],
-        "clients": [
-            {
-                "id": "00000000-0000-4000-8000-00000000c001",
-                "organizationId": "org-1",
-                "name": "Client",
-                "contacts": [{"id": "00000000-0000-4000-8000-00000000d001", "name": "Cleo"}],
-            }
-        ],
-        "projects": [
-            {
-                "id": "00000000-0000-4000-8000-00000000a001",
-                "organizationId": "org-1",
-                "name": "Project",
-                "clientId": "00000000-0000-4000-8000-00000000c001",
-                "contactId": "00000000-0000-4000-8000-00000000d001",
-            }
-        ],
-        "sows": [{"id": "sow-1", "projectId": "00000000-0000-4000-8000-00000000a001", "title": "SOW"}],
-        "items": [
-            {"id": "req-1", "sowId": "sow-1", "title": "Requirement", "type": "requirement"},
-            {"id": "task-1", "sowId": "sow-1", "title": "Task", "type": "task_item", "parentItemId": "req-1"},
-            {
-                "id": "task-2",
-                "sowId": "sow-1",
-                "title": "Task 2",
-                "type": "task_item",
-                "parentItemId": "req-1",
-            },
-        ],
-        "dependencies": [
-            {
-                "id": "dep-1",
-                "sourceItemId": "task-2",
-                "targetItemId": "task-1",
-                "dependencyType": "depends_on",
-                "riskLevel": "low",
-            }
-        ],
-    }
 
 
 # --- round trip -------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # The child reports its own peak resident size, whatever the import's outcome: VmHWM, as
 # getrusage's ru_maxrss would include the forking test process's own peak (Linux keeps it

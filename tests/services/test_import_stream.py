@@ -5,17 +5,24 @@ changes between its passes is refused with nothing written.
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sowctl import clock
 from sowctl.demo_data import demo_dataset
 from sowctl.errors import InvalidInput
 from sowctl.services.dataset import export_dataset, import_dataset
 from sowctl.services.dataset.source import StreamSource, dataset_from_bytes, open_dataset
-from tests.test_dataset import database_rows, fixed_clock, minimal, wipe  # noqa: F401 (fixture)
+from tests.support.dataset import database_rows, minimal, wipe
+
+
+@pytest.fixture(autouse=True)
+def fixed_clock() -> None:
+    clock.set_fixed_now(datetime.datetime(2026, 3, 16, 12, 0, 0))
 
 
 def write(path: Path, data: Any) -> Path:
