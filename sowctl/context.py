@@ -5,16 +5,13 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from sowctl.settings import CREDENTIALS as _REMOTE_CREDENTIALS
 from sowctl.settings import Settings
 
 if TYPE_CHECKING:
     import typer
 
     from sowctl.backends import Backend
-
-
-# Credentials only remote mode uses: (setting, option, environment variable).
-_REMOTE_CREDENTIALS = (("token", "--token", "SOWCTL_TOKEN"), ("api_key", "--api-key", "SOWCTL_API_KEY"))
 
 
 class AppContext:

@@ -1,0 +1,95 @@
+"""Defects found by the black-box audit, each pinned by the behaviour a user sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.modes import SERVER, modes  # noqa: F401 - the fixture
+
+# --- credentials: never echoed, never sent with control characters ---------------------------
+
+
+def test_token_with_trailing_cr_from_environment_is_stripped_and_works(modes):  # noqa: F811
+    modes.monkeypatch.delenv("SOWCTL_DB", raising=False)
+    result = modes.cli("sows", "list", env={"SOWCTL_SERVER": SERVER, "SOWCTL_TOKEN": modes.token + "\r"})
+    assert result.exit_code == 0, result.stderr
+    assert "sow-1" in result.stdout
+
+
+@pytest.mark.parametrize("bad", ["a\nb", "sowt_ü", "sowt_a\x07b"])
+def test_token_with_inner_control_or_non_ascii_is_a_usage_error_without_the_value(modes, bad):  # noqa: F811
+    result = modes.remote("sows", "list", token=bad)
+    assert result.exit_code == 2, result.stderr
+    assert "--token" in result.stderr and "SOWCTL_TOKEN" in result.stderr
+    assert bad not in result.stderr and "sowt_" not in result.stderr
+    assert "UnicodeEncodeError" not in result.stderr
+
+
+def test_api_key_with_control_character_is_refused_by_name(modes):  # noqa: F811
+    modes.monkeypatch.delenv("SOWCTL_DB", raising=False)
+    key = "sowk_secretvalue\x01x"
+    result = modes.cli(
+        "--server", SERVER, "--api-key", key, "--org", "o", "--company", "c", "clients", "list"
+    )
+    assert result.exit_code == 2, result.stderr
+    assert "--api-key" in result.stderr and "secretvalue" not in result.stderr
+
+
+def test_status_never_prints_a_token_with_a_control_character(modes):  # noqa: F811
+    modes.monkeypatch.delenv("SOWCTL_DB", raising=False)
+    result = modes.cli("status", env={"SOWCTL_SERVER": SERVER, "SOWCTL_TOKEN": modes.token + "\x0b1"})
+    assert result.exit_code == 2
+    assert modes.token not in result.stderr + result.stdout
+
+
+def test_connection_error_text_never_quotes_a_header():
+    from sowctl.backends.remote import _reason
+
+    reason = _reason(Exception("Illegal header value b'Bearer sowt_secret\\r'"))
+    assert "sowt_secret" not in reason
+
+
+# --- --server must be an http(s) URL ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://x", "not a url", "http://"])
+def test_bad_server_url_is_a_usage_error_naming_server(cli, monkeypatch, url):
+    monkeypatch.delenv("SOWCTL_DB", raising=False)
+    result = cli("--server", url, "--token", "sowt_x", "sows", "list")
+    assert result.exit_code == 2, result.stderr
+    assert "--server" in result.stderr
+    assert "unexpected error" not in result.stderr
+
+
+# --- /openapi.json speaks to API users ----------------------------------------------------------
+
+
+def _texts(node, key=None):
+    if isinstance(node, dict):
+        for k, value in node.items():
+            if k in ("description", "summary") and isinstance(value, str):
+                yield value
+            else:
+                yield from _texts(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _texts(value)
+
+
+def test_openapi_descriptions_cite_no_internal_document_and_use_markdown(db_url):
+    import re
+
+    import httpx
+
+    from sowctl.server.app import create_app
+
+    app = create_app(db_url)
+    with httpx.Client(transport=httpx.WSGITransport(app=app), base_url="http://test") as client:
+        document = client.get("/openapi.json").json()
+    texts = list(_texts(document))
+    assert texts
+    for text in texts:
+        # "prime contract" is a thing of the domain; "contract §7" or "(contract 7.4)" is not.
+        assert not re.search(r"\bspec\b|§|\bcontract\s*[§\d]", text, re.IGNORECASE), text
+        assert "``" not in text, text
+    assert any("`parentItemId`" in text for text in texts)
