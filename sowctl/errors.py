@@ -81,6 +81,11 @@ class SowctlError(Exception):
     def exit_code(self) -> ExitCode:
         return exit_code_for_status(self.status)
 
+    @property
+    def api_message(self) -> str:
+        """What an HTTP answer says; a message naming server internals (a file path) overrides it."""
+        return self.message
+
 
 class InvalidInput(SowctlError):
     """A request that can never succeed as sent (HTTP 400, exit 2)."""

@@ -93,3 +93,29 @@ def test_openapi_descriptions_cite_no_internal_document_and_use_markdown(db_url)
         assert not re.search(r"\bspec\b|§|\bcontract\s*[§\d]", text, re.IGNORECASE), text
         assert "``" not in text, text
     assert any("`parentItemId`" in text for text in texts)
+
+
+# --- API answers never disclose server paths --------------------------------------------------
+
+
+def test_removed_database_file_503_does_not_name_the_server_path(tmp_path):
+    from tests.doubles import SOW, bearer, in_process, load
+
+    path = tmp_path / "served.db"
+    client = in_process(str(path))
+    try:
+        auth = bearer(load(client)["token"])
+        path.unlink()
+        refused = client.post(f"/api/sow/{SOW}/items", json={"title": "t", "type": "task_item"}, headers=auth)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"].startswith("the database file was removed or replaced")
+        assert str(tmp_path) not in refused.text
+    finally:
+        client.close()
+
+
+def test_removed_database_file_error_keeps_the_path_for_the_operator():
+    from sowctl.db_guards import DatabaseFileReplaced
+
+    error = DatabaseFileReplaced("/srv/s.db")
+    assert "/srv/s.db" in error.message and "/srv/s.db" not in error.api_message
