@@ -119,3 +119,117 @@ def test_removed_database_file_error_keeps_the_path_for_the_operator():
 
     error = DatabaseFileReplaced("/srv/s.db")
     assert "/srv/s.db" in error.message and "/srv/s.db" not in error.api_message
+
+
+# --- dataset records refuse unknown fields ----------------------------------------------------
+
+
+def _misspelt_dataset() -> dict:
+    from tests.doubles import dataset
+
+    data = dataset()
+    data["items"][3]["parentItemID"] = data["items"][3].pop("parentItemId", None)
+    return data
+
+
+def test_import_refuses_a_misspelt_field_naming_record_and_field(cli, tmp_path):
+    import json
+
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(_misspelt_dataset()))
+    result = cli("import", str(path))
+    assert result.exit_code == 2, result.stderr
+    assert "items[3]" in result.stderr and "parentItemID: unknown field" in result.stderr
+    assert cli("sows", "list").stdout.count("\n") <= 1  # nothing was imported
+
+
+def test_admin_dataset_refuses_an_unknown_field(tmp_path):
+    from tests.doubles import ADMIN, in_process
+
+    client = in_process(str(tmp_path / "a.db"))
+    try:
+        from tests.doubles import dataset
+
+        data = dataset()
+        data["dependencies"][0]["staus"] = data["dependencies"][0].pop("status")
+        answer = client.post("/_admin/dataset", json=data, headers=ADMIN)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"].startswith("dependencies[0]")
+        assert "staus: unknown field" in answer.text
+    finally:
+        client.close()
+
+
+def test_demo_dataset_and_an_export_still_load(cli, tmp_path):
+    import json
+
+    from sowctl.services.dataset.validation import validate_dataset
+
+    validate_dataset(json.loads(open_demo()))
+    assert cli("import", str(demo_path())).exit_code == 0
+    exported = tmp_path / "out.json"
+    assert cli("export", str(exported)).exit_code == 0
+    validate_dataset(json.loads(exported.read_text()))
+
+
+def demo_path():
+    from pathlib import Path
+
+    import sowctl
+
+    return Path(sowctl.__file__).parent / "data" / "demo.json"
+
+
+def open_demo() -> str:
+    return demo_path().read_text()
+
+
+# --- the pytest plugin's dataset marker fails cleanly ------------------------------------------
+
+
+class _Marker:
+    def __init__(self, *args):
+        self.args, self.kwargs = args, {}
+
+
+class _Node:
+    def __init__(self, path, marker):
+        self.path, self._marker = path, marker
+
+    def get_closest_marker(self, name):
+        return self._marker
+
+
+class _Request:
+    def __init__(self, node):
+        self.node = node
+
+
+def test_dataset_marker_with_a_missing_file_fails_without_a_traceback(tmp_path):
+    from sowctl.testing import plugin
+
+    request = _Request(_Node(tmp_path / "test_x.py", _Marker("missing.json")))
+    with pytest.raises(pytest.fail.Exception) as failure:
+        plugin._dataset(request)
+    assert failure.value.pytrace is False
+    assert "sowctl_dataset" in str(failure.value) and str(tmp_path / "missing.json") in str(failure.value)
+
+
+def test_dataset_marker_with_a_refused_dataset_fails_without_a_traceback():
+    from sowctl.testing import plugin
+    from sowctl.testing.admin import AdminError
+
+    class Admin:
+        def reset(self):
+            pass
+
+        def load(self, data, replace):
+            raise AdminError("POST /_admin/dataset: HTTP 400: items[0].staus: unknown field")
+
+    class Server:
+        prepared: set = set()
+        admin = Admin()
+
+    with pytest.raises(pytest.fail.Exception) as failure:
+        plugin._prepare(Server(), {"items": [{"staus": "x"}]})
+    assert failure.value.pytrace is False and "staus: unknown field" in str(failure.value)
