@@ -233,3 +233,29 @@ def test_dataset_marker_with_a_refused_dataset_fails_without_a_traceback():
     with pytest.raises(pytest.fail.Exception) as failure:
         plugin._prepare(Server(), {"items": [{"staus": "x"}]})
     assert failure.value.pytrace is False and "staus: unknown field" in str(failure.value)
+
+
+# --- a deep tree never splits an id -----------------------------------------------------------
+
+
+def test_deep_tree_on_80_columns_keeps_every_uuid_whole(monkeypatch, capsys):
+    import uuid
+
+    from rich.console import Console
+
+    from sowctl import render
+    from sowctl.itemtree import build_tree, render_tree
+
+    monkeypatch.setattr(render, "_console", Console(width=80, soft_wrap=False))
+    ids = [str(uuid.UUID(int=n + 1)) for n in range(16)]
+    items = [
+        {"id": ids[n], "parentItemId": ids[n - 1] if n else None, "orderIndex": 0}
+        | {"createdAt": "2026-01-01T00:00:00Z", "title": f"level {n}", "type": "task_item"}
+        | {"status": "in_progress"}
+        for n in range(16)
+    ]
+    render_tree("s", build_tree(items), rich=True)
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    for item_id in ids:
+        assert item_id in out, out
