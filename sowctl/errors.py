@@ -51,6 +51,18 @@ GROUP_C_MESSAGES = {
 }
 
 
+ECHO_LIMIT = 80  # characters of a refused value an error message repeats
+
+
+def quoted(value: object) -> str:
+    """``value`` as an error message repeats it: quoted, and cut after ``ECHO_LIMIT``
+    characters, so a 20,000-character title does not fill the terminal."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > ECHO_LIMIT:
+        return repr(text[:ECHO_LIMIT])[:-1] + "…" + repr(text[:ECHO_LIMIT])[-1]
+    return repr(value)
+
+
 @dataclass(frozen=True)
 class Issue:
     """One offending input: where it is and what is wrong with it."""

@@ -122,13 +122,13 @@ def check_server_url(url: str) -> None:
     """``--server`` must be an http(s) URL with a host; say so before any request is made."""
     from urllib.parse import urlsplit
 
-    from sowctl.errors import UsageError
+    from sowctl.errors import UsageError, quoted
 
-    shown = url if len(url) <= 80 else url[:80] + "…"  # the error printer makes it terminal-safe
+    shown = quoted(url)  # the error printer makes it terminal-safe
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
-        raise UsageError(f"--server {shown!r} is not a valid URL") from None
+        raise UsageError(f"--server {shown} is not a valid URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--server must be an http:// or https:// URL with a host, not {shown!r}")
+        raise UsageError(f"--server must be an http:// or https:// URL with a host, not {shown}")

@@ -259,3 +259,34 @@ def test_deep_tree_on_80_columns_keeps_every_uuid_whole(monkeypatch, capsys):
     assert all(len(line) <= 80 for line in out.splitlines()), out
     for item_id in ids:
         assert item_id in out, out
+
+
+# --- a positional SOW id is named as the argument the user typed -----------------------------
+
+
+@pytest.mark.parametrize("command", ["show", "check"])
+def test_ambiguous_positional_sow_id_is_named_sow_id(cli, command):
+    assert cli("sows", "create", "A", "--id", "s").exit_code == 0
+    assert cli("--org", "o2", "sows", "create", "B", "--id", "s").exit_code == 0
+    result = cli("chain", command, "s")
+    assert result.exit_code == 2, result.stderr
+    assert "invalid SOW_ID 's'" in result.stderr and "--sow" not in result.stderr
+
+
+def test_deps_list_still_names_its_sow_option(cli):
+    assert cli("sows", "create", "A", "--id", "s").exit_code == 0
+    assert cli("--org", "o2", "sows", "create", "B", "--id", "s").exit_code == 0
+    result = cli("deps", "list", "--sow", "s")
+    assert result.exit_code == 2, result.stderr
+    assert "--sow" in result.stderr
+
+
+# --- an over-long value is not echoed in full ---------------------------------------------------
+
+
+def test_over_long_title_is_shortened_in_the_error_in_both_modes(modes):  # noqa: F811
+    for result in modes.both("items", "create", "sow-1", "--title", "a" * 20_000, "--type", "task_item"):
+        assert result.exit_code == 2, result.stderr
+        assert "invalid --title 'aaaa" in result.stderr
+        assert "a" * 81 not in result.stderr and "…" in result.stderr
+        assert len(result.stderr) < 300
