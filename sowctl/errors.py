@@ -7,6 +7,7 @@ them in exactly one place each (``sowctl.server.errors`` and ``sowctl.cli``).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -61,6 +62,20 @@ def quoted(value: object) -> str:
     if len(text) > ECHO_LIMIT:
         return repr(text[:ECHO_LIMIT])[:-1] + "…" + repr(text[:ECHO_LIMIT])[-1]
     return repr(value)
+
+
+def suggestion(value: object, choices: list[str]) -> str:
+    """``; did you mean 'x'?`` for the closest choice to a typo (or the one choice it
+    abbreviates, as ``req`` does ``requirement``), or nothing. Every fixed-value option's
+    error uses it: click's choices, the API's "must be one of", ``--fail-on``."""
+    if not isinstance(value, str) or not value:
+        return ""
+    lowered = value.lower()
+    starting = [choice for choice in choices if choice.lower().startswith(lowered)]
+    if len(starting) == 1:
+        return f"; did you mean {quoted(starting[0])}?"
+    close = difflib.get_close_matches(lowered, choices, n=1, cutoff=0.5)
+    return f"; did you mean {quoted(close[0])}?" if close else ""
 
 
 @dataclass(frozen=True)

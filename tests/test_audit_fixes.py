@@ -290,3 +290,23 @@ def test_over_long_title_is_shortened_in_the_error_in_both_modes(modes):  # noqa
         assert "invalid --title 'aaaa" in result.stderr
         assert "a" * 81 not in result.stderr and "…" in result.stderr
         assert len(result.stderr) < 300
+
+
+# --- every fixed-value option suggests the choice meant ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (["items", "list", "sow-1", "--type", "req"], "requirement"),
+        (["chain", "check", "sow-1", "--fail-on", "critcal"], "critical"),
+        (
+            ["deps", "create", "--source", "a", "--target", "b", "--type", "depends", "--risk", "low"],
+            "depends_on",
+        ),
+    ],
+)
+def test_fixed_value_options_suggest_the_choice_in_both_modes(modes, args, meant):  # noqa: F811
+    for result in modes.both(*args):
+        assert result.exit_code == 2, result.stderr
+        assert f"did you mean {meant!r}?" in result.stderr

@@ -11,12 +11,11 @@ since those are what the user wrote.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from sowctl.errors import InvalidInput, quoted
+from sowctl.errors import InvalidInput, quoted, suggestion
 
 # API field (body, query or path parameter) -> the option or argument that sets it.
 OPTION_FOR: dict[str, str] = {
@@ -64,14 +63,6 @@ NOUN_FOR: dict[str, str] = {"itemId": "item", "dependencyId": "dependency", "sow
 _QUERY_PARAMETER = re.compile(r"^Invalid parameter ([A-Za-z_]+)(\S*?)(?: in query parameters)?: (.*)$")
 _FIELD = re.compile(r"^([A-Za-z_]+)((?:\.\w+)*): (.*)$")
 _ONE_OF = "must be one of: "
-
-
-def suggestion(value: object, choices: list[str]) -> str:
-    """``; did you mean 'x'?`` for the closest choice to a typo, or nothing."""
-    if not isinstance(value, str):
-        return ""
-    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
-    return f"; did you mean {quoted(close[0])}?" if close else ""
 
 
 def speak_cli(
