@@ -310,3 +310,35 @@ def test_fixed_value_options_suggest_the_choice_in_both_modes(modes, args, meant
     for result in modes.both(*args):
         assert result.exit_code == 2, result.stderr
         assert f"did you mean {meant!r}?" in result.stderr
+
+
+# --- serve --exec keeps the banner and its secrets out of the command's log ---------------------
+
+
+def _serve(tmp_path, *args):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    command = [sys.executable, "-m", "sowctl", "--db", str(tmp_path / "exec.db"), "serve", "--port", "0"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path
+    )
+
+
+def test_serve_demo_exec_prints_no_banner_and_no_secret_on_stdout(tmp_path):
+    import sys
+
+    printer = "import os; print('cmd sees', bool(os.environ['SOWCTL_TOKEN']))"
+    done = _serve(tmp_path, "--demo", "--quiet", "--exec", f'{sys.executable} -c "{printer}"')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "cmd sees True\n"
+    assert "sowt_" not in done.stderr and "sowk_" not in done.stderr
+    assert "serving on http://" in done.stderr
+
+
+def test_serve_load_of_a_missing_file_names_load(tmp_path):
+    done = _serve(tmp_path, "--load", str(tmp_path / "nonexistent.json"), "--exec", "true")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: --load: cannot read ")
