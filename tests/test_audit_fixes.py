@@ -373,3 +373,50 @@ def test_reports_on_stdout_carry_no_control_characters_in_both_modes(modes, fmt)
         )
         assert any("Bell" in m for m in messages)
         assert not any("\x07" in m or "\x1b" in m for m in messages), messages
+
+
+# --- deps list keeps RISK before a shortened external target ------------------------------------
+
+
+def _external_deps() -> list[dict]:
+    import uuid
+
+    return [
+        {
+            "id": str(uuid.UUID(int=n + 1)),
+            "sourceItemId": str(uuid.UUID(int=n + 100)),
+            "targetItemId": None,
+            "isExternal": True,
+            "externalTarget": f"Steel fabricator shop drawings approval round {n}",
+            "dependencyType": "depends_on",
+            "riskLevel": "critical",
+            "status": "active",
+            "slaDate": "2026-12-01",
+        }
+        for n in range(3)
+    ]
+
+
+def _screen(rows, width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from sowctl.commands.deps import COLUMNS
+    from sowctl.output.table import print_table
+
+    out = io.StringIO()
+    print_table(Console(file=out, width=width, color_system=None), rows, [c for c in COLUMNS if c.default])
+    return out.getvalue()
+
+
+def test_deps_table_at_120_columns_keeps_risk_and_sla_over_a_shortened_external_target():
+    header = _screen(_external_deps(), 120).splitlines()[0].split()
+    assert "RISK" in header and "SLA" in header, header
+
+
+def test_deps_table_keeps_an_internal_target_id_as_essential():
+    rows = _external_deps()
+    rows[0].update(isExternal=False, targetItemId=rows[1]["id"], externalTarget=None)
+    screen = _screen(rows, 160)
+    assert "TARGET" in screen.splitlines()[0] and rows[1]["id"] in screen
