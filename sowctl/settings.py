@@ -89,8 +89,11 @@ class Settings:
         updates = {}
         for name, option, env in CREDENTIALS:
             value = getattr(self, name)
-            if value is not None:
-                updates[name] = clean_credential(value, option, env)
+            if value is None:
+                continue
+            # Local mode sends no credentials: an unusable one there is only stripped (and
+            # reported as unused by the backend), never a reason to refuse the command.
+            updates[name] = clean_credential(value, option, env) if self.server else value.strip()
         return replace(self, **updates)
 
 

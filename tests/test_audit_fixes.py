@@ -420,3 +420,10 @@ def test_deps_table_keeps_an_internal_target_id_as_essential():
     rows[0].update(isExternal=False, targetItemId=rows[1]["id"], externalTarget=None)
     screen = _screen(rows, 160)
     assert "TARGET" in screen.splitlines()[0] and rows[1]["id"] in screen
+
+
+def test_an_unusable_token_in_the_environment_does_not_stop_local_mode(cli):
+    assert cli("sows", "create", "A", "--id", "s").exit_code == 0
+    result = cli("sows", "list", env={"SOWCTL_TOKEN": "sowt_\x07x"})
+    assert result.exit_code == 0, result.stderr
+    assert "\x07" not in result.stderr
