@@ -5,16 +5,13 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from sowctl.settings import CREDENTIALS as _REMOTE_CREDENTIALS
 from sowctl.settings import Settings
 
 if TYPE_CHECKING:
     import typer
 
     from sowctl.backends import Backend
-
-
-# Credentials only remote mode uses: (setting, option, environment variable).
-_REMOTE_CREDENTIALS = (("token", "--token", "SOWCTL_TOKEN"), ("api_key", "--api-key", "SOWCTL_API_KEY"))
 
 
 class AppContext:
@@ -77,9 +74,11 @@ class AppContext:
         *,
         all_pages: bool = True,
         from_options: bool = True,
+        positional: frozenset[str] = frozenset(),
     ) -> Any:
         """Run one operation. ``from_options``: the body and query were built from options,
-        so a refusal names the options (a body read from a file keeps the API's names)."""
+        so a refusal names the options (a body read from a file keeps the API's names);
+        ``positional``: the query fields the command took as arguments (``chain show SOW_ID``)."""
         from sowctl.errors import InvalidInput
 
         _refuse_unreachable(params)
@@ -91,7 +90,7 @@ class AppContext:
             from sowctl.commands._fields import speak_cli
 
             sent = {**(query or {}), **(body if isinstance(body, dict) else {})}
-            raise speak_cli(exc, sent, params) from None
+            raise speak_cli(exc, sent, params, positional) from None
 
     def open_local_database(self, command: str, *, write: bool = True) -> None:
         """Admin commands work on the database itself, so they refuse remote mode."""

@@ -125,10 +125,20 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
         if self._identity is None or self.database in ("", ":memory:"):
             return
         if self._file_identity() != self._identity:
-            raise ServiceUnavailable(
-                f"the database file {self.database} was removed or replaced; "
-                "nothing more can be stored until the server restarts"
-            )
+            raise DatabaseFileReplaced(self.database)
+
+
+class DatabaseFileReplaced(ServiceUnavailable):
+    """The database path names another file now; the path is for the operator, not API clients."""
+
+    _CONSEQUENCE = "nothing more can be stored until the server restarts"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the database file {path} was removed or replaced; {self._CONSEQUENCE}")
+
+    @property
+    def api_message(self) -> str:
+        return f"the database file was removed or replaced; {self._CONSEQUENCE}"
 
 
 def check_storage(database: pw.Database) -> None:

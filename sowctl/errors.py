@@ -7,6 +7,7 @@ them in exactly one place each (``sowctl.server.errors`` and ``sowctl.cli``).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -51,6 +52,32 @@ GROUP_C_MESSAGES = {
 }
 
 
+ECHO_LIMIT = 80  # characters of a refused value an error message repeats
+
+
+def quoted(value: object) -> str:
+    """``value`` as an error message repeats it: quoted, and cut after ``ECHO_LIMIT``
+    characters, so a 20,000-character title does not fill the terminal."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > ECHO_LIMIT:
+        return repr(text[:ECHO_LIMIT])[:-1] + "…" + repr(text[:ECHO_LIMIT])[-1]
+    return repr(value)
+
+
+def suggestion(value: object, choices: list[str]) -> str:
+    """``; did you mean 'x'?`` for the closest choice to a typo (or the one choice it
+    abbreviates, as ``req`` does ``requirement``), or nothing. Every fixed-value option's
+    error uses it: click's choices, the API's "must be one of", ``--fail-on``."""
+    if not isinstance(value, str) or not value:
+        return ""
+    lowered = value.lower()
+    starting = [choice for choice in choices if choice.lower().startswith(lowered)]
+    if len(starting) == 1:
+        return f"; did you mean {quoted(starting[0])}?"
+    close = difflib.get_close_matches(lowered, choices, n=1, cutoff=0.5)
+    return f"; did you mean {quoted(close[0])}?" if close else ""
+
+
 @dataclass(frozen=True)
 class Issue:
     """One offending input: where it is and what is wrong with it."""
@@ -80,6 +107,11 @@ class SowctlError(Exception):
     @property
     def exit_code(self) -> ExitCode:
         return exit_code_for_status(self.status)
+
+    @property
+    def api_message(self) -> str:
+        """What an HTTP answer says; a message naming server internals (a file path) overrides it."""
+        return self.message
 
 
 class InvalidInput(SowctlError):

@@ -32,7 +32,10 @@ def render_tree(sow_id: str, roots: list[dict], *, rich: bool) -> None:
     from sowctl.render import console, deepest_tree_level, styled
 
     tree = Tree(styled(("SOW " + sow_id, "bold")))
-    deepest = deepest_tree_level()  # deeper nodes are drawn there, not dropped
+    # Deeper nodes are drawn at the deepest level, not dropped; that level also leaves room
+    # for the longest id on a line of its own, since Rich would split an id that cannot fit.
+    longest_id = max((len(str(node["id"])) for _, node in walk(roots)), default=0)
+    deepest = max(0, min(deepest_tree_level(), (console().width - longest_id - 1) // 4 - 1))
     branches = [tree]  # branches[level] takes the nodes of that level
     for level, node in walk(roots):
         level = min(level, deepest)

@@ -40,6 +40,9 @@ class Column:
     style: Callable[[dict], str | None] | None = None  # Rich style per row, e.g. red variance
     kind: str | Callable[[dict], str] = ID  # per column, or per row (an id, or an external party's name)
     priority: int = 1  # 1: essential; higher numbers are left out first when the terminal is narrow
+    # The priority when every cell is text, so the column would only show shortened names:
+    # such a column gives way before short values that show whole (a dependency's RISK).
+    text_priority: int | None = None
     default: bool = True  # False: shown only when named in --columns
 
     def get(self, row: dict) -> Any:

@@ -84,4 +84,54 @@ class Settings:
             raise UsageError("--db and --server cannot be used together (local or remote mode?)")
         if self.timeout is not None and not self.timeout > 0:
             raise UsageError(f"--timeout must be a positive number of seconds, not {self.timeout:g}")
-        return self
+        if self.server:
+            check_server_url(self.server)
+        updates = {}
+        for name, option, env in CREDENTIALS:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            # Local mode sends no credentials: an unusable one there is only stripped (and
+            # reported as unused by the backend), never a reason to refuse the command.
+            updates[name] = clean_credential(value, option, env) if self.server else value.strip()
+        return replace(self, **updates)
+
+
+# Credentials sent in HTTP headers: (setting, option, environment variable).
+CREDENTIALS = (("token", "--token", "SOWCTL_TOKEN"), ("api_key", "--api-key", "SOWCTL_API_KEY"))
+
+
+def clean_credential(value: str, option: str, env: str) -> str:
+    """A token or key as a header can carry it, or a usage error that never shows the value.
+
+    Surrounding whitespace (the CR of a CRLF secrets file, a pasted newline) is dropped,
+    as reading it from stdin does; anything else outside printable ASCII would make the
+    HTTP client fail with an error quoting the whole header, secret included.
+    """
+    from sowctl.errors import UsageError
+
+    cleaned = value.strip()
+    if not cleaned:
+        raise UsageError(f"{option} (or {env}) is empty")
+    if any(not (0x21 <= ord(char) <= 0x7E) for char in cleaned):
+        raise UsageError(
+            f"{option} (or {env}) contains a space, control or non-ASCII character; "
+            "check the value (it is not shown here)"
+        )
+    return cleaned
+
+
+def check_server_url(url: str) -> None:
+    """``--server`` must be an http(s) URL with a host; say so before any request is made."""
+    from urllib.parse import urlsplit
+
+    from sowctl.errors import UsageError, quoted
+
+    shown = quoted(url)  # the error printer makes it terminal-safe
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise UsageError(f"--server {shown} is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--server must be an http:// or https:// URL with a host, not {shown}")

@@ -371,6 +371,9 @@ def _int_header(response: httpx.Response, name: str) -> int | None:
 def _reason(exc: Exception) -> str:
     text = str(exc)
     lowered = text.lower()
+    if "header" in lowered:
+        # httpx quotes the offending header in full: that may be the token or the API key.
+        return "a request header could not be sent (its value is not shown)"
     if "refused" in lowered:
         return "connection refused"
     if "name or service not known" in lowered or "nodename nor servname" in lowered:

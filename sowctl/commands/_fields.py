@@ -11,12 +11,11 @@ since those are what the user wrote.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from sowctl.errors import InvalidInput
+from sowctl.errors import InvalidInput, quoted, suggestion
 
 # API field (body, query or path parameter) -> the option or argument that sets it.
 OPTION_FOR: dict[str, str] = {
@@ -66,20 +65,17 @@ _FIELD = re.compile(r"^([A-Za-z_]+)((?:\.\w+)*): (.*)$")
 _ONE_OF = "must be one of: "
 
 
-def suggestion(value: object, choices: list[str]) -> str:
-    """``; did you mean 'x'?`` for the closest choice to a typo, or nothing."""
-    if not isinstance(value, str):
-        return ""
-    close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
 def speak_cli(
-    error: InvalidInput, sent: Mapping[str, Any], path: Mapping[str, str] | None = None
+    error: InvalidInput,
+    sent: Mapping[str, Any],
+    path: Mapping[str, str] | None = None,
+    positional: frozenset[str] = frozenset(),
 ) -> InvalidInput:
     """``error`` reworded with the options the user typed; ``sent`` maps API fields (query
-    and body) to values, ``path`` the path parameters (the command's arguments)."""
-    path = path or {}
+    and body) to values, ``path`` the path parameters (the command's arguments), and
+    ``positional`` names the query fields this command also takes as arguments."""
+    path = {**{field: sent[field] for field in positional if field in sent}, **(path or {})}
+    sent = {field: value for field, value in sent.items() if field not in positional}
     match = _QUERY_PARAMETER.match(error.message)
     if match:
         message = _part(match.group(1), match.group(2), match.group(3), sent, path) or error.message
@@ -102,7 +98,7 @@ def _part(
     field: str, rest: str, problem: str, sent: Mapping[str, Any], path: Mapping[str, str]
 ) -> str | None:
     if field in path and field not in sent:
-        return f"invalid {ARGUMENT_FOR.get(field, field)} {path[field]!r}: {problem}"
+        return f"invalid {ARGUMENT_FOR.get(field, field)} {quoted(path[field])}: {problem}"
     option = OPTION_FOR.get(field)
     if option is None:
         return None
@@ -111,7 +107,7 @@ def _part(
         where = f"--line {int(index) + 1}" if index.isdigit() else "--line"
         return f"invalid {where}{f' ({inner})' if inner else ''}: {problem}"
     value = sent.get(field)
-    shown = f" {value!r}" if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    shown = f" {quoted(value)}" if isinstance(value, str | int) and not isinstance(value, bool) else ""
     message = f"invalid {option}{shown}: {problem}"
     if problem.startswith(_ONE_OF):
         choices = [choice.strip() for choice in problem[len(_ONE_OF) :].split(",")]

@@ -75,7 +75,7 @@ def _chain(ctx: typer.Context, sow_id: str, fmt: str, include: str | None = EXTE
     query = {"sowId": sow_id, "format": fmt}
     if include:
         query["include"] = include
-    return app_context(ctx).call("chain.get", query=query)
+    return app_context(ctx).call("chain.get", query=query, positional=frozenset({"sowId"}))
 
 
 @app.command("show")

@@ -95,7 +95,7 @@ def _summary(ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list
     if options.accepted_risks is not None:
         accepted = chain_gate.parse_accepted(_read(options.accepted_risks, "--accepted-risks"))
     query = {"sowId": sow_id, "format": "flat", "include": chain_risks.INCLUDE}
-    body = app_context(ctx).call("chain.get", query=query)
+    body = app_context(ctx).call("chain.get", query=query, positional=frozenset({"sowId"}))
     summary = chain_risks.check_chain(body, kinds, days)
     if options.write_baseline is not None:
         from sowctl.reports import ReportSpec, write

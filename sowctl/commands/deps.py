@@ -29,7 +29,7 @@ def _target(dep: dict) -> str:
 COLUMNS = [
     Column("ID", "id"),
     Column("SOURCE", "sourceItemId"),
-    Column("TARGET", _target, kind=lambda d: "text" if d.get("isExternal") else "id"),
+    Column("TARGET", _target, kind=lambda d: "text" if d.get("isExternal") else "id", text_priority=3),
     Column("TYPE", "dependencyType", kind="enum"),
     Column(
         "RISK",

@@ -204,6 +204,13 @@ def serve(
     )
 
     def ready(url: str) -> None:
+        if exec_command is not None:
+            # CMD's stdout is often a CI log: no banner, no secrets; CMD has them in its environment.
+            sys.stderr.write(
+                f"sowctl: serving on {url} while the command runs (credentials in its environment)\n"
+            )
+            sys.stderr.flush()
+            return
         if admin:
             _print(f"Admin token: {settings.admin_token}")
         _print(f"Listening on {url}")

@@ -43,11 +43,17 @@ ENV_ADMIN_TOKEN = "SOWCTL_ADMIN_TOKEN"
 def load_file(path: Path) -> dict[str, int]:
     """Replace the database's records with the dataset in ``path``: all of it, or nothing."""
     from sowctl.db import write_transaction
+    from sowctl.errors import UsageError
     from sowctl.services.dataset import import_dataset
     from sowctl.services.dataset.source import open_dataset
     from sowctl.testdouble.state import reset_database
 
-    source = open_dataset(path)  # streamed, as `sowctl import` reads it
+    try:
+        source = open_dataset(path)  # streamed, as `sowctl import` reads it
+    except UsageError as exc:  # "cannot read FILE": say which option named it
+        raise UsageError(f"--load: {exc.message}") from None
+    except InvalidInput as exc:
+        raise InvalidInput(f"--load: {exc.message}", exc.issues) from None
     try:
         with write_transaction("global"):
             reset_database()

@@ -33,6 +33,14 @@ def clean(text: str) -> str:
     return _UNSAFE.sub(_replacement, text)
 
 
+def clean_text(text: str) -> str:
+    """``text`` for a format that carries line breaks (a SARIF or GitLab message): each
+    line made safe by ``clean``, the line feeds kept (JSON escapes them)."""
+    if text.isprintable():
+        return text
+    return "\n".join(clean(line) for line in text.split("\n"))
+
+
 # In JSON text these can only stand inside strings; \\u escapes keep the value identical.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 

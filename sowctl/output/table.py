@@ -41,7 +41,8 @@ def print_table(
         whole = [cell_len(col.header), cell_len(footers[i])]
         text = [cell_len(row[i][0]) for row in cells if row[i][1]]
         whole += [cell_len(row[i][0]) for row in cells if not row[i][1]]
-        needs.append(layout.need(whole, text, col.priority))
+        all_text = col.text_priority is not None and len(text) == len(cells) > 0
+        needs.append(layout.need(whole, text, col.text_priority if all_text else col.priority))
     fit = layout.fit(needs, console.width)
     if fit is None:
         _print_records(console, rows, columns, cells, footers, title)

@@ -14,6 +14,7 @@ import json
 from json.encoder import encode_basestring
 from typing import Any
 
+from sowctl.output.safe import clean_text
 from sowctl.reports.sarif import location_path
 
 # Severity of a finding that fails the check, by kind; one that does not is minor, and an
@@ -30,6 +31,11 @@ def _severity(finding: dict[str, Any]) -> str:
 
 
 def _description(finding: dict[str, Any]) -> str:
+    """The issue's text, made safe like every other surface's (no control characters)."""
+    return clean_text(_raw_description(finding))
+
+
+def _raw_description(finding: dict[str, Any]) -> str:
     acceptance = finding.get("acceptance")
     if finding["state"] == "accepted" and acceptance is not None:
         return (
@@ -76,5 +82,5 @@ def render(summary: dict[str, Any]) -> str:
 
 def render_error(sow_id: str, message: str, exit_code: int) -> str:
     fingerprint = hashlib.sha256(f"error\x1f{sow_id}".encode()).hexdigest()
-    text = f"sowctl chain check could not run (exit {exit_code}): {message}"
+    text = clean_text(f"sowctl chain check could not run (exit {exit_code}): {message}")
     return _dump([_issue(text, "sowctl-chain-error", fingerprint, "blocker", sow_id)]) + "\n"

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 import sowctl
+from sowctl.output.safe import clean_text
 from sowctl.services.chain_risks import KIND_HELP, KIND_TITLES, RISK_KINDS
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -95,12 +96,14 @@ def _results(summary: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
             suppression = {
                 "kind": "external",
                 "status": "rejected" if expired else "accepted",
-                "justification": f"{acceptance['reason']} (owner {acceptance['owner']}, "
-                f"{'expired' if expired else 'expires'} {acceptance['expires']})",
+                "justification": clean_text(
+                    f"{acceptance['reason']} (owner {acceptance['owner']}, "
+                    f"{'expired' if expired else 'expires'} {acceptance['expires']})"
+                ),
             }
             extra += f',"suppressions":[{_dump(suppression)}]'
         results.append(
-            f'{heads[finding["kind"]]}"message":{{"text":{encode_basestring(finding["message"])}}},'
+            f'{heads[finding["kind"]]}"message":{{"text":{encode_basestring(clean_text(finding["message"]))}}},'
             f'"locations":[{{"physicalLocation":{physical},"logicalLocations":[{",".join(logical)}]}}],'
             f'"partialFingerprints":{{"{FINGERPRINT_KEY}":"{finding["fingerprint"]}"}}{extra}}}'
         )
@@ -136,7 +139,7 @@ def render_error(sow_id: str, message: str, exit_code: int) -> str:
                     "toolExecutionNotifications": [
                         {
                             "level": "error",
-                            "message": {"text": f"sowctl chain check could not run: {message}"},
+                            "message": {"text": clean_text(f"sowctl chain check could not run: {message}")},
                         }
                     ],
                 }

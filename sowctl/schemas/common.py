@@ -318,6 +318,8 @@ def _message(err: dict) -> str:
     kind = err["type"]
     if kind == "missing":
         return "is required"
+    if kind == "extra_forbidden":  # only dataset records forbid them; request bodies ignore them
+        return "unknown field"
     if kind in ("string_type", "int_type", "bool_type", "float_type", "dict_type", "list_type"):
         expected = {
             "string_type": "a string",

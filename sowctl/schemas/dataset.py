@@ -2,8 +2,9 @@
 
 Field names are the API's own: camelCase for the Group A/C records (and for the
 ``companyId``/``projectId`` links of the Group B master data, as §9 writes them),
-snake_case for the Group B records. Unknown keys are ignored, so files written by
-other tools (or the demo data, which carries ``clientId`` inside contacts) load.
+snake_case for the Group B records. An unknown key is an error naming the record and
+the field: a misspelt ``parentItemID`` or ``staus`` would otherwise be dropped silently
+(API request bodies, unlike datasets, tolerate unknown fields).
 
 Types are strict: a string where a number belongs, an unknown enum value or a
 malformed timestamp is an error that names the record and the field. Timestamps
@@ -23,7 +24,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, PlainValidator, TypeAdapter
+from pydantic import AfterValidator, ConfigDict, PlainValidator, TypeAdapter
 
 from sowctl.clock import parse_timestamp
 from sowctl.schemas.common import (
@@ -113,22 +114,30 @@ IntId = Annotated[StrictInt, Field(ge=0, le=MAX_BIGINT)]
 ShortText = Annotated[StrictStr, Field(max_length=64)]
 
 
+class _CamelRecord(CamelModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _ApiRecord(ApiModel):
+    model_config = ConfigDict(extra="forbid")
+
+
 # --- Group A/C ------------------------------------------------------------------
 
 
-class OrganizationRecord(CamelModel):
+class OrganizationRecord(_CamelRecord):
     id: RecordId
     name: StrictStr
 
 
-class UserRecord(CamelModel):
+class UserRecord(_CamelRecord):
     id: RecordId
     organization_id: RecordId
     name: StrictStr = ""
     email: StrictStr | None = None
 
 
-class ContactRecord(CamelModel):
+class ContactRecord(_CamelRecord):
     id: UuidId
     # Optional: the enclosing client is the contact's client; when given it must agree.
     client_id: UuidId | None = None
@@ -141,7 +150,7 @@ class ContactRecord(CamelModel):
     updated_at: TimestampIn | None = None
 
 
-class ClientRecord(CamelModel):
+class ClientRecord(_CamelRecord):
     id: UuidId
     organization_id: RecordId
     name: StrictStr
@@ -155,7 +164,7 @@ class ClientRecord(CamelModel):
     updated_at: TimestampIn | None = None
 
 
-class ProjectRecord(CamelModel):
+class ProjectRecord(_CamelRecord):
     id: UuidId
     organization_id: RecordId
     name: StrictStr
@@ -173,14 +182,14 @@ class ProjectRecord(CamelModel):
     updated_at: TimestampIn | None = None
 
 
-class SowRecord(CamelModel):
+class SowRecord(_CamelRecord):
     id: PathId
     project_id: RecordId
     title: StrictStr = ""
     created_at: TimestampIn | None = None
 
 
-class ItemRecord(CamelModel):
+class ItemRecord(_CamelRecord):
     id: PathId
     sow_id: RecordId
     title: NonEmptyStr
@@ -195,7 +204,7 @@ class ItemRecord(CamelModel):
     updated_at: TimestampIn | None = None
 
 
-class DependencyRecord(CamelModel):
+class DependencyRecord(_CamelRecord):
     id: PathId
     source_item_id: RecordId
     target_item_id: RecordId | None = None
@@ -220,40 +229,40 @@ class DependencyRecord(CamelModel):
 # --- Group B --------------------------------------------------------------------
 
 
-class CompanyRecord(CamelModel):
+class CompanyRecord(_CamelRecord):
     id: RecordId
     organization_id: RecordId
     name: StrictStr
 
 
-class FinancialProjectRecord(ApiModel):
+class FinancialProjectRecord(_ApiRecord):
     id: IntId
     company_id: RecordId = Field(alias="companyId")
     name: StrictStr = ""
     project_id: RecordId | None = Field(default=None, alias="projectId")
 
 
-class VendorRecord(ApiModel):
+class VendorRecord(_ApiRecord):
     id: IntId
     company_id: RecordId = Field(alias="companyId")
     name: StrictStr
 
 
-class CostCodeRecord(ApiModel):
+class CostCodeRecord(_ApiRecord):
     id: IntId
     company_id: RecordId = Field(alias="companyId")
     full_code: StrictStr
     name: StrictStr = ""
 
 
-class CommitmentRecord(ApiModel):
+class CommitmentRecord(_ApiRecord):
     id: RecordId
     project_id: IntId
     title: StrictStr = ""
     vendor_id: IntId | None = None
 
 
-class BudgetViewRecord(ApiModel):
+class BudgetViewRecord(_ApiRecord):
     id: IntId
     project_id: IntId
     name: StrictStr
@@ -262,13 +271,13 @@ class BudgetViewRecord(ApiModel):
     updated_at: TimestampIn | None = None
 
 
-class SnapshotAuthor(ApiModel):
+class SnapshotAuthor(_ApiRecord):
     id: StrictInt
     name: StrictStr = ""
     email: StrictStr | None = None
 
 
-class SnapshotLineRecord(ApiModel):
+class SnapshotLineRecord(_ApiRecord):
     # Line ids repeat across snapshots in real data; they are kept as given.
     id: IntId
     code: StrictStr = ""
@@ -282,7 +291,7 @@ class SnapshotLineRecord(ApiModel):
     variance: Number | None = None
 
 
-class BudgetViewSnapshotRecord(ApiModel):
+class BudgetViewSnapshotRecord(_ApiRecord):
     id: IntId
     budget_view_id: IntId
     project_id: IntId
@@ -293,7 +302,7 @@ class BudgetViewSnapshotRecord(ApiModel):
     line_items: list[SnapshotLineRecord] = Field(default_factory=list)
 
 
-class Customer(ApiModel):
+class Customer(_ApiRecord):
     id: StrictInt
     name: StrictStr
     contact_name: StrictStr | None = None
@@ -301,14 +310,14 @@ class Customer(ApiModel):
     contact_phone: StrictStr | None = None
 
 
-class PaymentTerms(ApiModel):
+class PaymentTerms(_ApiRecord):
     type: StrictStr | None = None
     payment_schedule: StrictStr | None = None
     retention_percentage: JsonNumber | None = None
     days_until_due: StrictInt | None = None
 
 
-class PrimeContractRecord(ApiModel):
+class PrimeContractRecord(_ApiRecord):
     id: IntId
     project_id: IntId
     title: StrictStr = ""
@@ -326,14 +335,14 @@ class PrimeContractRecord(ApiModel):
     payment_terms: PaymentTerms | None = None
 
 
-class VendorRef(ApiModel):
+class VendorRef(_ApiRecord):
     """``vendor`` of a purchase order; its name is the vendor record's (ignored here)."""
 
     id: IntId
     name: StrictStr | None = None
 
 
-class CostCodeRef(ApiModel):
+class CostCodeRef(_ApiRecord):
     """``cost_code`` of a line; full_code and name come from the cost code record."""
 
     id: IntId
@@ -341,7 +350,7 @@ class CostCodeRef(ApiModel):
     name: StrictStr | None = None
 
 
-class PurchaseOrderLineRecord(ApiModel):
+class PurchaseOrderLineRecord(_ApiRecord):
     id: IntId | None = None  # absent: numbered after the largest line id in file and database
     description: StrictStr
     amount: DecimalString
@@ -350,7 +359,7 @@ class PurchaseOrderLineRecord(ApiModel):
     unit_cost: DecimalString | None = None
 
 
-class PurchaseOrderRecord(ApiModel):
+class PurchaseOrderRecord(_ApiRecord):
     id: IntId
     project_id: IntId
     commitment_id: RecordId | None = None

@@ -56,7 +56,7 @@ Text = Annotated[StrictStr, Field(max_length=MAX_TEXT)]
 class DependencyCreate(CamelBody):
     """POST /api/dependencies. ``isExternal`` omitted means "external when only
     ``externalTarget`` is given", so a client may send either form. ``targetItemId``
-    may be null (the spec's value for an external dependency); other fields may be
+    may be null (an external dependency has no target item); other fields may be
     left out but not sent as null."""
 
     null_allowed = frozenset({"target_item_id"})
@@ -110,8 +110,8 @@ class DependencyUpdate(CamelBody):
 
 
 class DependencyOut(CamelOut):
-    """The dependency object (spec 2.1). A field without a value is left out;
-    ``targetItemId`` is null for an external dependency, as the spec shows, and
+    """A dependency. A field without a value is left out;
+    ``targetItemId`` is null for an external dependency, and
     ``updatedAt`` appears once the dependency has been updated."""
 
     wire_nulls: ClassVar[frozenset[str]] = frozenset({"target_item_id"})

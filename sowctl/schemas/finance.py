@@ -201,7 +201,7 @@ class PurchaseOrderLineIn(ApiBody):
 
 
 class PurchaseOrderIn(ApiBody):
-    """Spec 2.3, with its JSON types: project_id and commitment_id strings, vendor_id
+    """A purchase order, with its JSON types: project_id and commitment_id strings, vendor_id
     and cost_code_id numbers (a whole number, 7 or 7.0), amounts decimal strings."""
 
     project_id: ProjectIdIn

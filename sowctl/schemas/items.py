@@ -58,7 +58,7 @@ class ReorderRequest(CamelBody):
 
 
 class ItemOut(CamelOut):
-    """The item object (spec 2.2); ``parentItemId`` is null for a top-level item."""
+    """An item; ``parentItemId`` is null for a top-level item."""
 
     wire_nulls: ClassVar[frozenset[str]] = frozenset({"parent_item_id"})
 

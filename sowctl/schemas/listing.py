@@ -86,7 +86,7 @@ class ContactOut(CamelOut):
 
 
 class ClientOut(CamelOut):
-    """A client (spec 2.9); ``pinnedAt`` is null while it is not pinned."""
+    """A client; ``pinnedAt`` is null while it is not pinned."""
 
     wire_nulls: ClassVar[frozenset[str]] = frozenset({"pinned_at"})
 
@@ -104,7 +104,7 @@ class ClientOut(CamelOut):
 
 
 class ProjectOut(CamelOut):
-    """A project (spec 2.8); ``endDate`` and ``pinnedAt`` are null while unset."""
+    """A project; ``endDate`` and ``pinnedAt`` are null while unset."""
 
     wire_nulls: ClassVar[frozenset[str]] = frozenset({"end_date", "pinned_at"})
 

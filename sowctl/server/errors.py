@@ -72,7 +72,7 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
             issues = [issue.as_dict() for issue in error.issues] or [Issue((), error.message).as_dict()]
         body = {"code": code, "message": GROUP_C_MESSAGES[code], "issues": issues}
     else:
-        body = {"error": error.message}
+        body = {"error": error.api_message}
     headers: dict[str, str] = {}
     if status == 401 and group in ("A", "C"):
         headers["WWW-Authenticate"] = 'Bearer realm="sowctl"'

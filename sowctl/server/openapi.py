@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -96,6 +97,8 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, schemas, components)
     _drop_unreferenced(components, query_components, paths)
     components.update(ERROR_SCHEMAS)
+    _user_text(components)
+    _user_text(paths)
 
     paths["/healthz"] = {
         "get": {
@@ -161,6 +164,30 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
             },
         },
     }
+
+
+# Docstrings are written for developers (reStructuredText, notes on internal documents);
+# what /openapi.json and /docs show is for API users: Markdown, no internal references.
+_RST_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+_INTERNAL_REFERENCE = re.compile(r"\s*\((?:spec|contract)\b[^)]*\)|\s*\bas the (?:spec|contract) shows\b")
+
+
+def user_text(text: str) -> str:
+    """A description as an API user reads it: Markdown code spans, no spec/contract notes."""
+    return _RST_LITERAL.sub(r"`\1`", _INTERNAL_REFERENCE.sub("", text))
+
+
+def _user_text(node: Any) -> None:
+    """Rewrite every ``description`` and ``summary`` under ``node`` in place."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary") and isinstance(value, str):
+                node[key] = user_text(value)
+            else:
+                _user_text(value)
+    elif isinstance(node, list):
+        for value in node:
+            _user_text(value)
 
 
 def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]:

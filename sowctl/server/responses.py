@@ -33,6 +33,8 @@ def json_response(status: int, payload: bytes, headers: dict[str, str]) -> bottl
 
 def error_response(group: str, error: SowctlError, headers: dict[str, str]) -> bottle.HTTPResponse:
     response = envelope(group, error)
+    if error.api_message != error.message:  # the operator's log keeps what the answer leaves out
+        log(bottle.request.environ, error.message)
     return json_response(response.status, json_bytes(response.body), {**headers, **response.headers})
 
 

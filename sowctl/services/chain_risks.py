@@ -36,7 +36,7 @@ import re
 from datetime import date, timedelta
 from typing import Any
 
-from sowctl.errors import InvalidInput
+from sowctl.errors import InvalidInput, quoted, suggestion
 from sowctl.services import dependency_rules as rules
 from sowctl.services.graph_algorithms import SOURCE_FIRST, TARGET_FIRST
 
@@ -83,8 +83,9 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
     kinds = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
     unknown = [kind for kind in kinds if kind not in RISK_KINDS]
     if unknown or not kinds:
-        shown = f"unknown issue kind {unknown[0]!r}" if unknown else "no issue kind given"
-        raise InvalidInput.for_field("--fail-on", f"{shown} (choose from {', '.join(RISK_KINDS)})")
+        shown = f"unknown issue kind {quoted(unknown[0])}" if unknown else "no issue kind given"
+        hint = suggestion(unknown[0], list(RISK_KINDS)) if unknown else ""
+        raise InvalidInput.for_field("--fail-on", f"{shown} (choose from {', '.join(RISK_KINDS)}){hint}")
     return kinds
 
 

@@ -186,7 +186,8 @@ def _dataset(request: pytest.FixtureRequest) -> tuple[dict[str, Any] | None, dic
     if marker is None:
         return None, {}
     if len(marker.args) != 1:
-        raise pytest.UsageError("sowctl_dataset takes one dataset: a JSON file path or a dict")
+        # pytest.fail without its traceback: the mistake is in the marker, not in the plugin.
+        pytest.fail("sowctl_dataset takes one dataset: a JSON file path or a dict", pytrace=False)
     source = marker.args[0]
     if isinstance(source, dict):
         return source, dict(marker.kwargs)
@@ -195,8 +196,11 @@ def _dataset(request: pytest.FixtureRequest) -> tuple[dict[str, Any] | None, dic
         path = Path(request.node.path).parent / path
     try:
         return json.loads(path.read_text(encoding="utf-8")), dict(marker.kwargs)
-    except (OSError, ValueError) as exc:
-        raise pytest.UsageError(f"sowctl_dataset: cannot read {path}: {exc}") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        pytest.fail(f"@pytest.mark.sowctl_dataset: cannot read {path}: {reason}", pytrace=False)
+    except ValueError as exc:
+        pytest.fail(f"@pytest.mark.sowctl_dataset: {path} is not valid JSON: {exc}", pytrace=False)
 
 
 def _prepare(server: ServerHandle, dataset: dict[str, Any] | None) -> None:
@@ -209,7 +213,12 @@ def _prepare(server: ServerHandle, dataset: dict[str, Any] | None) -> None:
     if dataset is None:
         server.admin.reset()
     else:
-        server.admin.load(dataset, replace=True)
+        from sowctl.testing.admin import AdminError
+
+        try:
+            server.admin.load(dataset, replace=True)
+        except AdminError as exc:  # the dataset is wrong, not the plugin: no traceback into it
+            pytest.fail(f"@pytest.mark.sowctl_dataset: the dataset was refused: {exc}", pytrace=False)
     server.admin.checkpoint(name)
     server.prepared.add(name)
 

@@ -148,7 +148,8 @@ def test_sign_in_with_a_pasted_token_kept_in_session_storage_only(tab: Tab, serv
     page.fill("#token-input", "sowt_not-a-real-token")
     tab.allow("/api/sows", 401)
     page.click("button[type=submit]")
-    assert "refused this token" in page.text_content("[role=alert]")
+    alert = page.text_content("[role=alert]")
+    assert "refused this token" in alert and "authorization not provided" not in alert
     page.fill("#token-input", served.token)
     page.click("button[type=submit]")
     page.wait_for_selector(f"a[data-sow='{SOW}']")
@@ -405,6 +406,8 @@ def test_emulator_sets_a_fault_and_shows_it_in_the_request_log(tab: Tab, served:
     page.click("#nav-emulator")
     page.wait_for_selector("#request-log")
     page.wait_for_selector("#checkpoint-list")  # this server has checkpoints, so the panel shows them
+    # Nothing (the dataset file input was one) makes the page wider than the 1280 window.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
     page.check("#fault-on")
     page.fill("#fault-rate", "1")

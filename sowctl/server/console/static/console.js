@@ -79,13 +79,15 @@ function close() {
   current = null;
 }
 
+const REFUSED_TOKEN = "The server refused this token. Check it (or create a new one) and sign in again.";
+
 /** An API failure on a page: a refused token goes back to the login form. */
 function failed(error, retry) {
   if (error instanceof ApiError && error.status === 401 && !error.admin) {
     session.token = null;
     cache = { sows: null, projects: null };
     close();
-    showLogin(`The server refused the token: ${error.message}. Give a valid one.`);
+    showLogin(REFUSED_TOKEN);
     return;
   }
   const text = error instanceof ApiError ? `${error.message} (HTTP ${error.status || "-"})` : String(error);
@@ -127,8 +129,9 @@ async function signIn(event, input) {
     await request("/api/sows");
   } catch (error) {
     session.token = null;
-    const reason = error instanceof ApiError && error.status === 401 ? "The server refused this token" : "The check failed";
-    showLogin(`${reason}: ${error.message}`);
+    // A 401's API wording ("authorization not provided: invalid bearer token") is for programs.
+    const refused = error instanceof ApiError && error.status === 401;
+    showLogin(refused ? REFUSED_TOKEN : `The check failed: ${error.message}`);
     return;
   }
   cache = { sows: null, projects: null };
