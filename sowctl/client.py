@@ -60,9 +60,11 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         """``transport``: an httpx transport, e.g. ``httpx.WSGITransport(app=...)`` for an in-process app."""
+        # The CLI's checks: a bad URL or a credential a header cannot carry is a UsageError
+        # (never an httpx error quoting the secret); a CRLF file's trailing CR is dropped.
         settings = Settings(
             server=server, token=token, api_key=api_key, org=org, company=company, timeout=timeout
-        )
+        ).check()
         self._backend = RemoteBackend(settings, transport=transport)
         if retries is not None:
             self._backend.retries = max(0, retries)

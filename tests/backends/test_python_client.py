@@ -82,3 +82,19 @@ def test_importing_sowctl_stays_light_and_the_cli_never_loads_pytest() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+def test_credentials_are_checked_as_the_cli_checks_them(api: Client) -> None:
+    """A token with a control or non-ASCII character is refused without showing it; the
+    trailing CR of a CRLF secrets file is dropped, so the client works."""
+    from sowctl.errors import UsageError
+
+    for bad in ("sowt_\u00fc", "sowt_a\nb", "sowt_\x07"):
+        with pytest.raises(UsageError) as refused:
+            Client("http://double.test", token=bad, transport=api._backend._transport)
+        assert "--token" in refused.value.message and bad not in refused.value.message
+    with pytest.raises(UsageError, match="--server"):
+        Client("ftp://double.test", token="sowt_x")
+    token = api._backend.settings.token
+    crlf = Client("http://double.test", token=token + "\r", transport=api._backend._transport)
+    assert isinstance(crlf.sows.list(), list)
