@@ -211,6 +211,8 @@ def test_sow_graph_highlights_the_critical_path_and_marks_overdue_and_critical(
     page.click(f"svg.graph .edge[data-dep='{overdue[0]}'] .line", force=True)
     dep = served.api.get(f"/api/dependencies/{overdue[0]}").json()
     page.wait_for_selector(f".details h2:text('Dependency {overdue[0]}')")
+    # The heading shows at once; the fields follow once the item's request answers.
+    page.wait_for_function("!document.querySelector('.details').textContent.includes('Loading')")
     details = page.text_content(".details")
     assert dep["slaDate"] in details and "overdue" in details
     assert f"/dep/{overdue[0]}" in page.url
@@ -220,6 +222,8 @@ def test_sow_graph_highlights_the_critical_path_and_marks_overdue_and_critical(
     page.focus(f"svg.graph .node[data-node='{path[0]}']")
     page.keyboard.press("Enter")
     page.wait_for_selector(f".details h2:text-is('{first['title']}')")
+    # The heading shows at once; the fields follow once the item's request answers.
+    page.wait_for_function("!document.querySelector('.details').textContent.includes('Loading')")
     details = page.text_content(".details")
     assert "critical path" in details
     assert "null" not in details and "undefined" not in details
