@@ -210,28 +210,47 @@ def _narrowed(argv: list[str] | None) -> typer.Typer:
     commands that are not run. Help, errors and behaviour are unchanged.
     """
     import copy
-    import inspect
 
-    name = _invoked(list(sys.argv[1:] if argv is None else argv))
+    args = list(sys.argv[1:] if argv is None else argv)
+    name = _invoked(args)
     narrowed = copy.copy(app)
     groups = []
     for info in app.registered_groups:
+        info = copy.copy(info)
+        group = info.typer_instance = copy.copy(info.typer_instance)
         if info.name != name:
-            stub = copy.copy(info.typer_instance)
-            stub.registered_commands, stub.registered_groups = [], []
-            info = copy.copy(info)
-            info.typer_instance = stub
+            group.registered_commands, group.registered_groups = [], []
+        else:
+            # Within the invoked group, only the invoked command is built in full.
+            sub = _invoked(args[args.index(name) + 1 :]) if name in args else None
+            if sub in {_command_name(command) for command in group.registered_commands}:
+                group.registered_commands = _stand_ins(group.registered_commands, keep=sub)
         groups.append(info)
-    commands = []
-    for info in app.registered_commands:
-        if info.name != name:
+    narrowed.registered_groups = groups
+    narrowed.registered_commands = _stand_ins(app.registered_commands, keep=name)
+    return narrowed
+
+
+def _command_name(info: Any) -> str:
+    return info.name or info.callback.__name__.lower().replace("_", "-")
+
+
+def _stand_ins(commands: list, keep: str | None) -> list:
+    """``commands`` with every one but ``keep`` replaced by a parameterless stand-in
+    that has the same name and help (what a listing of the commands shows)."""
+    import copy
+    import inspect
+
+    result = []
+    for info in commands:
+        if _command_name(info) != keep:
             original = info.callback
             info = copy.copy(info)
+            info.name = _command_name(info)
             info.help = info.help if info.help is not None else inspect.getdoc(original)
             info.callback = _placeholder
-        commands.append(info)
-    narrowed.registered_groups, narrowed.registered_commands = groups, commands
-    return narrowed
+        result.append(info)
+    return result
 
 
 def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:

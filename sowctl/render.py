@@ -63,9 +63,9 @@ def emit_json(data: Any) -> None:
         results = run_jq(state.current.jq, data)
         sys.stdout.write("".join(line + "\n" for line in jq_lines(results, pretty=is_tty())))
         return
-    import json  # imported when used, like Rich: `sowctl --help` needs neither
+    from sowctl.output.json_text import dumps_indented  # imported when used, like Rich
 
-    sys.stdout.write(clean_json(json.dumps(data, indent=2, ensure_ascii=False)) + "\n")
+    sys.stdout.write(clean_json(dumps_indented(data)) + "\n")
 
 
 def text(value: Any) -> str:

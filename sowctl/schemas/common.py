@@ -146,14 +146,18 @@ PathId = Annotated[StrictStr, Field(min_length=1, max_length=64), AfterValidator
 class ApiModel(BaseModel):
     """Base for models whose field names are the API's names as written (snake or camel)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
 
 class CamelModel(BaseModel):
     """Base for Group A/C models: Python snake_case attributes, camelCase on the wire."""
 
     model_config = ConfigDict(
-        extra="ignore", alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True
+        extra="ignore",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        defer_build=True,
     )
 
 
@@ -173,7 +177,7 @@ def _optional_not_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
             del prop["default"]
 
 
-class _RefusesNull(BaseModel):
+class _RefusesNull(BaseModel, defer_build=True):
     """Request bodies: a field may be left out, but null is not a value of its type.
 
     The spec types every request field (a string, a number, a date), so null gets a
@@ -204,7 +208,7 @@ class ApiBody(ApiModel, _RefusesNull):
     model_config = ConfigDict(json_schema_extra=_optional_not_null)
 
 
-class _OmitsAbsent(BaseModel):
+class _OmitsAbsent(BaseModel, defer_build=True):
     """Response models: a field with no value is left out of the body, not sent as null.
 
     The spec types every field (a date, a uuid, a string), so a typed client cannot
@@ -246,6 +250,25 @@ class ApiOut(ApiModel, _OmitsAbsent):
 
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def build_deferred_models() -> int:
+    """Build now every imported sowctl model still waiting for its first use; return how many.
+
+    The models defer building their validators (``defer_build``): a CLI command builds
+    the two or three it uses, not all of them, which keeps its start-up short. The
+    server calls this before it forks, so that no request pays for a build and the
+    workers share the result.
+    """
+    built = 0
+    pending: list[type[BaseModel]] = [BaseModel]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("sowctl.") and not cls.__pydantic_complete__:
+            cls.model_rebuild()
+            built += 1
+    return built
 
 
 def parse(model: type[M], data: Any) -> M:

@@ -24,6 +24,7 @@ from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import check_storage
 from sowctl.errors import ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
+from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
 from sowctl.server.errors import (
     HttpStatusError,
@@ -296,6 +297,7 @@ class SowctlBottle(bottle.Bottle):
                 _callback(dispatcher, op),
                 name=op.name,
             )
+        build_deferred_models()
         if self.settings.cors_origins:
             self.route("/<path:path>", "OPTIONS", self._preflight, name="cors-preflight")
         # The web console and /docs: after the API's routes, so no API request meets them.
