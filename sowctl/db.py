@@ -340,10 +340,33 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
                 raise cause from None
             raise
         return
+    if database.transaction_depth() == 0 and has_advisory_locks(database):
+        with _LockedTransaction(database, _lock_id(lock_key)):
+            yield
+        return
     with database.atomic():
-        if database.transaction_depth() == 1 and has_advisory_locks(database):
-            database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
         yield
+
+
+class _LockedTransaction(pw._transaction):
+    """A top-level PostgreSQL transaction that begins by taking an advisory lock, in the
+    same round trip as its ``BEGIN``: one round trip fewer for every write (a fifth of
+    a dependency create's). If taking the lock fails (a deadline), the transaction is
+    rolled back before the error goes on, as it would be inside ``atomic()``."""
+
+    def __init__(self, database: pw.Database, lock_id: int) -> None:
+        super().__init__(database)
+        self._lock_id = lock_id
+
+    def _begin(self) -> None:
+        try:
+            self.db.execute_sql("BEGIN; SELECT pg_advisory_xact_lock(%s)", (self._lock_id,))
+        except Exception:
+            try:
+                self.db.execute_sql("ROLLBACK")
+            except Exception:  # the connection may be gone; the original error says why
+                pass
+            raise
 
 
 def has_advisory_locks(database: pw.Database) -> bool:

@@ -30,6 +30,7 @@ from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DEPENDENCY_STATUSES
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, sow_for
+from sowctl.services.lookup import insert_row
 
 
 def to_out(dep: m.Dependency) -> DependencyOut:
@@ -142,40 +143,53 @@ def _check_shape(data: DependencyCreate, external: bool) -> None:
         raise InvalidInput.for_field(*problems[0])
 
 
-def _locate(item_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """``item id -> (SOW id, organization id)`` of the items that exist, in one query.
+def _locate(item_ids: Sequence[str], organization_id: str | None = None) -> dict[str, tuple]:
+    """``item id -> (SOW id, organization id, ordering rank, stale mark)`` of the items that
+    exist, in one query; the rank and the organization's stale mark (``graph``) only when
+    ``organization_id`` is given, else None.
 
     Plain SQL on purpose: a create runs this twice (to pick the lock, then under
     it), and building the equivalent three-model Peewee query costs more than
-    running it.
+    running it. Under the lock it also reads what the cycle check starts from, so
+    that a create needs no round trip of its own for that.
     """
     item, sow, project = m.Item._meta, m.Sow._meta, m.Project._meta
-    marks = ", ".join([m.database_proxy.param] * len(item_ids))
+    param = m.database_proxy.param
+    marks = ", ".join([param] * len(item_ids))
+    if organization_id is None:
+        extra, values = "NULL, NULL", tuple(item_ids)
+    else:
+        meta = m.Meta._meta.table_name
+        extra = f"i.{m.Item.topo_rank.column_name}, (SELECT value FROM {meta} WHERE key = {param})"
+        values = (graph.stale_key(organization_id), *item_ids)
     sql = (
         f"SELECT i.{item.primary_key.column_name}, i.{m.Item.sow.column_name}, "
-        f"p.{m.Project.organization.column_name} "
+        f"p.{m.Project.organization.column_name}, {extra} "
         f"FROM {item.table_name} i "
         f"JOIN {sow.table_name} s ON s.{sow.primary_key.column_name} = i.{m.Item.sow.column_name} "
         f"JOIN {project.table_name} p ON p.{project.primary_key.column_name} = s.{m.Sow.project.column_name} "
         f"WHERE i.{item.primary_key.column_name} IN ({marks})"
     )
-    return {row[0]: (row[1], row[2]) for row in m.database_proxy.execute_sql(sql, tuple(item_ids))}
+    return {row[0]: row[1:] for row in m.database_proxy.execute_sql(sql, values)}
 
 
-def _endpoints(caller: Caller, data: DependencyCreate, external: bool) -> tuple[str, str]:
-    """The source item's SOW and organization; 404 for a missing or invisible item.
+def _endpoints(
+    caller: Caller, data: DependencyCreate, external: bool, locked: str | None = None
+) -> tuple[str, str, dict[str, tuple]]:
+    """The source item's SOW and organization, and what ``_locate`` found; 404 for a
+    missing or invisible item. ``locked``: the organization whose lock is held.
 
     The target must be visible too and belong to the source's organization (any SOW).
     """
     wanted = [data.source_item_id] if external else [data.source_item_id, data.target_item_id]
-    found = _locate(wanted)
+    found = _locate(wanted, locked)
     for item_id in wanted:
         if item_id not in found or not caller.sees(found[item_id][1]):
             raise NotFound(f"item {item_id} not found")
-    sow_id, organization_id = found[data.source_item_id]
+    sow_id, organization_id = found[data.source_item_id][:2]
     if not external and found[data.target_item_id][1] != organization_id:
         raise InvalidInput.for_field("targetItemId", "must be an item of the source item's organization")
-    return sow_id, organization_id
+    return sow_id, organization_id, found
 
 
 def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
@@ -188,38 +202,45 @@ def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
     # up (again), where they can no longer disappear before the insert.
     organization_id = caller.organization_id
     if organization_id is None:
-        _, organization_id = _endpoints(caller, data, external)
+        _, organization_id, _ = _endpoints(caller, data, external)
     with write_transaction(f"org:{organization_id}"):
-        sow_id, _ = _endpoints(caller, data, external)
+        sow_id, _, found = _endpoints(caller, data, external, locked=organization_id)
         edge = graph.ordering_edge(
             data.dependency_type, data.source_item_id, data.target_item_id, "active", external
         )
         # The maintained order decides, and is updated for the new edge. Refusing inside
         # the transaction rolls back everything, ranks recomputed on the way included.
-        cycle = graph.add_ordering_edge(organization_id, *edge) if edge is not None else None
+        cycle = None
+        if edge is not None:
+            before, after = edge
+            known = (found[before][3], found[before][2], found[after][2])  # mark, ranks
+            cycle = graph.add_ordering_edge(organization_id, before, after, known=known)
         if cycle is not None:
             raise CycleDetected(cycle)
-        dep = m.Dependency.create(
-            id=clock.new_id(),
-            sow=sow_id,
-            source_item=data.source_item_id,
-            target_item=data.target_item_id,
-            dependency_type=data.dependency_type,
-            risk_level=data.risk_level,
-            status="active",
-            is_external=external,
-            external_target=data.external_target,
-            external_owner=data.external_owner,
-            contact_email=data.contact_email,
-            vendor=data.vendor,
-            sla_date=data.sla_date,
-            escalation_date=data.escalation_date,
-            notes=data.notes,
-            created_by_user_id=caller.user_id,
-            created_at=clock.now(),
-            updated_at=None,
-            before_item_id=edge[0] if edge else None,
-            after_item_id=edge[1] if edge else None,
+        dep = insert_row(
+            m.Dependency,
+            {
+                "id": clock.new_id(),
+                "sow": sow_id,
+                "source_item": data.source_item_id,
+                "target_item": data.target_item_id,
+                "dependency_type": data.dependency_type,
+                "risk_level": data.risk_level,
+                "status": "active",
+                "is_external": external,
+                "external_target": data.external_target,
+                "external_owner": data.external_owner,
+                "contact_email": data.contact_email,
+                "vendor": data.vendor,
+                "sla_date": data.sla_date,
+                "escalation_date": data.escalation_date,
+                "notes": data.notes,
+                "created_by_user_id": caller.user_id,
+                "created_at": clock.now(),
+                "updated_at": None,
+                "before_item_id": edge[0] if edge else None,
+                "after_item_id": edge[1] if edge else None,
+            },
         )
     return to_out(dep)
 

@@ -237,20 +237,27 @@ def ranks_stale(organization_id: str) -> bool:
     return _stale_mark(organization_id) is not None
 
 
-def add_ordering_edge(organization_id: str, before: str, after: str) -> list[str] | None:
+def add_ordering_edge(
+    organization_id: str,
+    before: str,
+    after: str,
+    known: tuple[str | None, int | None, int | None] | None = None,
+) -> list[str] | None:
     """Make room for a new ordering edge ``before -> after`` in the organization's order.
 
     Returns the cycle the edge would close, exactly as ``find_closing_cycle`` names
     it, having changed no rank; or None, having updated ranks so that the edge agrees
     with them: insert it then. Call it inside ``write_transaction(f"org:{org}")``,
     the one that inserts the edge; refuse by raising inside it, so that ranks a stale
-    organization had recomputed roll back with everything else.
+    organization had recomputed roll back with everything else. ``known``: the stale
+    mark and both ranks, read under that lock by the caller's own query.
     """
     if before == after:
         return [before, before]
     for _attempt in range(2):
         # One query for the usual case (ranks in force): the stale mark and both ranks.
-        mark, low, high = _mark_and_ranks(organization_id, before, after)
+        mark, low, high = known or _mark_and_ranks(organization_id, before, after)
+        known = None
         if mark is not None:
             if not _in_force(organization_id, mark):
                 return find_closing_cycle(before, after)

@@ -531,24 +531,27 @@ class _SerializationFailure(Exception):
 
 
 def _fail_once_after_insert(monkeypatch: pytest.MonkeyPatch, model: type[m.BaseModel]) -> list[int]:
-    """``model.create`` writes its row, then the first time the transaction 'fails'.
+    """Inserting a ``model`` row writes it, then the first time the transaction 'fails'.
 
     As CockroachDB does: the conflict is found late, the transaction is rolled back
     (its row with it), and the client is told to restart it.
     """
-    calls: list[int] = []
-    original = model.create
+    from sowctl.services import dependencies
 
-    def create(**fields: Any) -> Any:
-        row = original(**fields)
-        calls.append(1)
-        if len(calls) == 1:
-            raise pw.OperationalError(
-                _SerializationFailure("restart transaction: TransactionRetryWithProtoRefreshError")
-            )
+    calls: list[int] = []
+    original = dependencies.insert_row
+
+    def insert_row(target: type[m.BaseModel], values: dict[str, Any]) -> Any:
+        row = original(target, values)
+        if target is model:
+            calls.append(1)
+            if len(calls) == 1:
+                raise pw.OperationalError(
+                    _SerializationFailure("restart transaction: TransactionRetryWithProtoRefreshError")
+                )
         return row
 
-    monkeypatch.setattr(model, "create", create)
+    monkeypatch.setattr(dependencies, "insert_row", insert_row)
     return calls
 
 
