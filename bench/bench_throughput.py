@@ -387,7 +387,7 @@ def run_server(ns: argparse.Namespace) -> None:
         partial(bench_app, ns.serve, settings),
         port=0,
         workers=ns.server_workers,
-        threads=THREADS,
+        threads=ns.server_threads,
         on_ready=lambda url: print(f"Listening on {url}", flush=True),
         access_log=False,
         **extra,
@@ -397,6 +397,7 @@ def run_server(ns: argparse.Namespace) -> None:
 class Server:
     def __init__(self, db_url: str, workers: int, source: Path | None = None) -> None:
         command = [sys.executable, __file__, "--serve", db_url, "--server-workers", str(workers)]
+        command += ["--server-threads", str(THREADS)]
         env = dict(os.environ)
         if source is not None:  # --compare: the sowctl package of another source tree
             env["PYTHONPATH"] = str(source)
@@ -603,6 +604,7 @@ def write_section(path: Path, text: str) -> None:
 
 
 def main() -> None:
+    global THREADS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--workers", default="1,2", help="worker counts, e.g. 1,2")
@@ -621,12 +623,15 @@ def main() -> None:
     )
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # internal: host a server on this database
     parser.add_argument("--server-workers", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--server-threads", type=int, default=THREADS, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=THREADS, help="threads per worker (serve --threads)")
     ns = parser.parse_args()
     if ns.serve:
         run_server(ns)
         return
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install -y wrk)")
+    THREADS = ns.threads  # the servers this run starts take it from here
 
     backends = [b.strip() for b in ns.backends.split(",") if b.strip()]
     worker_counts = [int(w) for w in ns.workers.split(",")]
