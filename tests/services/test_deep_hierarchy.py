@@ -136,6 +136,7 @@ def test_nest_bounds_nesting_and_keeps_every_item_once() -> None:
     json.dumps(roots)  # the encoder meets bounded nesting
 
 
+@pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
 def test_a_stored_hierarchy_2000_deep_answers_over_http(env: Env) -> None:
     ids = insert_chain(SOW, DEEP, task_at_bottom=True)
     tree = env.send(get_op("chain.get"), query={"sowId": SOW, "format": "tree"})
@@ -167,6 +168,7 @@ def test_a_stored_hierarchy_2000_deep_answers_over_http(env: Env) -> None:
     assert m.Item.select().where(m.Item.id.in_(ids[:10] + ids[-10:])).count() == 0
 
 
+@pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
 def test_a_stored_hierarchy_2000_deep_answers_the_cli_locally(cli, db_url: str) -> None:
     assert cli("sows", "create", "Deep", "--id", "sow-deep").exit_code == 0
     from sowctl.db import open_database
@@ -188,6 +190,7 @@ def test_a_stored_hierarchy_2000_deep_answers_the_cli_locally(cli, db_url: str) 
     assert cli("items", "list", "sow-deep", "--json").exit_code == 0
 
 
+@pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
 def test_the_rich_tree_of_a_2000_deep_hierarchy_renders(db, capsys) -> None:
     from sowctl.itemtree import build_tree, render_tree
 
@@ -205,6 +208,7 @@ def test_the_rich_tree_of_a_2000_deep_hierarchy_renders(db, capsys) -> None:
     assert "i1999" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
 def test_the_rich_chain_tree_of_a_2000_deep_hierarchy_shows_every_item(
     db, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
