@@ -166,15 +166,20 @@ def delete_item(
     context = app_context(ctx)
     went = None
     if needs_confirmation(yes) or (sys.stdin is not None and sys.stdin.isatty()):
-        # A person is there: say what goes with the item (the dependencies counted are
-        # those of the SOW's items, which is where nearly all of them are).
+        # A person is there: say what goes with the item. The dependencies are read for the
+        # whole organization, not with the SOW filter: that one filters by the source item's
+        # SOW, and a dependency of another SOW's item on one of these items goes too.
         from sowctl.itemtree import cascade
 
         item = context.call("items.get", {"itemId": item_id})
         items = context.call("items.list", {"sowId": item["sowId"]})
-        deps = context.call("deps.list", query={"sowId": item["sowId"]})
+        deps = context.call("deps.list")
         descendants, dependencies = cascade(item_id, items, deps)
         went = f"{_count(len(descendants), 'descendant item')} and {_count(len(dependencies), 'dependency')}"
+        in_sow, going = {entry["id"] for entry in items}, set(dependencies)
+        elsewhere = sum(1 for dep in deps if dep["id"] in going and dep["sourceItemId"] not in in_sow)
+        if elsewhere:  # said apart, since the user did not see them listed with this SOW
+            went += f" ({elsewhere} from {'another SOW' if elsewhere == 1 else 'other SOWs'})"
         if not yes:
             confirm(f"Delete item {render.text(item_id)} ({render.text(item.get('title'))}), {went}?")
     result = context.call("items.delete", {"itemId": item_id})

@@ -60,6 +60,36 @@ def test_a_cascading_delete_asks_on_a_terminal_saying_what_goes(modes, terminal_
     assert [item.id for item in m.Item.select()] == ["x"] and m.Dependency.select().count() == 0
 
 
+@pytest.mark.parametrize("mode", ["local", "remote"])
+def test_the_question_counts_dependencies_from_other_sows_on_the_deleted_items(modes, terminal_input, mode):
+    # deps.list's sowId filter is by the source item's SOW: a dependency of SOW B's item on
+    # SOW A's item is not among SOW A's, yet deleting the item of SOW A deletes it.
+    run = getattr(modes, mode)
+    ok(modes.local("sows", "create", "Tower B", "--id", "sow-2"))
+    ok(modes.local("items", "create", "sow-1", "--title", "A", "--id", "a"))
+    ok(modes.local("items", "create", "sow-2", "--title", "B", "--id", "b"))
+    ok(modes.local("items", "create", "sow-2", "--title", "C", "--id", "c"))
+    for source, target, kind in (("b", "a", "depends_on"), ("a", "c", "related_to"), ("c", "b", "blocks")):
+        ok(
+            modes.local(
+                "deps", "create", "--source", source, "--target", target, "--type", kind, "--risk", "low"
+            )
+        )
+    survivor = m.Dependency.get(m.Dependency.source_item == "c").id
+    terminal_input("n\n")
+    result = run("items", "delete", "a")
+    assert result.exit_code == 130
+    went = "0 descendant items and 2 dependencies (1 from another SOW)"
+    assert f"Delete item a (A), {went}? [y/N]" in result.stderr
+    assert m.Dependency.select().count() == 3
+    terminal_input("y\n")
+    result = ok(run("items", "delete", "a"))
+    assert result.stderr.endswith(f"deleted with it: {went}\n")
+    assert [dep.id for dep in m.Dependency.select()] == [survivor]
+    assert not m.Dependency.select().where(m.Dependency.target_item == "a").exists()
+    assert sorted(item.id for item in m.Item.select()) == ["b", "c"]
+
+
 def test_yes_skips_the_question_and_a_script_is_never_asked(modes, terminal_input):
     _tree(modes.local)
     terminal_input("")  # a terminal, but --yes: nothing is read; what went is still said

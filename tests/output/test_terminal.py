@@ -154,6 +154,104 @@ def test_a_table_that_cannot_fit_becomes_records(demo):
     assert block[1].split() == ["SOURCE", dep["sourceItemId"]]
 
 
+# --- deps list on mixed data: internal targets (ids) and external ones (long names) ----------
+
+_EXTERNAL = [
+    "Municipal building permit office, northern district planning and zoning department",
+    "Steel fabricator shop drawings approval round two with the structural engineer of record",
+]
+
+
+def _mixed_dependencies(tmp: Path, env: dict[str, str]) -> Path:
+    """Two SOWs of internal and external dependencies: ``short`` with short ids (a table fits
+    at 80 columns), ``long`` with uuids and a 64-character id (the longest an id may be)."""
+    project, near, big = str(uuid.UUID(int=7)), str(uuid.UUID(int=98)), str(uuid.UUID(int=99))
+    items = {"short": ["s-1", "s-2", "s-3", near], "long": ["l-1", "l-2", big]}
+    shapes = {
+        "short": [("dep-1", "s-1", near), ("dep-2", "s-2", _EXTERNAL[0]), ("dep-3", "s-3", _EXTERNAL[1])],
+        "long": [
+            (str(uuid.UUID(int=1)), "l-1", "l-2"),
+            (str(uuid.UUID(int=2)), "l-2", _EXTERNAL[0]),
+            ("d" * 64, "l-1", big),
+            (str(uuid.UUID(int=3)), big, _EXTERNAL[1]),
+        ],
+    }
+    deps = []
+    for dep_id, source, target in shapes["short"] + shapes["long"]:
+        external = target in _EXTERNAL
+        deps.append(
+            {"id": dep_id, "sourceItemId": source, "targetItemId": None if external else target,
+             "isExternal": external, **({"externalTarget": target} if external else {}),
+             "dependencyType": "depends_on", "riskLevel": "critical", "status": "active",
+             "slaDate": "2026-12-01"}
+        )  # fmt: skip
+    data = {
+        "organizations": [{"id": "org-1", "name": "Org"}],
+        "projects": [{"id": project, "organizationId": "org-1", "name": "P", "status": "active"}],
+        "sows": [{"id": sow, "projectId": project, "title": sow} for sow in items],
+        "items": [
+            {"id": item, "sowId": sow, "title": item, "type": "task_item"}
+            for sow, ids in items.items()
+            for item in ids
+        ],
+        "dependencies": deps,
+    }
+    (tmp / "mixed.json").write_text(json.dumps(data))
+    db = tmp / "mixed.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "sowctl", "--db", str(db), "import", str(tmp / "mixed.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def test_deps_ids_stay_whole_at_80_columns_beside_long_external_targets(tmp_path):
+    # A long external name never costs an id: it is shortened in a table, or the rows fold
+    # into records (an id of up to 64 cells fits beside its name); TARGET, whose internal
+    # cells are ids, is never cut either.
+    env = _env(tmp_path)
+    db = _mixed_dependencies(tmp_path, env)
+    screens = {}
+    for sow in ("short", "long"):
+        code, screen = run_in_terminal(["--db", str(db), "deps", "list", "--sow", sow], columns=80, env=env)
+        assert code == 0, screen
+        lines = screen.splitlines()
+        assert not [line for line in lines if cell_len(line) > 80], screen
+        piped = subprocess.run(
+            [sys.executable, "-m", "sowctl", "--db", str(db), "deps", "list", "--sow", sow, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        deps = json.loads(piped.stdout)
+        ids = [
+            value for dep in deps for value in (dep["id"], dep["sourceItemId"], dep["targetItemId"]) if value
+        ]
+        assert len(deps) == (3 if sow == "short" else 4)
+        broken = [value for value in ids if not any(value in line.split() for line in lines)]
+        assert not broken, f"cut or split at 80 columns: {broken}\n{screen}"
+        screens[sow] = lines
+    # Short ids: a table, each dependency on one line; TARGET stays (an internal target is an
+    # id) whole, the external names shortened to what is left, RISK and SLA left out first.
+    short = screens["short"]
+    assert short[0].split() == ["ID", "SOURCE", "TARGET", "TYPE", "STATUS"], short
+    assert "not shown at 80 columns: risk, sla (--columns to choose)" in short
+    rows = [line for line in short if line.startswith("dep-")]
+    assert [row.split()[:3] for row in rows] == [
+        ["dep-1", "s-1", str(uuid.UUID(int=98))],
+        ["dep-2", "s-2", "external:"],
+        ["dep-3", "s-3", "external:"],
+    ]
+    assert "external: Municipal building permit" in rows[1] and rows[1].count("…") == rows[2].count("…") == 1
+    # Long ids: records, each id on the line of its name, the external names whole (wrapped).
+    long = [line.rstrip() for line in screens["long"]]
+    assert f"ID      {'d' * 64}" in long and f"TARGET  {uuid.UUID(int=99)}" in long
+    assert " ".join(" ".join(long).split()).count(_EXTERNAL[1]) == 1
+
+
 def test_dates_are_readable_with_their_zone_on_a_terminal_and_iso_when_piped(demo):
     db, env = demo
     args = ["--db", str(db), "budgets", "snapshots", "--project", PROJECT]

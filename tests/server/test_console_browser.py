@@ -16,6 +16,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +48,8 @@ document.addEventListener("securitypolicyviolation", (event) => {
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
-    server = Server(tmp_path_factory.mktemp("console") / "console.db", "--demo", "--admin")
+    db = tmp_path_factory.mktemp("console") / "console.db"
+    server = Server(db, "--demo", "--admin")
     try:
         lines = server.read_stdout_until("  console:")
         link = next(line.split("console:", 1)[1].strip() for line in lines if "  console:" in line)
@@ -55,7 +58,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace
         admin = httpx.Client(
             base_url=server.url, headers={"Authorization": f"Bearer {server.admin_token}"}, timeout=10
         )
-        yield SimpleNamespace(url=server.url, link=link, token=token, api=api, admin=admin)
+        yield SimpleNamespace(url=server.url, link=link, token=token, api=api, admin=admin, db=db)
         api.close()
         admin.close()
     finally:
@@ -168,6 +171,82 @@ def test_the_demo_link_signs_in_and_leaves_no_token_in_the_address(tab: Tab, ser
     projects = served.api.get("/projects").json()["projects"]
     for project in projects:
         assert tab.page.get_by_role("heading", name=project["name"], exact=True).is_visible()
+
+
+def _issue_token(served: SimpleNamespace) -> dict:
+    issued = served.admin.post(
+        "/_admin/tokens", json={"userId": demo_data.DEMO_USER, "organizationId": demo_data.DEMO_ORG}
+    )
+    assert issued.status_code == 201, issued.text
+    return issued.json()
+
+
+def _revoke(served: SimpleNamespace, token: dict) -> None:
+    """As an administrator does, with the CLI on the server's database, while it serves."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sowctl", "--db", str(served.db), "tokens", "revoke", token["id"], "--yes"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    refused = httpx.get(
+        served.url + "/api/sows", headers={"Authorization": f"Bearer {token['token']}"}, timeout=10
+    )
+    assert refused.status_code == 401
+
+
+def test_a_token_revoked_mid_session_asks_for_a_token_again(tab: Tab, served: SimpleNamespace) -> None:
+    """The token is revoked while a SOW is open: the next request (a selection's fields) is
+    refused, and the console says so and asks for a token again instead of showing the API's
+    error inside the page; signing in again returns to the same SOW."""
+    page = tab.page
+    wait = 5_000  # ms: every step below is a local request or two
+    item = chain(served)["criticalPath"][0]
+    dep = chain(served)["issues"]["critical"][0]["id"]
+
+    def refused_and_asked() -> None:
+        page.wait_for_selector("#token-input", timeout=wait)
+        alert = page.text_content("[role=alert]")
+        assert "refused this token" in alert and "authorization not provided" not in alert
+        assert page.evaluate("sessionStorage.getItem('sowctl.token')") is None
+        assert page.text_content("#session-state") == "" and page.is_hidden("#sign-out")
+        assert page.locator("svg.graph, .details").count() == 0  # nothing of the SOW page is left
+        assert f"#/sow/{SOW}/" in page.url
+
+    def sign_in(secret: str) -> None:
+        page.fill("#token-input", secret)
+        page.click("button[type=submit]")
+        page.wait_for_selector(f"svg.graph .node[data-node='{item}']", timeout=wait)
+
+    first = _issue_token(served)
+    page.goto(f"{served.url}/#token={first['token']}")
+    page.wait_for_selector("a[data-sow]", timeout=wait)
+    page.goto(f"{served.url}/#/sow/{SOW}/graph")
+    page.wait_for_selector(f"svg.graph .node[data-node='{item}']", timeout=wait)
+    _revoke(served, first)
+    tab.allow(f"/api/items/{item}", 401)
+    page.focus(f"svg.graph .node[data-node='{item}']")
+    page.keyboard.press("Enter")  # an item's fields: GET /api/items/ID, refused
+    refused_and_asked()
+    tab.shot("token-refused")
+
+    second = _issue_token(served)
+    sign_in(second["token"])
+    _revoke(served, second)
+    tab.allow(f"/api/dependencies/{dep}", 401)
+    page.click(f"svg.graph .edge[data-dep='{dep}'] .line", force=True)  # a dependency's fields, refused
+    refused_and_asked()
+
+    sign_in(served.token)
+    page.click(f"svg.graph .edge[data-dep='{dep}'] .line", force=True)
+    page.wait_for_selector(f".details h2:text('Dependency {dep}')", timeout=wait)
+    page.wait_for_function(
+        "!document.querySelector('.details').textContent.includes('Loading')", timeout=wait
+    )
+    assert served.api.get(f"/api/dependencies/{dep}").json()["riskLevel"] in page.text_content(".details")
 
 
 # --- a SOW ------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ async function projects() {
   return cache.projects;
 }
 
-const context = { rule, sows, projects, sowLink, replaceAddress, failed };
+const context = { rule, sows, projects, sowLink, replaceAddress, failed, tokenRefused };
 
 // --- pages --------------------------------------------------------------------------------------
 
@@ -81,15 +81,23 @@ function close() {
 
 const REFUSED_TOKEN = "The server refused this token. Check it (or create a new one) and sign in again.";
 
+/**
+ * A token refused by the API (revoked, or the data reset under it), wherever a request
+ * meets it: forget it and ask for one again, saying why; the address is kept, so signing
+ * in again returns to the same view. True when it was that.
+ */
+function tokenRefused(error) {
+  if (!(error instanceof ApiError && error.status === 401 && !error.admin)) return false;
+  session.token = null;
+  cache = { sows: null, projects: null };
+  close();
+  showLogin(REFUSED_TOKEN);
+  return true;
+}
+
 /** An API failure on a page: a refused token goes back to the login form. */
 function failed(error, retry) {
-  if (error instanceof ApiError && error.status === 401 && !error.admin) {
-    session.token = null;
-    cache = { sows: null, projects: null };
-    close();
-    showLogin(REFUSED_TOKEN);
-    return;
-  }
+  if (tokenRefused(error)) return;
   const text = error instanceof ApiError ? `${error.message} (HTTP ${error.status || "-"})` : String(error);
   fill(main,
     h("h1", {}, "Could not load this page"),

@@ -161,6 +161,7 @@ class SowPage {
     try {
       item = await get(`/api/items/${encodeURIComponent(itemId)}`);
     } catch (error) {
+      if (this.ctx.tokenRefused(error)) return; // not the panel's failure: the whole session's
       if (ticket === this.detailsTicket) fill(this.details, h("h2", {}, itemId), notice(error.message, "error"));
       return;
     }
@@ -200,6 +201,7 @@ class SowPage {
     try {
       dep = await get(`/api/dependencies/${encodeURIComponent(depId)}`);
     } catch (error) {
+      if (this.ctx.tokenRefused(error)) return;
       if (ticket === this.detailsTicket) fill(this.details, h("h2", {}, depId), notice(error.message, "error"));
       return;
     }
