@@ -1,10 +1,7 @@
 """The web console in a real headless Chromium (Debian's ``chromium``, driven by Playwright)
 against ``sowctl serve --demo --admin`` on a free port.
 
-One server and one browser for the module; each test gets a fresh browser context (so a
-fresh session storage) at 1280x800, and fails on any console error, uncaught exception or
-Content-Security-Policy violation it did not announce. Screenshots of the main views go to
-``$SOWCTL_TEST_ARTIFACTS`` (default: ``<tmp>/sowctl-artifacts``).
+The harness (server, browser, a checked tab) is tests/support/browser.py.
 
 The console is a front end; the API under it is tested on both backends elsewhere, so
 these tests always serve a SQLite file.
@@ -12,132 +9,18 @@ these tests always serve a SQLite file.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import httpx
 import pytest
 
 from sowctl import demo_data
-from tests.support.server import Server
+from tests.support.browser import SOW, Tab, chain
 
 pytestmark = pytest.mark.slow
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(os.environ.get("SOWCTL_TEST_ARTIFACTS") or Path(tempfile.gettempdir()) / "sowctl-artifacts")
-SOW = demo_data.DEMO_SOW
-TIMEOUT_MS = 10_000
-PUBLIC_PATHS = ("/api/", "/projects", "/clients", "/_admin/", "/console/", "/docs/assets/", "/#", "/healthz")
-
-# Installed in every page before its own scripts: records what the CSP refused.
-CSP_WATCH = """
-window.__cspViolations = [];
-document.addEventListener("securitypolicyviolation", (event) => {
-  window.__cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`);
-});
-"""
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
-    db = tmp_path_factory.mktemp("console") / "console.db"
-    server = Server(db, "--demo", "--admin")
-    try:
-        lines = server.read_stdout_until("  console:")
-        link = next(line.split("console:", 1)[1].strip() for line in lines if "  console:" in line)
-        token = re.search(r"#token=([^&]+)", link).group(1)
-        api = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-        admin = httpx.Client(
-            base_url=server.url, headers={"Authorization": f"Bearer {server.admin_token}"}, timeout=10
-        )
-        yield SimpleNamespace(url=server.url, link=link, token=token, api=api, admin=admin, db=db)
-        api.close()
-        admin.close()
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        # The system's Chromium: no browser download, same binary in CI and on a laptop.
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        yield chromium
-        chromium.close()
-
-
-class Tab:
-    """A page plus what it must not do: console errors, page errors, CSP violations."""
-
-    def __init__(self, context, served: SimpleNamespace) -> None:
-        self.context = context
-        self.served = served
-        self.page = context.new_page()
-        self.errors: list[str] = []
-        self.allowed: list[tuple[str, int]] = []
-        self.requests: list[str] = []
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
-        self.page.on("request", lambda request: self.requests.append(request.url))
-
-    def allow(self, path: str, status: int) -> None:
-        """A failed request the test causes on purpose (the browser reports it as an error)."""
-        self.allowed.append((path, status))
-
-    def _console(self, message) -> None:
-        if message.type != "error":
-            return
-        url = (message.location or {}).get("url", "")
-        for path, status in self.allowed:
-            if f"status of {status}" in message.text and url.split("?")[0].endswith(path):
-                return
-        self.errors.append(f"console: {message.text} ({url})")
-
-    def shot(self, name: str) -> None:
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-    def open_link(self) -> None:
-        """The link serve --demo printed: token and admin token in the fragment."""
-        self.page.goto(self.served.link)
-        self.page.wait_for_selector("a[data-sow]")
-
-
-@pytest.fixture
-def tab(browser, served: SimpleNamespace) -> Iterator[Tab]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(TIMEOUT_MS)
-    context.add_init_script(script=CSP_WATCH)
-    opened = Tab(context, served)
-    yield opened
-    violations = opened.page.evaluate("window.__cspViolations || []")
-    context.close()
-    assert not opened.errors, opened.errors
-    assert violations == [], violations
-    # Nothing from elsewhere (no CDN, no font service), and nothing but the public API,
-    # /_admin and the console's own files from this server.
-    for url in opened.requests:
-        assert url.startswith(served.url + "/") or url.startswith("blob:" + served.url), url
-        path = url.removeprefix(served.url).split("?")[0]
-        assert path.startswith(PUBLIC_PATHS) or path in ("/", "/docs", "/openapi.json"), url
-
-
-def chain(served: SimpleNamespace) -> dict:
-    response = served.api.get(
-        "/api/dependencies/chain", params={"sowId": SOW, "include": "criticalPath,external"}
-    )
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 # --- signing in --------------------------------------------------------------------------------------
@@ -478,152 +361,3 @@ def test_narrow_window_scrolls_the_graph_not_the_page(tab: Tab, served: SimpleNa
     tab.page.wait_for_selector("svg.graph")
     assert tab.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     tab.shot("sow-graph-narrow")
-
-
-# --- the emulator panel -------------------------------------------------------------------------------
-
-
-def test_emulator_sets_a_fault_and_shows_it_in_the_request_log(tab: Tab, served: SimpleNamespace) -> None:
-    tab.open_link()
-    page = tab.page
-    page.click("#nav-emulator")
-    page.wait_for_selector("#request-log")
-    page.wait_for_selector("#checkpoint-list")  # this server has checkpoints, so the panel shows them
-    # Nothing (the dataset file input was one) makes the page wider than the 1280 window.
-    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-
-    page.check("#fault-on")
-    page.fill("#fault-rate", "1")
-    page.fill("#fault-status", "503")
-    page.fill("#fault-count", "1")
-    page.fill("#fault-routes", "GET /api/sows")
-    page.click("#card-faults-and-latency ~ form button[type=submit]")
-    page.wait_for_selector("text=Applied to the next API requests.")
-    assert served.admin.get("/_admin/faults").json()["routes"] == ["GET /api/sows"]
-
-    tab.allow("/api/sows", 503)
-    page.click("#nav-projects")
-    page.wait_for_selector("text=Could not load this page")
-    assert "injected fault (HTTP 503)" in page.text_content("[role=alert]")
-
-    page.click("#nav-emulator")
-    row = page.locator("#request-log tr.entry", has_text="/api/sows").first
-    row.wait_for()
-    assert row.locator("td.status").text_content() == "503"
-    assert row.locator("td.fault").text_content() == "injected error"
-    page.fill("#log-status", "5xx")
-    statuses = page.eval_on_selector_all("#request-log td.status", "cells => cells.map(c => c.textContent)")
-    assert statuses and set(statuses) == {"503"}
-    row.click()
-    assert "injected fault" in page.text_content("#request-log tr.detail pre:nth-of-type(2)")
-    tab.shot("emulator")
-
-    # The clock: frozen and running again.
-    page.fill("#clock-input", "2030-01-02T03:04:05Z")
-    page.click("#card-clock ~ form button[type=submit]")
-    page.wait_for_selector("#clock-now:text('2030-01-02T03:04:05Z · frozen')")
-    page.click("text=Let it run")
-    page.wait_for_selector("#clock-now:text('running')")
-    page.click("#card-faults-and-latency ~ form button:text('Clear')")
-    page.wait_for_selector("text=No faults, no latency.")
-
-
-def test_emulator_saves_and_restores_a_checkpoint(tab: Tab, served: SimpleNamespace) -> None:
-    """The panel drives the server's real checkpoints: save, see it listed, change the data,
-    restore, and the change is gone."""
-    tab.open_link()
-    page = tab.page
-    page.click("#nav-emulator")
-    page.wait_for_selector("#checkpoint-list")
-    page.fill("#checkpoint-name", "before-browser-change")
-    page.click("#checkpoint-name ~ button")
-    page.wait_for_selector("text=Saved before-browser-change.")
-    listed = served.admin.get("/_admin/checkpoints").json()
-    assert "before-browser-change" in [point["name"] for point in listed]
-    assert "before-browser-change" in page.text_content("#checkpoint-list")
-
-    created = served.api.post("/api/sows", json={"id": "sow-made-after-checkpoint", "title": "Temporary"})
-    assert created.status_code == 201, created.text
-    row = page.locator("#checkpoint-list li", has_text="before-browser-change")
-    row.locator("button:text('Restore')").click()
-    page.wait_for_selector("text=Restored before-browser-change.")
-    assert "sow-made-after-checkpoint" not in [sow["id"] for sow in served.api.get("/api/sows").json()]
-    row.locator("button:text('Drop')").click()
-    page.wait_for_selector("text=Dropped before-browser-change.")
-    assert "before-browser-change" not in [p["name"] for p in served.admin.get("/_admin/checkpoints").json()]
-
-
-def test_emulator_downloads_resets_and_loads_a_dataset(
-    tab: Tab, served: SimpleNamespace, tmp_path: Path
-) -> None:
-    tab.open_link()
-    page = tab.page
-    page.click("#nav-emulator")
-    page.wait_for_selector("#dataset-dump")
-    with page.expect_download() as download:
-        page.click("#dataset-dump")
-    saved = tmp_path / "dump.json"
-    download.value.save_as(saved)
-    dumped = json.loads(saved.read_text())
-    assert {item["id"] for item in dumped["items"]} >= {"item-001", "item-011"}
-
-    page.click("text=Reset…")
-    page.click("text=Yes, empty every table")
-    page.wait_for_selector("text=Every table emptied")
-    assert served.admin.get("/_admin/dataset").json()["items"] == []
-
-    page.set_input_files("#dataset-file", str(saved))
-    page.click("#dataset-file ~ button[type=submit]")
-    page.wait_for_selector("text=Loaded:")
-    assert f"{len(dumped['items'])} items" in page.text_content("text=Loaded:")
-    # The reset took the demo token with it (credentials are not in a dataset): a new one
-    # for the rest of the module, and the console asks for it.
-    issued = served.admin.post(
-        "/_admin/tokens", json={"userId": demo_data.DEMO_USER, "organizationId": demo_data.DEMO_ORG}
-    )
-    assert issued.status_code == 201, issued.text
-    served.token = issued.json()["token"]
-    served.link = served.link.replace(re.search(r"#token=([^&]+)", served.link).group(1), served.token)
-    served.api.headers["Authorization"] = f"Bearer {served.token}"
-    tab.allow("/api/sows", 401)
-    tab.allow("/projects", 401)
-    page.click("#nav-projects")
-    page.wait_for_selector("#token-input")
-    tab.open_link()
-
-
-# --- /docs -------------------------------------------------------------------------------------------
-
-
-def test_docs_try_it_out_with_the_console_token(tab: Tab, served: SimpleNamespace) -> None:
-    tab.open_link()  # the token given to the console is pre-authorized in /docs
-    page = tab.page
-    response = page.goto(served.url + "/docs")
-    assert "script-src 'self'" in response.headers["content-security-policy"]
-    page.wait_for_selector(".opblock")
-    spec = served.api.get("/openapi.json").json()
-    operations = sum(len(methods) for methods in spec["paths"].values())
-    assert page.locator(".opblock").count() == operations
-    block = page.locator(".opblock-get:has([data-path='/api/sows'])")
-    block.locator(".opblock-summary").click()
-    block.locator("button.try-out__btn").click()
-    block.locator("button.execute").click()
-    code = block.locator(".live-responses-table tbody .response-col_status").first
-    code.wait_for()
-    assert code.text_content().strip() == "200"
-    tab.shot("docs")
-
-
-def test_load_timings_are_recorded(tab: Tab, served: SimpleNamespace) -> None:
-    """Not a timed assertion: the figures go to the artifacts for a person (or bench/) to read."""
-    tab.open_link()
-    tab.page.goto(f"{served.url}/#/sow/{SOW}/graph")
-    tab.page.reload()
-    tab.page.wait_for_selector("svg.graph")
-    timing = tab.page.evaluate(
-        "(() => { const n = performance.getEntriesByType('navigation')[0];"
-        " return {domContentLoaded: n.domContentLoadedEventEnd, load: n.loadEventEnd,"
-        " graphShown: performance.now()}; })()"
-    )
-    (ARTIFACTS / "console-timings.json").write_text(json.dumps(timing, indent=2))
-    assert timing["load"] > 0

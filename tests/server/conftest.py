@@ -1,0 +1,5 @@
+"""Fixtures of the console's browser tests (tests/support/browser.py): a served demo with
+its admin API, the Chromium they drive, and a checked tab. Module-scoped ones start once
+per test module."""
+
+from tests.support.browser import browser, served, tab  # noqa: F401
