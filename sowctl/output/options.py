@@ -123,6 +123,8 @@ def _wrapped(callback: Any, json_name: str, quiet_name: str | None) -> Any:
 
 def _plain_metavars(command: click.Command) -> None:
     for param in command.params:
+        if not hasattr(getattr(param, "type", None), "name"):
+            continue  # a Typer whose parameters have no click type: its own metavars stay
         if isinstance(param, TyperArgument) and param.metavar is None:
             param.metavar = (param.name or "value").upper()
             param.__class__ = _Argument
