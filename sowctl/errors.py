@@ -37,18 +37,15 @@ def exit_code_for_status(status: int) -> ExitCode:
     return ExitCode.FAILURE
 
 
-# Fixed message texts of the Group C codes (spec §7.3). The envelope is tRPC's
-# (trpc-openapi), so the statuses beyond the spec's table take tRPC's code names.
+# The Group C codes the service documents, with their fixed message texts. Only these are
+# sent: a client decodes ``code`` as one of them, so a status beyond the five (405, 413,
+# 429, 503, ...) carries BAD_REQUEST or INTERNAL_SERVER_ERROR (server.errors.group_c_code).
 GROUP_C_MESSAGES = {
     "BAD_REQUEST": "invalid input data",
     "UNAUTHORIZED": "authorization not provided",
     "FORBIDDEN": "insufficient access",
     "NOT_FOUND": "not found",
     "INTERNAL_SERVER_ERROR": "internal server error",
-    "METHOD_NOT_SUPPORTED": "method not supported",
-    "PAYLOAD_TOO_LARGE": "payload too large",
-    "TOO_MANY_REQUESTS": "too many requests",
-    "SERVICE_UNAVAILABLE": "service unavailable",
 }
 
 

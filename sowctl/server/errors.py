@@ -44,6 +44,19 @@ class InternalError(SowctlError):
         super().__init__(INTERNAL_ERROR_MESSAGE)
 
 
+# The codes the service documents for Group C: a client decodes ``code`` as one of these.
+GROUP_C_STATUS_CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND"}
+
+
+def group_c_code(status: int) -> str:
+    """The documented code a Group C error of ``status`` carries: its own for the five the
+    service lists; any other refusal (405, 408, 413, 414, 429, 431) is BAD_REQUEST, any
+    other failure (503) INTERNAL_SERVER_ERROR. The status and ``issues`` say which."""
+    if status in GROUP_C_STATUS_CODES:
+        return GROUP_C_STATUS_CODES[status]
+    return "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR"
+
+
 @dataclass
 class ErrorResponse:
     status: int
@@ -65,7 +78,7 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
     """The response for ``error`` in ``group``'s envelope, with the headers it implies."""
     status = error.status
     if group == "C":
-        code = CODE_FOR_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR")
+        code = group_c_code(status)
         if status >= 500:
             issues: list[dict] = []  # nothing the caller sent is at fault
         else:

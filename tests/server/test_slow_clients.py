@@ -182,7 +182,7 @@ def test_bodies_announced_too_large_are_refused_before_they_are_sent(served: Ser
             assert headers["content-type"] == "application/json"
             assert len(headers["x-request-id"]) == 16  # like every other answer
             if index == 3:  # a Group C path: that group's envelope
-                assert json.loads(body)["code"] == "PAYLOAD_TOO_LARGE"
+                assert json.loads(body)["code"] == "BAD_REQUEST"  # the documented code; the status says 413
             else:
                 assert json.loads(body) == TOO_LARGE
     finally:

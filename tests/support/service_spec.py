@@ -285,18 +285,18 @@ SCHEMAS["SnapshotDetail"]["properties"].update(
 )
 SCHEMAS["SnapshotDetail"]["required"] += ["line_items", "totals"]
 
-# Group C: codes of the spec's table with their fixed texts, and tRPC's names (the
-# envelope is tRPC's) for the statuses the contract adds.
+# Group C: the codes of the spec's table, with their fixed texts, are all a client may meet
+# (spec §7.3): the statuses the contract adds carry the nearest of them.
 GROUP_C_CODES = {
     400: ("BAD_REQUEST", "invalid input data"),
     401: ("UNAUTHORIZED", "authorization not provided"),
     403: ("FORBIDDEN", "insufficient access"),
     404: ("NOT_FOUND", "not found"),
-    405: ("METHOD_NOT_SUPPORTED", None),
-    413: ("PAYLOAD_TOO_LARGE", None),
-    429: ("TOO_MANY_REQUESTS", None),
+    405: ("BAD_REQUEST", "invalid input data"),
+    413: ("BAD_REQUEST", "invalid input data"),
+    429: ("BAD_REQUEST", "invalid input data"),
     500: ("INTERNAL_SERVER_ERROR", "internal server error"),
-    503: ("SERVICE_UNAVAILABLE", None),
+    503: ("INTERNAL_SERVER_ERROR", "internal server error"),
 }
 
 

@@ -96,13 +96,13 @@ def put_faults(client: httpx.Client, **config) -> dict:
 @pytest.mark.parametrize(
     ("status", "retry_after", "group_c"),
     [
-        (503, "1", {"code": "SERVICE_UNAVAILABLE", "message": "service unavailable", "issues": []}),
+        (503, "1", {"code": "INTERNAL_SERVER_ERROR", "message": "internal server error", "issues": []}),
         (
             429,
             "1",
             {
-                "code": "TOO_MANY_REQUESTS",
-                "message": "too many requests",
+                "code": "BAD_REQUEST",
+                "message": "invalid input data",
                 "issues": [{"path": [], "message": "injected fault"}],
             },
         ),
