@@ -69,8 +69,13 @@ def external_caller(
     """
     from sowctl.services import external_scope, ratelimit
 
-    api_key = credentials.authenticate_key((environ.get("HTTP_X_API_KEY") or "").strip() or None)
-    state = ratelimit.hit(api_key.id, rate_limits(settings))
+    limits = rate_limits(settings)
+    try:
+        api_key = credentials.authenticate_key((environ.get("HTTP_X_API_KEY") or "").strip() or None)
+    except Unauthorized:
+        headers.update(ratelimit.uncounted(limits).headers())  # every Group B response has them
+        raise
+    state = ratelimit.hit(api_key.id, limits)
     headers.update(state.headers())
     if state.retry_after is not None:
         raise RateLimited(

@@ -109,6 +109,14 @@ def hit(api_key_id: str, limits: RateLimits) -> RateState:
     return retry_serialization_failures(lambda: _hit(api_key_id, limits))
 
 
+def uncounted(limits: RateLimits) -> RateState:
+    """The state a request no key can be charged for (a missing or refused key) reports:
+    the minute window, nothing counted against it. Every Group B response carries the
+    headers; this one's ``Remaining`` is what a valid key would have left at most."""
+    now = epoch_now()
+    return RateState(limits.per_minute, limits.per_minute, now - now % MINUTE + MINUTE, None)
+
+
 def window_clock() -> int:
     """Epoch seconds that decide the windows: the frozen clock, else the database's."""
     if clock.is_fixed():

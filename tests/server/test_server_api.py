@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -673,12 +674,20 @@ def test_group_b_resolves_the_scope(group_b) -> None:
 
 
 @pytest.mark.parametrize("key", [None, "", "sowk_wrong"])
-def test_group_b_bad_key_is_401_without_rate_headers(group_b, key) -> None:
-    api, _ = group_b
+def test_group_b_bad_key_is_401_with_uncounted_rate_headers(group_b, key) -> None:
+    """Every Group B response carries the rate headers; with no key to charge, they
+    describe the minute window with nothing counted."""
+    api, good = group_b
     response = api.client.get("/api/external/test-echo", headers=scope(key))
     assert_group_a_error(response, 401, "API key")
-    assert not any(name in response.headers for name in RATE_HEADERS)
-    assert "www-authenticate" not in response.headers
+    assert response.headers["x-ratelimit-limit"] == "3"
+    assert response.headers["x-ratelimit-remaining"] == "3"
+    reset = int(response.headers["x-ratelimit-reset"])
+    assert reset % 60 == 0 and 0 < reset - time.time() <= 61
+    assert "retry-after" not in response.headers and "www-authenticate" not in response.headers
+    # nothing was charged to any key: the valid key still has its whole quota
+    after = api.client.get("/api/external/test-echo", headers=scope(good))
+    assert after.headers["x-ratelimit-remaining"] == "2"
 
 
 def test_group_b_revoked_key_is_401(group_b) -> None:
