@@ -171,6 +171,10 @@ def update_dep(
     for key, value in (("slaDate", sla), ("escalationDate", escalation)):
         if value is not None:
             body[key] = "" if value.strip().lower() == "none" else value  # "" removes the date
+    if not body:  # an empty update would still stamp updatedAt
+        from sowctl.errors import UsageError
+
+        raise UsageError("nothing to update: give --status, --risk, --sla, --escalation or --notes")
     dep = app_context(ctx).call("deps.update", {"dependencyId": dependency_id}, body=body)
     emit_object(dep, json_mode=json_)
 

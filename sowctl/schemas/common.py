@@ -128,7 +128,14 @@ def unreachable_id(value: str) -> str | None:
         return "must not contain '/' (ids are part of URLs)"
     if value in (".", ".."):
         return f"must not be {value!r} (ids are part of URLs)"
+    if _CONTROL.search(value):
+        # A tab or newline in an id cannot be printed as it is (output is made safe for the
+        # terminal), so `create -q` could not hand the id it made back to a script.
+        return "must not contain control characters (tab, newline, ...)"
     return None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _reachable_id(value: str) -> str:

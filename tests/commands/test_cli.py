@@ -324,6 +324,7 @@ def test_refused_reorder_changes_nothing(cli, tree):
         (("items", "create", "sow-1", "--title", "x", "--order-index", "abc"), 2, "error: "),
         (("items", "update", "@TOP", "--status", "done"), 2, "error: Invalid value for '--status'"),
         (("items", "update", "@TOP"), 2, "error: nothing to update"),
+        (("deps", "update", "nope"), 2, "error: nothing to update: give --status"),  # before any lookup
         (("items", "list", "sow-1", "--type", "epic"), 2, "error: Invalid value for '--type'"),
         (
             ("items", "create", "sow-1", "--title", "x", "--type", "requirement", "--parent", "@TOP"),

@@ -257,6 +257,17 @@ def test_ids_that_are_not_url_segments_are_refused_in_both_modes(modes, bad):
     assert m.Item.select().count() == 0
 
 
+@pytest.mark.parametrize("bad", ["a\tb", "a\nb", "a\x1bb", "a\x7fb", "a\x85b"])
+def test_ids_with_control_characters_are_refused_in_both_modes(modes, bad):
+    """Output shows a control character as something else (a tab as a space), so the id
+    `create -q` printed would not be the id that was stored."""
+    code, _, stderr = same(modes.both("items", "create", "sow-1", "--title", "A", "--id", bad))
+    assert code == 2 and "must not contain control characters" in stderr
+    code, _, stderr = same(modes.both("sows", "create", "T", "--id", bad))
+    assert code == 2 and "must not contain control characters" in stderr
+    assert m.Item.select().count() == 0 and m.Sow.select().where(m.Sow.id == bad).count() == 0
+
+
 def test_an_imported_id_with_a_slash_is_refused(cli, db, tmp_path):
     dataset = {
         "organizations": [{"id": "org-1", "name": "O"}],
