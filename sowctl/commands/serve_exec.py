@@ -21,9 +21,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sowctl.errors import ExitCode, InvalidInput, SowctlError, UsageError
+
+if TYPE_CHECKING:
+    from sowctl.services.dataset.source import DatasetSource
 
 STARTUP_TIMEOUT = 60.0  # seconds for the server to say "Listening on"
 STOP_TIMEOUT = 15.0  # gunicorn's graceful stop takes up to 5 s; then SIGKILL
@@ -40,20 +43,28 @@ ENV_ADMIN_TOKEN = "SOWCTL_ADMIN_TOKEN"
 # --- --load and --export-on-exit ------------------------------------------------------------
 
 
-def load_file(path: Path) -> dict[str, int]:
-    """Replace the database's records with the dataset in ``path``: all of it, or nothing."""
-    from sowctl.db import write_transaction
-    from sowctl.errors import UsageError
-    from sowctl.services.dataset import import_dataset
+def open_load(path: Path) -> DatasetSource:
+    """The dataset ``--load`` names, its shape checked: before any database is opened, so
+    that a missing or broken file leaves nothing behind."""
     from sowctl.services.dataset.source import open_dataset
-    from sowctl.testdouble.state import reset_database
 
     try:
-        source = open_dataset(path)  # streamed, as `sowctl import` reads it
+        return open_dataset(path)  # streamed, as `sowctl import` reads it
     except UsageError as exc:  # "cannot read FILE": say which option named it
         raise UsageError(f"--load: {exc.message}") from None
     except InvalidInput as exc:
         raise InvalidInput(f"--load: {exc.message}", exc.issues) from None
+
+
+def load_file(path: Path, source: DatasetSource | None = None) -> dict[str, int]:
+    """Replace the database's records with the dataset in ``path`` (``source``: already
+    opened by ``open_load``): all of it, or nothing."""
+    from sowctl.db import write_transaction
+    from sowctl.services.dataset import import_dataset
+    from sowctl.testdouble.state import reset_database
+
+    if source is None:
+        source = open_load(path)
     try:
         with write_transaction("global"):
             reset_database()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.support.modes import SERVER
@@ -342,6 +344,29 @@ def test_serve_load_of_a_missing_file_names_load(tmp_path):
     done = _serve(tmp_path, "--load", str(tmp_path / "nonexistent.json"), "--exec", "true")
     assert done.returncode == 2
     assert done.stderr.startswith("error: --load: cannot read ")
+    assert list(tmp_path.glob("exec.db*")) == []  # "nothing starts": no database was made
+
+
+def test_serve_load_of_a_bad_dataset_leaves_no_new_database_and_an_old_one_unchanged(tmp_path):
+    import json
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"organizations": [{"id": "o", "name": "O"}], "sows": "not a list"}))
+    done = _serve(tmp_path, "--load", str(bad), "--exec", "true")
+    assert done.returncode == 2 and done.stderr.startswith("error: --load")
+    assert list(tmp_path.glob("exec.db*")) == []
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"users": [{"id": "u", "organizationId": "nope", "name": "U"}]}))
+    done = _serve(tmp_path, "--load", str(wrong), "--exec", "true")  # a record refused
+    assert done.returncode == 2 and "organization nope not found" in done.stderr
+    assert list(tmp_path.glob("exec.db*")) == []
+    assert _serve(tmp_path, "--demo", "--exec", "true").returncode == 0  # now it exists, with data
+    done = _serve(tmp_path, "--load", str(wrong), "--exec", "true")
+    assert done.returncode == 2 and (tmp_path / "exec.db").exists()
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(tmp_path / "exec.db")) as database:
+        assert database.execute("SELECT count(*) FROM sow").fetchone()[0] > 0  # the demo's are kept
 
 
 # --- CI reports carry no raw control characters ---------------------------------------------------
