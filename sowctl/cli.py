@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.main
@@ -262,17 +262,28 @@ def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:
     """
     command = root_command
     index, start = 0, None
+    middle: list[str] = []  # what lies between the first group and the command, minus hoisted
+    hoisted: list[str] = []
     while _is_group(command) and index < len(argv):
         arg = argv[index]
         if arg == "--":
             return argv
         if arg.startswith("-"):
-            index += 2 if arg in _VALUE_OPTIONS else 1
+            step = 2 if arg in _VALUE_OPTIONS else 1
+            if start is not None and arg.split("=", 1)[0] in _VALUE_OPTIONS:  # items --server URL list
+                if step == 2 and index + 1 >= len(argv):
+                    _missing_value(arg)
+                hoisted += argv[index : index + step]
+            elif start is not None:
+                middle += argv[index : index + step]
+            index += step
             continue
         sub = command.commands.get(arg)
         if sub is None:
             return argv  # click reports the unknown command
-        start = index if start is None else start
+        if start is None:
+            start = index
+        middle.append(arg)
         command, index = sub, index + 1
     if start is None or _is_group(command):
         return argv
@@ -285,7 +296,6 @@ def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:
             if not param.is_flag and not param.count:
                 takes_value.update(names)
     kept: list[str] = []
-    hoisted: list[str] = []
     rest = iter(argv[index:])
     for arg in rest:
         if arg == "--":
@@ -304,12 +314,17 @@ def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:
                 continue
             value = next(rest, None)
             if value is None:  # no value: moved, it would take the command's name as one
-                kept.append(arg)
-            else:
-                hoisted += [arg, value]
+                _missing_value(arg)
+            hoisted += [arg, value]
         else:
             kept.append(arg)
-    return [*argv[:start], *hoisted, *argv[start:index], *kept]
+    return [*argv[:start], *hoisted, *middle, *kept]
+
+
+def _missing_value(option: str) -> NoReturn:
+    from sowctl.errors import UsageError
+
+    raise UsageError(f"option {option} needs a value (see 'sowctl --help')")
 
 
 def _is_group(command: Any) -> bool:

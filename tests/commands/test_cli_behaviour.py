@@ -137,6 +137,28 @@ def test_global_options_are_accepted_after_the_command(cli, db, db_url, tmp_path
     assert ok(cli("items", "list", "sow-1", "--db", db_url, "--json")).json() == []
 
 
+def test_global_options_between_the_group_and_its_command(cli, db, db_url, monkeypatch):
+    ok(cli("sows", "create", "T", "--id", "sow-1"))
+    ok(cli("items", "create", "sow-1", "--title", "A", "--id", "a"))
+    monkeypatch.delenv("SOWCTL_DB")
+    assert ok(cli("items", "--db", db_url, "list", "sow-1", "-q")).stdout == "a\n"
+    assert ok(cli("items", f"--db={db_url}", "list", "sow-1", "-q")).stdout == "a\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("items", "list", "sow-1", "--server"),
+        ("items", "list", "--db"),
+        ("items", "list", "sow-1", "--token"),
+    ],
+)
+def test_a_global_option_without_its_value_says_so(cli, args):
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: option {args[-1]} needs a value (see 'sowctl --help')\n"
+
+
 def test_global_options_after_the_command_select_remote_mode(modes):
     ok(modes.local("items", "create", "sow-1", "--title", "A", "--id", "a"))
     result = modes.cli(
