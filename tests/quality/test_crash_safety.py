@@ -131,7 +131,12 @@ def test_sigkill_during_writes_keeps_every_acknowledged_write_whole(db_url: str,
     writers = [threading.Thread(target=target) for target in (create_items, create_items, create_orders)]
     for writer in writers:
         writer.start()
-    time.sleep(1.2)
+    # Kill while both kinds of write are under way: once each has been acknowledged (on a
+    # loaded CI machine the first ones take longer than the 1.2 s this used to wait).
+    deadline = time.monotonic() + 20
+    while not (acked_items and acked_orders) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
     server.kill()
     stop.set()
     for writer in writers:
