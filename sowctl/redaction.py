@@ -12,23 +12,28 @@ from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 MASK = "***"
-# Field and query-parameter names that hold secrets (lower-case, without - and _).
+# Field, header and query-parameter names that hold secrets (compared lower-case, without
+# - and _): the exact names, words that make any name containing them a secret's
+# (``secretKey``, ``X-Private-Key``, ``Cookie2``), and endings (``x-auth``, ``signingKey``).
 SECRET_FIELDS = frozenset(
-    {
-        "token",
-        "apikey",
-        "key",
-        "password",
-        "secret",
-        "accesstoken",
-        "refreshtoken",
-        "clientsecret",
-        "auth",
-        "authorization",
-        "xapikey",
-    }
+    {"key", "auth", "authorization", "pass", "pwd", "sig", "session", "otp", "pin", "xapikey"}
 )
-_SECRET_SUFFIXES = ("token", "secret", "password", "apikey")
+_SECRET_WORDS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "credential",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "secretkey",
+    "signature",
+    "sessionid",
+    "cookie",
+)
+_SECRET_SUFFIXES = ("key", "auth")
 # Every secret sowctl issues starts with one of these: bearer tokens, API keys and the
 # admin token of ``serve --admin``. A secret is known by its shape wherever it appears
 # (a path, a query parameter's name or value, a free-text field).
@@ -41,7 +46,7 @@ _SECRET_VALUE = re.compile("(?:" + "|".join(map(re.escape, SECRET_PREFIXES)) + r
 
 def is_secret_field(name: str) -> bool:
     key = name.lower().replace("_", "").replace("-", "")
-    return key in SECRET_FIELDS or key.endswith(_SECRET_SUFFIXES)
+    return key in SECRET_FIELDS or key.endswith(_SECRET_SUFFIXES) or any(w in key for w in _SECRET_WORDS)
 
 
 # Headers that carry credentials: never stored anywhere (the request log keeps the others).

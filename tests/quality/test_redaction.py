@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from sowctl.redaction import SECRET_PREFIXES, is_secret_field, redact, redact_target, redact_value
+from sowctl.redaction import (
+    SECRET_PREFIXES,
+    is_secret_field,
+    is_secret_header,
+    redact,
+    redact_target,
+    redact_value,
+)
 from sowctl.testdouble.recorder import Recorder, check_writable
 
 
@@ -17,9 +24,50 @@ def test_secret_names(name: str) -> None:
     assert is_secret_field(name)
 
 
-@pytest.mark.parametrize("name", ["sowId", "project_id", "title", "limit", "keywords"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "secretKey",
+        "privateKey",
+        "private_key",
+        "accessKey",
+        "passphrase",
+        "credentials",
+        "pwd",
+        "pass",
+        "sig",
+        "X-Private-Key",
+        "X-Passwd",
+        "X-Auth",
+        "X-Credentials",
+        "X-Session-Id",
+        "Cookie2",
+        "X-Signature",
+    ],
+)
+def test_names_that_only_contain_or_end_with_a_secret_word(name: str) -> None:
+    assert is_secret_field(name) and is_secret_header(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["sowId", "project_id", "title", "limit", "keywords", "author", "passengers", "x-request-id", "notes"],
+)
 def test_ordinary_names(name: str) -> None:
     assert not is_secret_field(name)
+
+
+def test_a_body_hides_every_such_field_at_any_depth() -> None:
+    body = {"title": "X", "secretKey": "B1", "privateKey": "B2", "credentials": {"pass": "B3"}, "pwd": "B4"}
+    assert redact_value(body) == {
+        "title": "X",
+        "secretKey": "***",
+        "privateKey": "***",
+        "credentials": "***",
+        "pwd": "***",
+    }
+    target = redact_target("/projects", "secretKey=A7&private_key=A3&accessKey=A2&pwd=Q&sig=S&limit=5")
+    assert target == "/projects?secretKey=***&private_key=***&accessKey=***&pwd=***&sig=***&limit=5"
 
 
 def test_tokens_and_keys_are_cut_to_their_prefix_wherever_they_appear() -> None:
@@ -44,7 +92,7 @@ def test_a_secret_used_as_a_query_parameter_name_is_hidden() -> None:
 
 
 def test_json_values_hide_secret_fields_keys_and_values_at_any_depth() -> None:
-    body = {"title": "t", "token": "plain", "sowt_key": {"password": 1}, "notes": ["see sowk_zz9"]}
+    body = {"title": "t", "token": "plain", "sowt_abc": {"password": 1}, "notes": ["see sowk_zz9"]}
     assert redact_value(body) == {
         "title": "t",
         "token": "***",
