@@ -38,6 +38,8 @@ from sowctl.schemas.common import (
     StrictInt,
     StrictStr,
 )
+from sowctl.schemas.dependencies import Email
+from sowctl.schemas.finance import MoneyIn
 from sowctl.schemas.vocabulary import (
     MAX_BIGINT,
     MAX_ORDER_INDEX,
@@ -215,7 +217,7 @@ class DependencyRecord(_CamelRecord):
     is_external: StrictBool | None = None
     external_target: StrictStr | None = None
     external_owner: StrictStr | None = None
-    contact_email: StrictStr | None = None
+    contact_email: Email | None = None  # as the API checks it
     vendor: StrictStr | None = None
     sla_date: DateStr | None = None
     escalation_date: DateStr | None = None
@@ -353,10 +355,10 @@ class CostCodeRef(_ApiRecord):
 class PurchaseOrderLineRecord(_ApiRecord):
     id: IntId | None = None  # absent: numbered after the largest line id in file and database
     description: StrictStr
-    amount: DecimalString
+    amount: MoneyIn  # as the API takes it: not negative, at most 4 fraction digits
     cost_code: CostCodeRef
     quantity: Number | None = None
-    unit_cost: DecimalString | None = None
+    unit_cost: MoneyIn | None = None
 
 
 class PurchaseOrderRecord(_ApiRecord):

@@ -510,8 +510,31 @@ def test_nested_fields_are_named_with_their_path(db, demo: dict[str, Any]) -> No
 def test_purchase_order_amounts_must_be_decimal_strings(db, demo: dict[str, Any]) -> None:
     demo["purchaseOrders"][0]["line_items"][0]["amount"] = 48250.0
     assert refused(demo).message == (
-        'purchaseOrders[0] (id 9001): line_items[0].amount: must be a decimal string such as "1250.00"'
+        "purchaseOrders[0] (id 9001): line_items[0].amount: "
+        'must be a decimal string such as "48250.00", not a JSON number'
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("amount", "-5", "must not be negative"),
+        ("amount", "1.123456", "at most 4"),
+        ("unit_cost", "-1.00", "must not be negative"),
+    ],
+)
+def test_purchase_order_lines_are_refused_as_the_api_refuses_them(
+    db, demo: dict[str, Any], field: str, value: str, problem: str
+) -> None:
+    demo["purchaseOrders"][0]["line_items"][0][field] = value
+    message = refused(demo).message
+    assert message.startswith(f"purchaseOrders[0] (id 9001): line_items[0].{field}: ") and problem in message
+    assert m.PurchaseOrder.select().count() == 0  # all or nothing
+
+
+def test_a_dependency_contact_email_is_checked_as_the_api_checks_it(db, demo: dict[str, Any]) -> None:
+    demo["dependencies"][0]["contactEmail"] = "nope"
+    assert "contactEmail: must be an e-mail address" in refused(demo).message
 
 
 @pytest.mark.parametrize(
