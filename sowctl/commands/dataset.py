@@ -41,13 +41,24 @@ def import_command(
 
     Example: sowctl import dataset.json
     """
+    from sowctl.db_files import new_sqlite_file, remove_sqlite_file
+    from sowctl.errors import SowctlError
     from sowctl.services.dataset import import_dataset
     from sowctl.services.dataset.source import open_dataset
 
-    app_context(ctx).open_local_database("import")
+    context = app_context(ctx)
+    if context.settings.remote:
+        context.open_local_database("import")  # says why import needs local mode
     source = open_dataset(file)  # streamed: the file is read kind by kind, never held whole
-    with _import_progress(source.total) as progress:
-        counts = import_dataset(source, progress=progress)
+    created = new_sqlite_file(context.settings.database)
+    context.open_local_database("import")
+    try:
+        with _import_progress(source.total) as progress:
+            counts = import_dataset(source, progress=progress)
+    except (SowctlError, KeyboardInterrupt):
+        if created is not None:  # a refused import leaves no new, empty database behind
+            remove_sqlite_file(created)
+        raise
     if json_:
         emit_json({"imported": counts})
         return

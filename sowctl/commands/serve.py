@@ -12,6 +12,7 @@ import typer
 
 from sowctl.commands import serve_exec
 from sowctl.context import app_context
+from sowctl.db_files import new_sqlite_file, remove_sqlite_file
 from sowctl.errors import SowctlError
 
 
@@ -178,7 +179,7 @@ def serve(
         context.open_local_database("serve")  # says why serve cannot run against --server
     # A file that cannot be read, or is not a dataset, is refused before the database exists.
     source = serve_exec.open_load(load) if load is not None else None
-    created = _new_sqlite_file(context.settings.database)
+    created = new_sqlite_file(context.settings.database)
     context.open_local_database("serve")  # opens and migrates
     db_url = context.settings.database
     if double["fixed_now"] is not None:
@@ -190,7 +191,7 @@ def serve(
             loaded = serve_exec.load_file(load, source)
         except SowctlError:
             if created is not None:  # nothing starts, and nothing is left behind
-                _remove_sqlite_file(created)
+                remove_sqlite_file(created)
             raise
         sys.stderr.write(f"loaded {sum(loaded.values()):,} records from {load}\n")
     credentials = _demo_access() if demo else None
@@ -335,24 +336,6 @@ def _sowctl_command() -> str:
 def _print(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
-
-
-def _new_sqlite_file(database: str) -> Path | None:
-    """The SQLite file ``database`` names if opening it will create it, else None."""
-    from sowctl.db import sqlite_file
-
-    path = sqlite_file(database)
-    if path is None or path == ":memory:" or Path(path).exists():
-        return None
-    return Path(path)
-
-
-def _remove_sqlite_file(path: Path) -> None:
-    from sowctl.db import close_database
-
-    close_database()
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
 
 
 def _test_double_options(

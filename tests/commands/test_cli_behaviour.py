@@ -304,6 +304,25 @@ def test_an_imported_id_with_a_slash_is_refused(cli, db, tmp_path):
     assert m.Sow.select().count() == 0
 
 
+def test_a_refused_import_leaves_no_new_database_file(tmp_path):
+    """A mistyped --db must not be left behind looking like an empty database."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"users": [{"id": "u", "organizationId": "nope", "name": "U"}]}))
+    new = tmp_path / "new.db"
+    for dataset in (bad, tmp_path / "missing.json"):
+        done = subprocess.run(
+            [sys.executable, "-m", "sowctl", "--db", str(new), "import", str(dataset)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2 and done.stderr.startswith("error: "), done.stderr
+        assert list(tmp_path.glob("new.db*")) == []
+
+
 def test_items_create_with_a_chosen_id_and_quiet_output(modes):
     assert ok(modes.local("items", "create", "sow-1", "--title", "A", "--id", "a", "-q")).stdout == "a\n"
     result = modes.local("items", "create", "sow-1", "--title", "A", "--id", "a")
