@@ -17,7 +17,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("sowctl", "sowctl.errors", "sowctl.clock", "sowctl.money", "sowctl.redaction")),
     (
         "storage and declarations",
-        ("sowctl.models", "sowctl.db", "sowctl.db_guards", "sowctl.db_prepared", "sowctl.schemas"),
+        (
+            "sowctl.models",
+            "sowctl.db",
+            "sowctl.db_guards",
+            "sowctl.db_prepared",
+            "sowctl.db_files",
+            "sowctl.schemas",
+        ),
     ),
     ("domain core", ("sowctl.services", "sowctl.demo_data")),
     ("API declaration", ("sowctl.operations",)),
