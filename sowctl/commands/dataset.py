@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -110,33 +109,13 @@ def export_command(
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Temp file in the same directory, fsync, then os.replace: all of the file or none."""
-    import tempfile
+    """All of the file or none (``sowctl.files``); a failure is a usage error naming the path."""
+    from sowctl.files import write_atomically
 
-    target = path.expanduser()
     try:
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        write_atomically(path.expanduser(), text)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o666 & ~_umask())  # mkstemp's 0600 -> what a plain open() would give
-        os.replace(temp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        if isinstance(exc, OSError):
-            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 # --- progress (stderr, and only when a person watches it) --------------------------

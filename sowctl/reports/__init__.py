@@ -8,9 +8,7 @@ a stale green. This package only formats; the rules live in the services.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,20 +74,12 @@ def write(spec: ReportSpec, text: str, option: str = "--report") -> None:
     if spec.to_stdout:
         sys.stdout.write(text)
         return
-    target = Path(spec.path)
+    from sowctl.files import write_atomically
+
     try:
-        fd, temp = tempfile.mkstemp(
-            prefix=f".{target.name}.", dir=target.parent if str(target.parent) else "."
-        )
-        try:
-            # errors="replace": a lone surrogate (which no UTF-8 file can hold) becomes "?" rather
-            # than losing the whole report.
-            with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as handle:
-                handle.write(text)
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        # errors="replace": a lone surrogate (which no UTF-8 file can hold) becomes "?" rather
+        # than losing the whole report.
+        write_atomically(Path(spec.path), text, errors="replace")
     except OSError as exc:
         raise InvalidInput.for_field(option, f"cannot write {spec.path}: {exc.strerror or exc}") from None
 

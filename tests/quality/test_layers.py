@@ -14,7 +14,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "sowctl"
 
 # Lowest first. A module may import its own layer and those below, never one above.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("sowctl", "sowctl.errors", "sowctl.clock", "sowctl.money", "sowctl.redaction")),
+    (
+        "foundation",
+        ("sowctl", "sowctl.errors", "sowctl.clock", "sowctl.money", "sowctl.redaction", "sowctl.files"),
+    ),
     (
         "storage and declarations",
         (

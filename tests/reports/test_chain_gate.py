@@ -187,6 +187,28 @@ def test_every_kind_is_in_every_format(run, tmp_path: Path) -> None:
         assert f"| {kind} |" in markdown
 
 
+def test_report_files_get_the_umask_mode_not_owner_only(run, tmp_path: Path) -> None:
+    """A CI job often reads reports as another user than the one that wrote them."""
+    import os
+    import stat
+
+    sow = new_sow()
+    old = tmp_path / "old.xml"
+    old.write_text("<previous/>")
+    old.chmod(0o644)
+    previous = os.umask(0o022)
+    try:
+        result = run(
+            "chain", "check", sow, "--report", f"junit={old}", "--report", f"sarif={tmp_path / 'new.sarif'}"
+        )
+    finally:
+        os.umask(previous)
+    assert result.exit_code == 0, result.stderr
+    for path in (old, tmp_path / "new.sarif"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+    assert "<previous/>" not in old.read_text()
+
+
 # --- ready and waiting --------------------------------------------------------------------------
 
 
