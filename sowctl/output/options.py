@@ -25,9 +25,25 @@ if TYPE_CHECKING:  # Typer carries its own copy of click: its classes are not th
     import click
 
 # Commands that read and show, and never ask a question: they may page, and choose columns.
-SHOWING = frozenset({"list", "get", "show", "tree", "views", "snapshots", "snapshot", "status", "check"})
-# ... of which these print tables or records (trees, diagrams and check reports have no columns).
-TABULAR = SHOWING - {"tree", "check"}
+SHOWING = frozenset(
+    {
+        "list",
+        "get",
+        "show",
+        "tree",
+        "views",
+        "snapshots",
+        "snapshot",
+        "status",
+        "check",
+        "ready",
+        "blocked",
+        "options",
+    }
+)
+# ... of which these print tables or records (trees, diagrams, check reports and the
+# purchase-order choices, several lists at once, have no columns to choose).
+TABULAR = SHOWING - {"tree", "check", "options"}
 _DONE = "_sowctl_output_options"
 
 

@@ -354,3 +354,14 @@ def test_columns_are_refused_where_there_are_none(cli, hostile):
     assert "--columns" not in cli("config", "get", "--help").stdout  # prints a value, not a table
     assert "--columns" not in cli("items", "tree", "--help").stdout
     assert "--no-pager" in cli("items", "tree", "--help").stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "columns"),
+    [(("chain", "ready"), True), (("chain", "blocked"), True), (("po", "options"), False)],
+)
+def test_every_read_command_takes_no_pager(cli, command, columns):
+    """Commands that only show data page on a terminal, so each takes --no-pager."""
+    help_text = cli(*command, "--help").stdout
+    assert "--no-pager" in help_text
+    assert ("--columns" in help_text) is columns
