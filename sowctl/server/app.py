@@ -42,6 +42,7 @@ from sowctl.server.http import (
     link_header,
     pagination,
     parse_query,
+    public_base,
     read_json_body,
 )
 from sowctl.server.responses import (
@@ -166,7 +167,7 @@ class Dispatcher:
                 total = result.total if result.total is not None else _length(result.body)
                 headers["X-Total-Count"] = str(total)
                 headers["Link"] = link_header(
-                    bottle.request.urlparts.scheme + "://" + bottle.request.urlparts.netloc,
+                    public_base(bottle.request.urlparts.scheme, bottle.request.urlparts.netloc),
                     bottle.request.script_name.rstrip("/") + bottle.request.path,
                     query,
                     page,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
@@ -224,6 +225,21 @@ def _positive(text: str | None, name: str, default: int) -> int:
     if value < 1:
         raise InvalidInput.for_field(name, "must be a positive integer")
     return value
+
+
+# A host as a Host header may name it: a name or IPv4 address, or [IPv6], and a port.
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?\Z"
+)
+
+
+def public_base(scheme: str, netloc: str) -> str:
+    """``scheme://host`` for absolute links, from what the client sent (Host and
+    X-Forwarded-Proto); "" (links relative to this server) when either is not a plain
+    http(s) scheme and host, so a forged header cannot put another URL into ``Link``."""
+    if scheme not in ("http", "https") or not _HOST.match(netloc):
+        return ""
+    return f"{scheme}://{netloc}"
 
 
 def link_header(base_url: str, path: str, query: dict[str, str], page: int, limit: int, total: int) -> str:

@@ -479,6 +479,18 @@ def test_link_header_quotes_the_path(api: Api) -> None:
     assert links(response)["next"].path == "/api/sow/sow a&b/items"
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [{"Host": 'evil.com">; rel="x'}, {"X-Forwarded-Proto": "javascript"}, {"Host": "a b"}],
+)
+def test_a_forged_host_or_scheme_gives_relative_links_not_another_url(many: Api, headers: dict) -> None:
+    response = many.get("/api/sow/sow-a/items", many.member, headers=headers)
+    assert response.status_code == 200
+    link = response.headers["link"]
+    assert link.startswith('</api/sow/sow-a/items?page=2&limit=20>; rel="next"')
+    assert "evil" not in link and "javascript" not in link and link.count("<") == 3
+
+
 def test_link_header_is_ascii_for_non_ascii_paths() -> None:
     # (WSGITransport cannot send a non-ASCII PATH_INFO the way real servers do.)
     header = link_header("http://h", "/api/sow/sow-ü/items", {"type": "tâche"}, 2, 10, 35)
