@@ -54,7 +54,13 @@ OPTION_FOR: dict[str, str] = {
 }
 
 # Path parameter -> the command's argument that gives it (commands take these ids positionally).
-ARGUMENT_FOR: dict[str, str] = {"sowId": "SOW_ID", "itemId": "ITEM_ID", "dependencyId": "DEPENDENCY_ID"}
+ARGUMENT_FOR: dict[str, str] = {
+    "sowId": "SOW_ID",
+    "itemId": "ITEM_ID",
+    "dependencyId": "DEPENDENCY_ID",
+    "snapshot_id": "SNAPSHOT_ID",
+    "prime_contract_id": "PRIME_CONTRACT_ID",
+}
 
 # Path parameter -> the word the API's "not found" messages use for it.
 NOUN_FOR: dict[str, str] = {"itemId": "item", "dependencyId": "dependency", "sowId": "SOW"}

@@ -113,7 +113,9 @@ def snapshot(
     Example: sowctl budgets snapshot 21 --project 101
     """
     result = app_context(ctx).call(
-        "finance.snapshot", query={"project_id": project, "snapshot_id": snapshot_id}
+        "finance.snapshot",
+        query={"project_id": project, "snapshot_id": snapshot_id},
+        positional=frozenset({"snapshot_id"}),
     )
     if json_:
         emit_json(result)

@@ -48,7 +48,9 @@ def show(
     Example: sowctl contracts show 31 --project 101
     """
     result = app_context(ctx).call(
-        "finance.prime_contract", query={"project_id": project, "prime_contract_id": prime_contract_id}
+        "finance.prime_contract",
+        query={"project_id": project, "prime_contract_id": prime_contract_id},
+        positional=frozenset({"prime_contract_id"}),
     )
     if json_:
         emit_json(result)

@@ -276,10 +276,11 @@ def test_contract_show_tty(cli, fin, tty):
     ("args", "code", "message"),
     [
         (["budgets", "snapshot", "99", "--project", "101"], 3, "snapshot 99 not found in project 101"),
+        (["budgets", "snapshot", "x", "--project", "101"], 2, "invalid SNAPSHOT_ID 'x': must be an integer"),
         (
-            ["budgets", "snapshot", "x", "--project", "101"],
+            ["contracts", "show", "x1", "--project", "101"],
             2,
-            "Invalid parameter snapshot_id in query parameters",
+            "invalid PRIME_CONTRACT_ID 'x1': must be an integer",
         ),
         (["budgets", "views", "--project", "abc"], 2, "invalid --project 'abc': must be an integer"),
         (["budgets", "views", "--project", "999"], 3, "project 999 not found"),
