@@ -31,18 +31,28 @@ def render_tree(sow_id: str, roots: list[dict], *, rich: bool) -> None:
 
     from sowctl.render import console, deepest_tree_level, styled
 
+    longest_id = max((len(str(node["id"])) for _, node in walk(roots)), default=0)
+    if console().width < longest_id + 8:  # not even a top-level id fits whole beside its guide
+        _plain(roots)
+        return
     tree = Tree(styled(("SOW " + sow_id, "bold")))
     # Deeper nodes are drawn at the deepest level, not dropped; that level also leaves room
     # for the longest id on a line of its own, since Rich would split an id that cannot fit.
-    longest_id = max((len(str(node["id"])) for _, node in walk(roots)), default=0)
+    # Such a node says how many levels deeper it is (">> T ...": two levels below its guide).
     deepest = max(0, min(deepest_tree_level(), (console().width - longest_id - 1) // 4 - 1))
     branches = [tree]  # branches[level] takes the nodes of that level
     for level, node in walk(roots):
+        deeper = max(0, level - deepest)
         level = min(level, deepest)
         style = STATUS_STYLE.get(node["status"], "")
         kind = "R" if node["type"] == "requirement" else "T"
         label = styled(
-            (kind, "bold"), f" {node['title']} ", (node["status"], style), " ", (node["id"], "dim")
+            (">" * deeper + " " if deeper else "", "dim"),
+            (kind, "bold"),
+            f" {node['title']} ",
+            (node["status"], style),
+            " ",
+            (node["id"], "dim"),
         )
         del branches[level + 1 :]
         branches.append(branches[level].add(label))

@@ -333,3 +333,38 @@ def test_a_pager_that_does_not_exist_still_shows_the_output(demo):
     assert code == 0
     assert "pager 'no-such-pager-here' not found" in screen
     assert _items(demo)[0] in screen
+
+
+# --- items tree on a narrow terminal ----------------------------------------------------------
+
+
+def _depths(items: list[dict]) -> dict[str, int]:
+    parent = {item["id"]: item.get("parentItemId") for item in items}
+    depth: dict[str, int] = {}
+    for item_id in parent:
+        level, up = 0, parent[item_id]
+        while up is not None:
+            level, up = level + 1, parent[up]
+        depth[item_id] = level
+    return depth
+
+
+@pytest.mark.parametrize("columns", [44, 38])
+def test_a_narrow_tree_keeps_the_hierarchy_visible_and_every_id_whole(demo, columns):
+    """Where the guides leave no room, a node drawn higher than it is says by how many
+    levels (">"); where not even that fits, the plain indented list is shown."""
+    db, env = demo
+    code, screen = run_in_terminal(["--db", str(db), "items", "tree", SOW], columns=columns, env=env)
+    assert code == 0
+    items = _json(demo, "items", "list", SOW)
+    depth = _depths(items)
+    lines = screen.splitlines()
+    for item in items:
+        (index,) = [n for n, line in enumerate(lines) if item["id"] in line.split()]  # whole, once
+        if columns == 44:  # uuids leave room for the top level only
+            start = next(n for n in range(index, -1, -1) if "── " in lines[n])  # the node's first line
+            label = lines[start].split("── ", 1)[1].split()
+            marker = label[0] if set(label[0]) == {">"} else ""
+            assert len(marker) == depth[item["id"]], lines[start]
+    if columns == 38:
+        assert "├" not in screen and "└" not in screen  # the plain list
