@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 MAX_DATASET_BYTES = 256 * 1024 * 1024
 DEFAULT_REQUESTS = 100
 TRUE_WORDS = frozenset({"1", "true", "yes"})
+FALSE_WORDS = frozenset({"", "0", "false", "no"})
 
 
 def register(app: SowctlBottle, layer: TestDouble) -> None:
@@ -150,7 +151,10 @@ class AdminApi:
         from sowctl.services.dataset import import_dataset
         from sowctl.testdouble import state
 
-        replace = self.query().get("replace", "").strip().lower() in TRUE_WORDS
+        given = self.query().get("replace", "").strip().lower()
+        if given not in TRUE_WORDS | FALSE_WORDS:
+            raise InvalidInput.for_field("replace", "must be true or false")
+        replace = given in TRUE_WORDS
         data = self.body(MAX_DATASET_BYTES)
         if data is None:
             raise InvalidInput(

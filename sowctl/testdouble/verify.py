@@ -53,6 +53,8 @@ class Pattern:
             expected = ", ".join((*FIELDS, *COUNTS))
             raise InvalidInput.for_field(unknown[0], f"unknown field (expected: {expected})")
         text = {name: _text(data, name) for name in ("method", "path", "status", "group", "caller")}
+        if text["group"] is not None and text["group"].upper() not in ("A", "B", "C"):
+            raise InvalidInput.for_field("group", "must be A, B or C")
         status = text["status"]
         if status is not None and not _status_ok(status):
             raise InvalidInput.for_field(

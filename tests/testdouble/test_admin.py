@@ -168,6 +168,14 @@ def test_loading_twice_is_refused_unless_replace(client: httpx.Client) -> None:
     assert client.get(f"/api/sow/{SOW}/items", headers=bearer(credentials["token"])).status_code == 401
 
 
+def test_bad_admin_values_are_refused_not_ignored(client: httpx.Client) -> None:
+    refused = client.post("/_admin/dataset?replace=maybe", json=dataset(), headers=ADMIN)
+    assert refused.status_code == 400 and "replace" in refused.json()["error"]
+    assert client.get("/_admin/dataset", headers=ADMIN).json().get("sows", []) == []  # nothing loaded
+    wrong_group = client.get("/_admin/requests?group=D", headers=ADMIN)
+    assert wrong_group.status_code == 400 and "group" in wrong_group.json()["error"]
+
+
 def test_a_failed_replace_keeps_the_old_data(client: httpx.Client) -> None:
     token = load(client)["token"]
     data = dataset()
