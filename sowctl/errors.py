@@ -39,7 +39,7 @@ def exit_code_for_status(status: int) -> ExitCode:
 
 # The Group C codes the service documents, with their fixed message texts. Only these are
 # sent: a client decodes ``code`` as one of them, so a status beyond the five (405, 413,
-# 429, 503, ...) carries BAD_REQUEST or INTERNAL_SERVER_ERROR (server.errors.group_c_code).
+# 429, 503, ...) carries BAD_REQUEST or INTERNAL_SERVER_ERROR (``group_c_code``).
 GROUP_C_MESSAGES = {
     "BAD_REQUEST": "invalid input data",
     "UNAUTHORIZED": "authorization not provided",
@@ -47,6 +47,16 @@ GROUP_C_MESSAGES = {
     "NOT_FOUND": "not found",
     "INTERNAL_SERVER_ERROR": "internal server error",
 }
+
+
+_CODE_OF_STATUS = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND"}
+
+
+def group_c_code(status: int) -> str:
+    """The documented code of an error of ``status``: its own for the five the service
+    lists; any other refusal (405, 408, 413, 414, 429, 431) is BAD_REQUEST, any other
+    failure (503) INTERNAL_SERVER_ERROR. The HTTP status and ``issues`` say which."""
+    return _CODE_OF_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR")
 
 
 ECHO_LIMIT = 80  # characters of a refused value an error message repeats
@@ -94,12 +104,16 @@ class SowctlError(Exception):
     """Base of every error the core raises on purpose."""
 
     status: int = 500
-    code: str = "INTERNAL_SERVER_ERROR"
 
     def __init__(self, message: str, issues: Sequence[Issue] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.issues = list(issues)
+
+    @property
+    def code(self) -> str:
+        """The Group C ``code`` this error is answered with (``group_c_code``)."""
+        return group_c_code(self.status)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -115,7 +129,6 @@ class InvalidInput(SowctlError):
     """A request that can never succeed as sent (HTTP 400, exit 2)."""
 
     status = 400
-    code = "BAD_REQUEST"
 
     @classmethod
     def for_field(cls, field: str, message: str) -> InvalidInput:
@@ -136,32 +149,26 @@ class HierarchyViolation(InvalidInput):
 
 class NotFound(SowctlError):
     status = 404
-    code = "NOT_FOUND"
 
 
 class Unauthorized(SowctlError):
     status = 401
-    code = "UNAUTHORIZED"
 
 
 class Forbidden(SowctlError):
     status = 403
-    code = "FORBIDDEN"
 
 
 class MethodNotAllowed(SowctlError):
     status = 405
-    code = "METHOD_NOT_SUPPORTED"
 
 
 class PayloadTooLarge(SowctlError):
     status = 413
-    code = "PAYLOAD_TOO_LARGE"
 
 
 class RateLimited(SowctlError):
     status = 429
-    code = "TOO_MANY_REQUESTS"
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
@@ -172,14 +179,12 @@ class ServiceUnavailable(SowctlError):
     """The server or database could not be reached or gave up (exit 5)."""
 
     status = 503
-    code = "SERVICE_UNAVAILABLE"
 
 
 class UsageError(SowctlError):
     """The command line itself is wrong (exit 2), e.g. --db with --server."""
 
     status = 400
-    code = "BAD_REQUEST"
 
 
 class RemoteError(SowctlError):

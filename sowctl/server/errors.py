@@ -14,20 +14,6 @@ import peewee as pw
 
 from sowctl.errors import GROUP_C_MESSAGES, Issue, ServiceUnavailable, SowctlError
 
-# The Group C code of each status any route answers; every error is mapped through it,
-# so a code and its status can never disagree.
-CODE_FOR_STATUS = {
-    400: "BAD_REQUEST",
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_SUPPORTED",
-    413: "PAYLOAD_TOO_LARGE",
-    429: "TOO_MANY_REQUESTS",
-    500: "INTERNAL_SERVER_ERROR",
-    503: "SERVICE_UNAVAILABLE",
-}
-
 INTERNAL_ERROR_MESSAGE = "internal server error"
 
 # Paths of Group C (the listing API); everything else answers in Group A/B style.
@@ -38,23 +24,9 @@ class InternalError(SowctlError):
     """An unexpected failure: the body says only "internal server error"."""
 
     status = 500
-    code = "INTERNAL_SERVER_ERROR"
 
     def __init__(self) -> None:
         super().__init__(INTERNAL_ERROR_MESSAGE)
-
-
-# The codes the service documents for Group C: a client decodes ``code`` as one of these.
-GROUP_C_STATUS_CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND"}
-
-
-def group_c_code(status: int) -> str:
-    """The documented code a Group C error of ``status`` carries: its own for the five the
-    service lists; any other refusal (405, 408, 413, 414, 429, 431) is BAD_REQUEST, any
-    other failure (503) INTERNAL_SERVER_ERROR. The status and ``issues`` say which."""
-    if status in GROUP_C_STATUS_CODES:
-        return GROUP_C_STATUS_CODES[status]
-    return "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR"
 
 
 @dataclass
@@ -78,7 +50,7 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
     """The response for ``error`` in ``group``'s envelope, with the headers it implies."""
     status = error.status
     if group == "C":
-        code = group_c_code(status)
+        code = error.code
         if status >= 500:
             issues: list[dict] = []  # nothing the caller sent is at fault
         else:
@@ -103,7 +75,6 @@ class HttpStatusError(SowctlError):
     def __init__(self, status: int, message: str, issues: list[Issue] | None = None) -> None:
         super().__init__(message, issues or [])
         self.status = status
-        self.code = CODE_FOR_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR")
 
 
 _TRANSIENT_DB_ERRORS = (
