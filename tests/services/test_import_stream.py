@@ -85,3 +85,33 @@ def test_a_file_changed_between_passes_is_refused_and_nothing_is_written(db, tmp
     with pytest.raises(InvalidInput, match="changed while it was being imported"):
         import_dataset(source)
     assert database_rows() == before
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 6, 7])
+def test_the_scan_finds_a_nul_escape_cut_by_any_chunk_boundary(chunk: int) -> None:
+    import io
+
+    from sowctl.services.dataset.source import _Scanned
+
+    for pad in range(chunk):
+        scanned = _Scanned(io.BytesIO(b'{"a": ["' + b"x" * pad + b'\\u0000"]}'))
+        scanned.peek()
+        scanned.head = b""  # read every byte through read(), in chunks of ``chunk``
+        scanned.handle.seek(0)
+        while scanned.read(chunk):
+            pass
+        assert scanned.nul, pad
+
+
+def test_a_file_without_a_nul_escape_skips_the_search_and_one_with_it_is_refused(db, tmp_path: Path) -> None:
+    data = minimal()
+    clean = open_dataset(write(tmp_path / "clean.json", data))
+    assert isinstance(clean, StreamSource) and not clean.may_hold_nul
+    data["items"][0]["title"] = "a\x00b"
+    dirty = open_dataset(write(tmp_path / "dirty.json", data))
+    assert isinstance(dirty, StreamSource) and dirty.may_hold_nul
+    before = database_rows()
+    with pytest.raises(InvalidInput) as refused:
+        import_dataset(dirty)
+    assert "items[0]" in refused.value.message and "NUL" in refused.value.message
+    assert database_rows() == before

@@ -30,14 +30,20 @@ NESTED = {"clients": "contacts", "budgetViewSnapshots": "line_items", "purchaseO
 
 # \uD800-\uDFFF escapes: ijson would turn a lone one into "?"; json.loads keeps it (then refused).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# The only way JSON text can hold a NUL (a raw one is a syntax error); an escaped backslash
+# before it is a false alarm, which costs only the exact check.
+_NUL_ESCAPE = re.compile(rb"\\u0000")
 
 
 class DatasetSource:
     """Records of a dataset, per kind, in batches of raw (parsed, not yet validated) records."""
 
-    def __init__(self, counts: dict[str, int], total: int) -> None:
+    def __init__(self, counts: dict[str, int], total: int, *, may_hold_nul: bool = True) -> None:
         self.counts = counts  # records per kind the file holds (kinds absent: not listed)
         self.total = total  # records, nested ones (contacts, lines) included
+        # False when the text was read and holds no NUL escape: no record can hold unstorable
+        # text (a lone surrogate sends the file to json.loads), so nothing need look for it.
+        self.may_hold_nul = may_hold_nul
 
     def batches(self, kind: str) -> Iterator[list[Any]]:
         raise NotImplementedError
@@ -75,13 +81,19 @@ class StreamSource(DatasetSource):
     """A dataset file read in passes: never more than one batch of raw records in memory."""
 
     def __init__(
-        self, open_file: Callable[[], IO[bytes]], counts: dict[str, int], total: int, name: str
+        self,
+        open_file: Callable[[], IO[bytes]],
+        counts: dict[str, int],
+        total: int,
+        name: str,
+        *,
+        may_hold_nul: bool = True,
     ) -> None:
         self.open_file = open_file
         self.name = name
         with open_file() as handle:
             self.version = _version(handle)
-        super().__init__(counts, total)
+        super().__init__(counts, total, may_hold_nul=may_hold_nul)
 
     def batches(self, kind: str) -> Iterator[list[Any]]:
         import ijson
@@ -133,8 +145,8 @@ def _stream(open_file: Callable[[], IO[bytes]], name: str) -> DatasetSource:
     if shape is None:  # beyond what the streaming parser reproduces: parse as a whole
         with open_file() as handle:
             return DictSource(parse_json(handle.read(), name))
-    counts, total = shape
-    return StreamSource(open_file, counts, total, name)
+    counts, total, nul = shape
+    return StreamSource(open_file, counts, total, name, may_hold_nul=nul)
 
 
 def _version(handle: IO[bytes]) -> tuple[int, int] | None:
@@ -146,8 +158,9 @@ def _version(handle: IO[bytes]) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
-def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int] | None:
-    """Records per kind and in all, after checking the shape; None: read it with json.loads."""
+def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int, bool] | None:
+    """Records per kind, in all, and whether the text escapes a NUL, after checking the
+    shape; None: read it with json.loads."""
     import ijson
 
     counts: dict[str, int] = {}
@@ -168,7 +181,7 @@ def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int] | N
             return None
     _refuse_unknown(list(counts))
     counts = {kind: count for kind, count in counts.items() if count != -2}  # "kind": null
-    return counts, sum(max(0, n) for n in counts.values()) + _Shape.count_nested()
+    return counts, sum(max(0, n) for n in counts.values()) + _Shape.count_nested(), scanned.nul
 
 
 class _Shape:
@@ -198,13 +211,14 @@ _NESTED_KEYS = frozenset(NESTED.values())
 
 
 class _Scanned:
-    """A file that notes, as it is read, whether it escapes a surrogate."""
+    """A file that notes, as it is read, whether it escapes a surrogate or a NUL."""
 
     def __init__(self, handle: IO[bytes]) -> None:
         self.handle = handle
         self.tail = b""
         self.head = b""
         self.surrogates = False
+        self.nul = False
 
     def peek(self) -> bytes:
         """The first byte that is not white space (read, and given back by the next read)."""
@@ -215,9 +229,12 @@ class _Scanned:
         if size == 0:
             return b""  # ijson's probe for bytes or text
         data, self.head = self.head + self.handle.read(size), b""
-        if not self.surrogates and _SURROGATE_ESCAPE.search(self.tail + data):
+        seen = self.tail + data
+        if not self.surrogates and _SURROGATE_ESCAPE.search(seen):
             self.surrogates = True
-        self.tail = data[-5:]  # an escape cut in two by the chunk boundary
+        if not self.nul and _NUL_ESCAPE.search(seen):
+            self.nul = True
+        self.tail = seen[-5:]  # an escape cut by a chunk boundary (or several, if tiny)
         return data
 
 

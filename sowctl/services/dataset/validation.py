@@ -43,6 +43,7 @@ def validated_batches(
     if count < 0:
         problems.add(kind, None, None, "", "must be an array of records")
         return
+    storable_checked = storable_checked or not source.may_hold_nul
     storable, typed = _Problems(), _Problems()
     adapter = s.ADAPTERS[kind]
     offset = 0
