@@ -14,7 +14,7 @@ at the last level, right after its ancestor there, in depth-first order.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH
@@ -127,3 +127,27 @@ def walk(roots: Sequence[dict[str, Any]]) -> Iterable[tuple[int, dict[str, Any]]
         level, node = stack.pop()
         yield level, node
         stack.extend((level + 1, kid) for kid in reversed(node.get("children", ())))
+
+
+def parents_first(ids: Sequence[str], parents: Sequence[str | None], known: Container[str]) -> list[int]:
+    """Indexes of the items, each parent before its children and otherwise in the given order:
+    a child that comes before its parent waits, and goes right after it.
+
+    ``parents[i]`` is the parent of ``ids[i]``; only a parent in ``known`` is waited for (one
+    elsewhere, or none, places the item at once). Items on a parent loop, or below one, never
+    get their turn: they are left out (the importer reports them; ``len`` tells).
+    """
+    order: list[int] = []
+    placed: set[str] = set()
+    waiting: dict[str, list[int]] = defaultdict(list)
+    for i, parent_id in enumerate(parents):
+        if parent_id in known and parent_id not in placed and parent_id != ids[i]:
+            waiting[parent_id].append(i)
+            continue
+        stack = [i]
+        while stack:
+            j = stack.pop()
+            order.append(j)
+            placed.add(ids[j])
+            stack.extend(reversed(waiting.pop(ids[j], ())))
+    return order

@@ -115,3 +115,98 @@ def test_a_file_without_a_nul_escape_skips_the_search_and_one_with_it_is_refused
         import_dataset(dirty)
     assert "items[0]" in refused.value.message and "NUL" in refused.value.message
     assert database_rows() == before
+
+
+def many_items(count: int) -> dict[str, Any]:
+    """``minimal()`` with ``count`` items: requirement i+1 under requirement i // 2 (a heap)."""
+    data = minimal()
+    data["dependencies"] = []
+    data["items"] = [
+        {
+            "id": f"item-{i:05}",
+            "sowId": "sow-1",
+            "title": f"Item {i}",
+            "type": "requirement",
+            "parentItemId": f"item-{(i - 1) // 2:05}" if i else None,
+        }
+        for i in range(count)
+    ]
+    return data
+
+
+def test_an_invalid_first_batch_is_reported_not_a_crash(db, tmp_path: Path) -> None:
+    data = many_items(2500)  # three batches of 1,000: the first is refused as invalid
+    data["items"][0]["type"] = "epic"
+    data["items"][1600]["parentItemId"] = "item-01500"  # the 600th record read, the 500th kept
+    before = database_rows()
+    with pytest.raises(InvalidInput) as refused:
+        import_dataset(open_dataset(write(tmp_path / "data.json", data)))
+    assert "items[0]" in refused.value.message and "type" in refused.value.message
+    assert database_rows() == before
+
+
+class CountingSource(StreamSource):
+    """A streamed file that counts how often each kind is read."""
+
+    reads: dict[str, int]
+
+    def batches(self, kind: str):  # type: ignore[no-untyped-def]
+        self.reads[kind] = self.reads.get(kind, 0) + 1
+        yield from super().batches(kind)
+
+
+def counting(path: Path) -> CountingSource:
+    source = open_dataset(path)
+    assert isinstance(source, StreamSource)
+    source.__class__ = CountingSource
+    source.reads = {}
+    return source  # type: ignore[return-value]
+
+
+def test_items_in_tree_order_are_read_once_and_out_of_order_twice_with_the_same_result(
+    db, tmp_path: Path
+) -> None:
+    data = many_items(2500)
+    del data["items"][7]["parentItemId"]  # a missing orderIndex among given ones is filled in file order
+    for i, item in enumerate(data["items"]):
+        if i % 3:
+            item["orderIndex"] = i
+    in_order = counting(write(tmp_path / "in-order.json", data))
+    counts = import_dataset(in_order)
+    assert in_order.reads["items"] == 1 and counts["items"] == 2500
+    expected = export_dataset()
+    wipe()
+    out_of_order = counting(write(tmp_path / "reversed.json", shuffled(data)))
+    assert import_dataset(out_of_order) == counts
+    assert out_of_order.reads["items"] == 2
+    exported = export_dataset()
+    # The same rows; the orderIndex of an item that had none depends on the file's order.
+    given = {item["id"] for item in data["items"] if "orderIndex" in item}
+    strip = [{k: v for k, v in r.items() if k != "orderIndex" or r["id"] in given} for r in exported["items"]]
+    want = [{k: v for k, v in r.items() if k != "orderIndex" or r["id"] in given} for r in expected["items"]]
+    assert strip == want
+
+
+def test_export_puts_each_parent_before_its_children_so_its_file_imports_in_one_pass(
+    db, tmp_path: Path
+) -> None:
+    data = many_items(50)
+    # Ids that sort children first: "z-..." for the low items, "a-..." for the deep ones.
+    renamed = {item["id"]: ("z-" if i < 10 else "a-") + item["id"] for i, item in enumerate(data["items"])}
+    for item in data["items"]:
+        item["id"] = renamed[item["id"]]
+        if item["parentItemId"] is not None:
+            item["parentItemId"] = renamed[item["parentItemId"]]
+    import_dataset(data)
+    exported = export_dataset()
+    ids = [item["id"] for item in exported["items"]]
+    assert sorted(ids) != ids  # not in id order: some parents sort after their children
+    seen: set[str] = set()
+    for item in exported["items"]:
+        assert item["parentItemId"] is None or item["parentItemId"] in seen, item["id"]
+        seen.add(item["id"])
+    wipe()
+    again = counting(write(tmp_path / "export.json", exported))
+    import_dataset(again)
+    assert again.reads["items"] == 1
+    assert export_dataset() == exported

@@ -15,6 +15,7 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.schemas import dataset as s
 from sowctl.services.dataset.columns import COLUMNS, Progress
+from sowctl.services.item_rules import parents_first
 
 
 def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -213,8 +214,14 @@ def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
 
 
 def _export_items(kind: str) -> list[dict[str, Any]]:
-    """Items name their SOW by its shown id, not by the stored key (``models.Sow``)."""
-    return _select(kind, extra={"sowId": m.Sow.id}, join=(m.Sow,))
+    """Items name their SOW by its shown id, not by the stored key (``models.Sow``); in id
+    order, except that a parent comes before its children: the import reads such a file once."""
+    rows = _select(kind, extra={"sowId": m.Sow.id}, join=(m.Sow,))
+    ids = [row["id"] for row in rows]
+    order = parents_first(ids, [row["parentItemId"] for row in rows], frozenset(ids))
+    if len(order) < len(rows):  # a parent loop (stored before the rule): those at the end
+        order += sorted(set(range(len(rows))).difference(order))
+    return [rows[i] for i in order]
 
 
 _EXPORTERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {

@@ -18,7 +18,7 @@ from sowctl.services.dataset.problems import _Problems
 from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import BATCH_ROWS
 from sowctl.services.graph import ordering_edge  # the one rule for before/after (contract §7.2)
-from sowctl.services.item_rules import depth_problem
+from sowctl.services.item_rules import depth_problem, parents_first
 from sowctl.services.items import item_level
 
 
@@ -32,43 +32,92 @@ class _ItemFact(NamedTuple):
     parent_item_id: str | None
 
 
+class _OrderIndexes:
+    """A missing orderIndex: one more than the largest among earlier siblings, in the file
+    and in the database (read the first time an item lacks one)."""
+
+    def __init__(self, checks: ItemChecks) -> None:
+        self.checks = checks
+        self.highest: dict[tuple[str, str | None], int] = {}  # (SOW key, parent) -> largest so far
+        self.database_read = False
+
+    def fill(self, i: int, r: s.ItemRecord) -> None:
+        level, highest = (r.sow_id, r.parent_item_id), self.highest
+        if r.order_index is None:
+            if not self.database_read:
+                self.database_read = True
+                for key, value in self.checks._highest_order_indexes().items():
+                    highest[key] = max(value, highest.get(key, value))
+            r.order_index = highest[level] + 1 if level in highest else 0
+            if r.order_index > MAX_ORDER_INDEX:
+                message = f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
+                self.checks.problems.add("items", i, r.id, "orderIndex", message)
+        highest[level] = max(r.order_index, highest.get(level, r.order_index))
+
+
 class ItemChecks:
     """The items and dependencies part of the importer's checks (mixed into ``importer._Importer``)."""
 
     def _items(self, sow_org: dict[str, str], sow_keys: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
-        """Hierarchy checks on compact facts, then a second pass that writes the rows, every
-        parent before its children (a child that comes before its parent in the file waits).
+        """One pass that writes every row it can as it reads (parents first, as a file in
+        tree order has them), keeping compact facts for the hierarchy checks that follow;
+        a second pass only for the items that came before their parent.
 
-        Each item's ``sowId`` is replaced by its SOW's key first (what the row stores)."""
+        Each item's ``sowId`` is replaced by its SOW's key first (what the row stores). A row
+        is written only when the database will take it (its id new, its SOW known, its parent
+        written); whatever the checks refuse after is rolled back with the rest.
+        """
         kind = "items"
         facts: list[_ItemFact] = []
         first: dict[str, int] = {}  # id -> index of its first record
         sow_problems = _Problems()  # reported after the problems with ids, as they always were
         unplaced: set[int] = set()
-        missing_order_index = False
+        db_items = self.db_items
+        order_indexes = _OrderIndexes(self)
+        getter = _getter(kind)
+        placed: set[str] = set()
+        later: dict[str, int | None] = {}  # id of an item that waits for its parent -> its orderIndex
+        rows: list[tuple] = []
         for offset, batch in validated_batches(kind, self.source, self.invalid):
+            _stamp(batch, self.now, "created_at", "updated_at")
             for i, r in enumerate(batch, start=offset):
                 keys = sow_keys.get(r.sow_id, [])
                 # A parent named earlier in the file: its id's string, not a copy of it.
                 parent_id = r.parent_item_id
                 if parent_id is not None and (earlier := first.get(parent_id)) is not None:
                     parent_id = facts[earlier].id
-                first.setdefault(r.id, i)
+                # (Not ``i``: after a batch refused as invalid, the facts are fewer than the records.)
+                n = len(facts)
+                new = first.setdefault(r.id, n) == n and r.id not in db_items
                 item_type = intern(r.type)
                 if len(keys) == 1:
                     facts.append(_ItemFact(keys[0], item_type, r.id, parent_id))
                 else:
                     facts.append(_ItemFact(r.sow_id, item_type, r.id, parent_id))
                     unplaced.add(i)
+                    new = False
                     if keys:
                         message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
                         sow_problems.add(kind, i, r.id, "sowId", message)
                     else:
                         sow_problems.add(kind, i, r.id, "sowId", f"SOW {r.sow_id} not found")
-                missing_order_index = missing_order_index or r.order_index is None
+                r.sow_id = facts[n].sow_id
+                order_indexes.fill(i, r)
+                if not new:
+                    continue  # refused below (a repeated id, an unknown SOW): never written
+                if parent_id is None or parent_id in placed or parent_id in db_items:
+                    rows.append(getter(r))
+                    placed.add(r.id)
+                else:
+                    later[r.id] = r.order_index
+            if len(rows) >= BATCH_ROWS:
+                self._table(kind, rows)
+                rows = []
+                self.insert()
+        self._table(kind, rows)
+        self.insert()
         self.counted[kind] = len(facts)
         del first
-        db_items = self.db_items
         if self.invalid.total:
             return dict(db_items)  # the records themselves are refused: nothing more to check
         position = self._unique(kind, "item", facts, db_items)
@@ -78,8 +127,9 @@ class ItemChecks:
             problem = depth_problem(level - 1)
             if problem is not None:
                 self.problems.add(kind, i, facts[i].id, "parentItemId", problem)
-        self._parents_first(facts, position)  # reports parent loops
-        self._write_items(facts, position, missing_order_index)
+        self._parents_first(facts, position)
+        if later and not self.problems.total:
+            self._write_later_items(facts, later, placed)
         return {**db_items, **{fact.id: fact for fact in facts}}
 
     def _check_parents(self, facts: list[_ItemFact], position: dict[str, int], unplaced: set[int]) -> None:
@@ -108,25 +158,23 @@ class ItemChecks:
                 message = f"a task item cannot contain a requirement ({parent_id} is a task_item)"
                 add("items", i, r.id, "parentItemId", message)
 
-    def _write_items(self, facts: list[_ItemFact], position: dict[str, int], fill: bool) -> None:
-        """The items again, from the source: order indexes filled, rows parents first, in batches.
-
-        The order is the one ``_parents_first`` gives: file order, a child waiting for its
-        parent when the parent comes later, then placed right after it."""
-        highest = self._highest_order_indexes() if fill else None
+    def _write_later_items(
+        self, facts: list[_ItemFact], later: dict[str, int | None], placed: set[str]
+    ) -> None:
+        """The items that came before their parent, read again: each goes in right after its
+        parent (the order ``_parents_first`` gives), with the orderIndex the first pass gave it."""
         getter = _getter("items")
-        placed: set[str] = set()
         waiting: dict[str, list] = defaultdict(list)
         rows: list[tuple] = []
         again = validated_batches("items", self.source, _Problems(), storable_checked=True)  # reported
         for offset, batch in again:
-            _stamp(batch, self.now, "created_at", "updated_at")
-            for i, r in enumerate(batch, start=offset):
+            batch = [(i, r) for i, r in enumerate(batch, start=offset) if r.id in later]
+            _stamp([r for _, r in batch], self.now, "created_at", "updated_at")
+            for i, r in batch:
                 r.sow_id = facts[i].sow_id
-                if highest is not None:
-                    self._fill_order_index(i, r, highest)
+                r.order_index = later.pop(r.id)
                 parent_id = r.parent_item_id
-                if parent_id in position and parent_id not in placed and parent_id != r.id:
+                if parent_id not in placed:
                     waiting[parent_id].append(r)
                     continue
                 stack = [r]
@@ -149,16 +197,6 @@ class ItemChecks:
         top = pw.fn.MAX(m.Item.order_index)
         query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
         return {(sow, parent): value for sow, parent, value in query.tuples()}
-
-    def _fill_order_index(self, i: int, r: s.ItemRecord, highest: dict[tuple[str, str | None], int]) -> None:
-        """A missing orderIndex: one more than the largest among earlier siblings (file, database)."""
-        level = (r.sow_id, r.parent_item_id)
-        if r.order_index is None:
-            r.order_index = highest[level] + 1 if level in highest else 0
-            if r.order_index > MAX_ORDER_INDEX:
-                message = f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
-                self.problems.add("items", i, r.id, "orderIndex", message)
-        highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
     def _levels(self, records: Sequence[_ItemFact], position: dict[str, int]) -> Iterator[tuple[int, int]]:
         """Level (1: top level) of each record that has one, up through the file's items and
@@ -192,30 +230,15 @@ class ItemChecks:
                 known[item_id] = base + k
             yield i, known[r.id]
 
-    def _parents_first(self, records: Sequence[s.ItemRecord], position: dict[str, int]) -> list[int]:
-        """Indexes of ``records``, parents before children; parent loops are problems (the
-        order itself is the one ``_write_items`` writes in)."""
-        order: list[int] = []
-        placed: set[str] = set()
-        waiting: dict[str, list[int]] = defaultdict(list)
-        for i, r in enumerate(records):
-            parent_id = r.parent_item_id
-            if parent_id in position and parent_id not in placed and parent_id != r.id:
-                waiting[parent_id].append(i)
-                continue
-            stack = [i]
-            while stack:
-                j = stack.pop()
-                order.append(j)
-                placed.add(records[j].id)
-                stack.extend(reversed(waiting.pop(records[j].id, ())))
-        if waiting:
-            stuck = sorted(j for group in waiting.values() for j in group)
+    def _parents_first(self, records: Sequence[_ItemFact], position: dict[str, int]) -> None:
+        """Reports the parent loops: the items that never get their turn, parents first."""
+        order = parents_first([r.id for r in records], [r.parent_item_id for r in records], position)
+        if len(order) < len(records):
+            stuck = sorted(set(range(len(records))).difference(order))
             self._report_parent_loops(records, position, stuck)
-        return order
 
     def _report_parent_loops(
-        self, records: Sequence[s.ItemRecord], position: dict[str, int], stuck: list[int]
+        self, records: Sequence[_ItemFact], position: dict[str, int], stuck: list[int]
     ) -> None:
         explained: set[str] = set()  # items on or below a loop already walked
         for i in stuck:
