@@ -118,8 +118,11 @@ def emit_rows(
     id_key: str = "id",
     title: str | None = None,
     footer: dict | None = None,
+    footer_source: dict | None = None,
 ) -> None:
-    """Show a list. ``body`` is the API body for --json when it is not ``rows`` itself."""
+    """Show a list. ``body`` is the API body for --json when it is not ``rows`` itself.
+    ``footer``: a TTY footer's cells by header; ``footer_source``: the API object they
+    show, which the columns' ``style`` rules colour as they colour rows."""
     if json_mode:
         emit_json(rows if body is None else body)
         return
@@ -133,7 +136,7 @@ def emit_rows(
         return
     from sowctl.output.table import print_table
 
-    print_table(console(), rows, columns, title=title, footer=footer)
+    print_table(console(), rows, columns, title=title, footer=footer, footer_source=footer_source)
 
 
 def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | None = None) -> None:

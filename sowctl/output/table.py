@@ -26,7 +26,10 @@ def print_table(
     *,
     title: str | None = None,
     footer: dict | None = None,
+    footer_source: dict | None = None,
 ) -> None:
+    """``footer``: the footer's cells by column header; ``footer_source``: the API object
+    they show (a snapshot's ``totals``), styled by each column's own row rule."""
     from rich import box
     from rich.cells import cell_len
     from rich.table import Table
@@ -36,6 +39,7 @@ def print_table(
 
     cells = [[_cell(col, row, shown, TEXT) for col in columns] for row in rows]
     footers = [shown(footer.get(col.header)) if footer else "" for col in columns]
+    footer_styles = [_style(col, footer_source) for col in columns]
     needs = []
     for i, col in enumerate(columns):
         whole = [cell_len(col.header), cell_len(footers[i])]
@@ -45,7 +49,7 @@ def print_table(
         needs.append(layout.need(whole, text, col.text_priority if all_text else col.priority))
     fit = layout.fit(needs, console.width)
     if fit is None:
-        _print_records(console, rows, columns, cells, footers, title)
+        _print_records(console, rows, columns, cells, (footers, footer_styles), title)
         return
     table = Table(
         title=styled(title) if title else None,
@@ -60,7 +64,7 @@ def print_table(
         col = columns[i]
         table.add_column(
             Text(col.header),
-            footer=Text(footers[i], overflow="ellipsis", no_wrap=True),
+            footer=Text(footers[i], style=footer_styles[i] or "", overflow="ellipsis", no_wrap=True),
             justify=col.justify,  # type: ignore[arg-type]
             width=fit.widths[i],
             no_wrap=True,
@@ -83,11 +87,15 @@ def _cell(col: Column, row: dict, shown: Any, text_kind: str) -> tuple[str, bool
     return shown(col.get(row), kind), kind == text_kind
 
 
+def _style(col: Column, row: dict | None) -> str | None:
+    """The column's Rich style for ``row``: the one rule for body rows and the footer."""
+    return col.style(row) if col.style and row is not None else None
+
+
 def _text(content: str, col: Column, row: dict) -> Any:
     from rich.text import Text
 
-    style = col.style(row) if col.style else None
-    return Text(content, style=style or "", no_wrap=True, overflow="ellipsis")
+    return Text(content, style=_style(col, row) or "", no_wrap=True, overflow="ellipsis")
 
 
 def _print_records(
@@ -95,7 +103,7 @@ def _print_records(
     rows: Sequence[dict],
     columns: Sequence[Column],
     cells: list[list[tuple[str, bool]]],
-    footers: list[str],
+    footer: tuple[list[str], list[str | None]],
     title: str | None,
 ) -> None:
     """Each row as a block of "NAME value" lines: nothing is cut, whatever the width."""
@@ -112,11 +120,17 @@ def _print_records(
         print_record(
             console,
             [(columns[i].header, row[i][0]) for i in shown],
-            styles=[columns[i].style(raw) if columns[i].style else None for i in shown],
+            styles=[_style(columns[i], raw) for i in shown],
         )
+    footers, footer_styles = footer
     if any(footers):
         console.print()
-        print_record(console, [(col.header, footers[i]) for i, col in enumerate(columns) if footers[i]])
+        shown = [i for i in range(len(columns)) if footers[i]]
+        print_record(
+            console,
+            [(columns[i].header, footers[i]) for i in shown],
+            styles=[footer_styles[i] for i in shown],
+        )
     if not rows:
         console.print(Text("no results", style="dim"))
 

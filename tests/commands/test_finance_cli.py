@@ -246,6 +246,23 @@ def test_budget_snapshot_tty_colours_negative_variance(cli, fin, tty, monkeypatc
     assert "\x1b[31m-50,000.10" in row  # red
     row = next(line for line in out.splitlines() if "03-300" in line)
     assert "\x1b[31m" not in row
+    # the totals row follows the rows' rule: its negative variance is red too (and bold, as footers are)
+    footer = next(line for line in out.splitlines() if "Total" in line)
+    assert "\x1b[1;31m-50,000.20" in footer, repr(footer)
+    assert "\x1b[1m1,250,001.00" in footer  # a positive total is only bold
+
+
+def test_budget_snapshot_records_colour_the_negative_total_variance(cli, fin, tty, monkeypatch):
+    """Too narrow for the table: rows and totals as records, styled by the same rule."""
+    from rich.console import Console
+
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setattr("sowctl.render._console", Console(force_terminal=True, width=40, soft_wrap=False))
+    out = ok(cli("budgets", "snapshot", "21", "--project", "101")).stdout
+    variances = [line for line in out.splitlines() if "VARIANCE" in line]
+    assert len(variances) == 4  # three line items and the totals
+    assert "\x1b[31m-50,000.20" in variances[-1], repr(variances[-1])
+    assert "\x1b[31m-50,000.10" in variances[2]
 
 
 # --- contracts -----------------------------------------------------------------------
