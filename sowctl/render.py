@@ -157,8 +157,15 @@ def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | 
     print_record(console(), [(key, shown(data.get(key), _key_kind(key))) for key in keys])
 
 
+# Keys that name a moment: ``createdAt``, ``updated_at``, and the spec's timestamps named
+# for a date (``contract_date``, ``start_date``, ``estimated_completion_date``: §2.7;
+# ``startDate``, ``endDate``: §2.8). A calendar date (``slaDate``) has no time or zone:
+# ``shown`` changes only values in the exact timestamp shape, so it stays as it is.
+_TIME_KEY_SUFFIXES = ("At", "_at", "Date", "_date")
+
+
 def _key_kind(key: str) -> str:
-    return TIME if key.endswith(("At", "_at")) else TEXT
+    return TIME if key.endswith(_TIME_KEY_SUFFIXES) else TEXT
 
 
 def emit_message(message: str, *, json_mode: bool = False, body: Any = None) -> None:
