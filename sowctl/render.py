@@ -154,7 +154,12 @@ def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | 
         return
     from sowctl.output.table import print_record
 
-    print_record(console(), [(key, shown(data.get(key), _key_kind(key))) for key in keys])
+    kinds = [_key_kind(key) for key in keys]
+    print_record(
+        console(),
+        [(key, shown(data.get(key), kind)) for key, kind in zip(keys, kinds, strict=True)],
+        whole=[kind != TEXT for kind in kinds],
+    )
 
 
 # Keys that name a moment: ``createdAt``, ``updated_at``, and the spec's timestamps named
@@ -165,7 +170,14 @@ _TIME_KEY_SUFFIXES = ("At", "_at", "Date", "_date")
 
 
 def _key_kind(key: str) -> str:
-    return TIME if key.endswith(_TIME_KEY_SUFFIXES) else TEXT
+    """The kind of a record's value, from its key: a moment, an id (``id``, ``sowId``,
+    ``project_id``, a flattened ``customer.id``), else text."""
+    name = key.rsplit(".", 1)[-1]
+    if name.endswith(_TIME_KEY_SUFFIXES):
+        return TIME
+    if name == "id" or name.endswith(("Id", "_id")):
+        return ID
+    return TEXT
 
 
 def emit_message(message: str, *, json_mode: bool = False, body: Any = None) -> None:

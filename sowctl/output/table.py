@@ -109,7 +109,7 @@ def _print_records(
     """Each row as a block of "NAME value" lines: nothing is cut, whatever the width."""
     from rich.text import Text
 
-    from sowctl.render import styled
+    from sowctl.render import TEXT, styled
 
     if title:
         console.print(styled((title, "bold")))
@@ -121,6 +121,7 @@ def _print_records(
             console,
             [(columns[i].header, row[i][0]) for i in shown],
             styles=[_style(columns[i], raw) for i in shown],
+            whole=[not row[i][1] for i in shown],  # every kind but text is printed whole
         )
     footers, footer_styles = footer
     if any(footers):
@@ -130,24 +131,52 @@ def _print_records(
             console,
             [(columns[i].header, footers[i]) for i in shown],
             styles=[footer_styles[i] for i in shown],
+            whole=[columns[i].kind != TEXT for i in shown],  # a per-row kind is never text here
         )
     if not rows:
         console.print(Text("no results", style="dim"))
 
 
 def print_record(
-    console: Console, pairs: Sequence[tuple[str, str]], *, styles: Sequence[str | None] | None = None
+    console: Console,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    styles: Sequence[str | None] | None = None,
+    whole: Sequence[bool] | None = None,
 ) -> None:
-    """NAME value lines; a long value wraps under itself, an id longer than the line folds."""
+    """NAME value lines; a long text value wraps under itself.
+
+    A value printed whole (``whole``: an id, a date, an amount) that does not fit beside
+    its name goes on the next line, unbroken, rather than split after the name; only one
+    longer than the line itself folds.
+    """
+    from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
     from sowctl.render import text
 
-    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column(overflow="fold")
-    for n, (name, value) in enumerate(pairs):
-        style = styles[n] if styles else None
-        table.add_row(Text(text(name)), Text(text(value), style=style or ""))
-    console.print(table)
+    names = [text(name) for name, _ in pairs]
+    # Every segment of the record gets this width, so the values stay in one column.
+    name_width = max((cell_len(name) for name in names), default=0)
+    table: Table | None = None
+    for n, (name, (_, value)) in enumerate(zip(names, pairs, strict=True)):
+        shown = Text(text(value), style=(styles[n] if styles else None) or "")
+        if whole and whole[n] and name_width + _GAP + shown.cell_len > console.width:
+            if table is not None:
+                console.print(table)
+                table = None
+            console.print(Text(name, style="bold cyan"), no_wrap=True, overflow="ellipsis")
+            indent = _GAP if shown.cell_len + _GAP <= console.width else 0
+            console.print(Text(" " * indent) + shown, overflow="fold")
+            continue
+        if table is None:
+            table = Table(show_header=False, box=None, pad_edge=False, padding=(0, _GAP, 0, 0))
+            table.add_column(style="bold cyan", no_wrap=True, min_width=name_width)
+            table.add_column(overflow="fold")
+        table.add_row(Text(name), shown)
+    if table is not None:
+        console.print(table)
+
+
+_GAP = 2  # cells between a name and its value
