@@ -118,8 +118,11 @@ def emit_rows(
     id_key: str = "id",
     title: str | None = None,
     footer: dict | None = None,
+    footer_source: dict | None = None,
 ) -> None:
-    """Show a list. ``body`` is the API body for --json when it is not ``rows`` itself."""
+    """Show a list. ``body`` is the API body for --json when it is not ``rows`` itself.
+    ``footer``: a TTY footer's cells by header; ``footer_source``: the API object they
+    show, which the columns' ``style`` rules colour as they colour rows."""
     if json_mode:
         emit_json(rows if body is None else body)
         return
@@ -133,7 +136,7 @@ def emit_rows(
         return
     from sowctl.output.table import print_table
 
-    print_table(console(), rows, columns, title=title, footer=footer)
+    print_table(console(), rows, columns, title=title, footer=footer, footer_source=footer_source)
 
 
 def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | None = None) -> None:
@@ -151,11 +154,30 @@ def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | 
         return
     from sowctl.output.table import print_record
 
-    print_record(console(), [(key, shown(data.get(key), _key_kind(key))) for key in keys])
+    kinds = [_key_kind(key) for key in keys]
+    print_record(
+        console(),
+        [(key, shown(data.get(key), kind)) for key, kind in zip(keys, kinds, strict=True)],
+        whole=[kind != TEXT for kind in kinds],
+    )
+
+
+# Keys that name a moment: ``createdAt``, ``updated_at``, and the spec's timestamps named
+# for a date (``contract_date``, ``start_date``, ``estimated_completion_date``: §2.7;
+# ``startDate``, ``endDate``: §2.8). A calendar date (``slaDate``) has no time or zone:
+# ``shown`` changes only values in the exact timestamp shape, so it stays as it is.
+_TIME_KEY_SUFFIXES = ("At", "_at", "Date", "_date")
 
 
 def _key_kind(key: str) -> str:
-    return TIME if key.endswith(("At", "_at")) else TEXT
+    """The kind of a record's value, from its key: a moment, an id (``id``, ``sowId``,
+    ``project_id``, a flattened ``customer.id``), else text."""
+    name = key.rsplit(".", 1)[-1]
+    if name.endswith(_TIME_KEY_SUFFIXES):
+        return TIME
+    if name == "id" or name.endswith(("Id", "_id")):
+        return ID
+    return TEXT
 
 
 def emit_message(message: str, *, json_mode: bool = False, body: Any = None) -> None:

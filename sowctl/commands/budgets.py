@@ -126,4 +126,4 @@ def snapshot(
     totals = detail.get("totals") or {}
     footer = {"DESCRIPTION": "Total", **{h: money.display(totals.get(k)) for h, k in MONEY_COLUMNS}}
     title = f"Snapshot {detail.get('id')}: {detail.get('name')} (budget view {detail.get('budget_view_id')})"
-    emit_rows(detail.get("line_items") or [], LINE_COLUMNS, title=title, footer=footer)
+    emit_rows(detail.get("line_items") or [], LINE_COLUMNS, title=title, footer=footer, footer_source=totals)

@@ -26,7 +26,10 @@ def print_table(
     *,
     title: str | None = None,
     footer: dict | None = None,
+    footer_source: dict | None = None,
 ) -> None:
+    """``footer``: the footer's cells by column header; ``footer_source``: the API object
+    they show (a snapshot's ``totals``), styled by each column's own row rule."""
     from rich import box
     from rich.cells import cell_len
     from rich.table import Table
@@ -36,6 +39,7 @@ def print_table(
 
     cells = [[_cell(col, row, shown, TEXT) for col in columns] for row in rows]
     footers = [shown(footer.get(col.header)) if footer else "" for col in columns]
+    footer_styles = [_style(col, footer_source) for col in columns]
     needs = []
     for i, col in enumerate(columns):
         whole = [cell_len(col.header), cell_len(footers[i])]
@@ -45,7 +49,7 @@ def print_table(
         needs.append(layout.need(whole, text, col.text_priority if all_text else col.priority))
     fit = layout.fit(needs, console.width)
     if fit is None:
-        _print_records(console, rows, columns, cells, footers, title)
+        _print_records(console, rows, columns, cells, (footers, footer_styles), title)
         return
     table = Table(
         title=styled(title) if title else None,
@@ -60,7 +64,7 @@ def print_table(
         col = columns[i]
         table.add_column(
             Text(col.header),
-            footer=Text(footers[i], overflow="ellipsis", no_wrap=True),
+            footer=Text(footers[i], style=footer_styles[i] or "", overflow="ellipsis", no_wrap=True),
             justify=col.justify,  # type: ignore[arg-type]
             width=fit.widths[i],
             no_wrap=True,
@@ -83,11 +87,15 @@ def _cell(col: Column, row: dict, shown: Any, text_kind: str) -> tuple[str, bool
     return shown(col.get(row), kind), kind == text_kind
 
 
+def _style(col: Column, row: dict | None) -> str | None:
+    """The column's Rich style for ``row``: the one rule for body rows and the footer."""
+    return col.style(row) if col.style and row is not None else None
+
+
 def _text(content: str, col: Column, row: dict) -> Any:
     from rich.text import Text
 
-    style = col.style(row) if col.style else None
-    return Text(content, style=style or "", no_wrap=True, overflow="ellipsis")
+    return Text(content, style=_style(col, row) or "", no_wrap=True, overflow="ellipsis")
 
 
 def _print_records(
@@ -95,13 +103,13 @@ def _print_records(
     rows: Sequence[dict],
     columns: Sequence[Column],
     cells: list[list[tuple[str, bool]]],
-    footers: list[str],
+    footer: tuple[list[str], list[str | None]],
     title: str | None,
 ) -> None:
     """Each row as a block of "NAME value" lines: nothing is cut, whatever the width."""
     from rich.text import Text
 
-    from sowctl.render import styled
+    from sowctl.render import TEXT, styled
 
     if title:
         console.print(styled((title, "bold")))
@@ -112,28 +120,63 @@ def _print_records(
         print_record(
             console,
             [(columns[i].header, row[i][0]) for i in shown],
-            styles=[columns[i].style(raw) if columns[i].style else None for i in shown],
+            styles=[_style(columns[i], raw) for i in shown],
+            whole=[not row[i][1] for i in shown],  # every kind but text is printed whole
         )
+    footers, footer_styles = footer
     if any(footers):
         console.print()
-        print_record(console, [(col.header, footers[i]) for i, col in enumerate(columns) if footers[i]])
+        shown = [i for i in range(len(columns)) if footers[i]]
+        print_record(
+            console,
+            [(columns[i].header, footers[i]) for i in shown],
+            styles=[footer_styles[i] for i in shown],
+            whole=[columns[i].kind != TEXT for i in shown],  # a per-row kind is never text here
+        )
     if not rows:
         console.print(Text("no results", style="dim"))
 
 
 def print_record(
-    console: Console, pairs: Sequence[tuple[str, str]], *, styles: Sequence[str | None] | None = None
+    console: Console,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    styles: Sequence[str | None] | None = None,
+    whole: Sequence[bool] | None = None,
 ) -> None:
-    """NAME value lines; a long value wraps under itself, an id longer than the line folds."""
+    """NAME value lines; a long text value wraps under itself.
+
+    A value printed whole (``whole``: an id, a date, an amount) that does not fit beside
+    its name goes on the next line, unbroken, rather than split after the name; only one
+    longer than the line itself folds.
+    """
+    from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
     from sowctl.render import text
 
-    table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 2, 0, 0))
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column(overflow="fold")
-    for n, (name, value) in enumerate(pairs):
-        style = styles[n] if styles else None
-        table.add_row(Text(text(name)), Text(text(value), style=style or ""))
-    console.print(table)
+    names = [text(name) for name, _ in pairs]
+    # Every segment of the record gets this width, so the values stay in one column.
+    name_width = max((cell_len(name) for name in names), default=0)
+    table: Table | None = None
+    for n, (name, (_, value)) in enumerate(zip(names, pairs, strict=True)):
+        shown = Text(text(value), style=(styles[n] if styles else None) or "")
+        if whole and whole[n] and name_width + _GAP + shown.cell_len > console.width:
+            if table is not None:
+                console.print(table)
+                table = None
+            console.print(Text(name, style="bold cyan"), no_wrap=True, overflow="ellipsis")
+            indent = _GAP if shown.cell_len + _GAP <= console.width else 0
+            console.print(Text(" " * indent) + shown, overflow="fold")
+            continue
+        if table is None:
+            table = Table(show_header=False, box=None, pad_edge=False, padding=(0, _GAP, 0, 0))
+            table.add_column(style="bold cyan", no_wrap=True, min_width=name_width)
+            table.add_column(overflow="fold")
+        table.add_row(Text(name), shown)
+    if table is not None:
+        console.print(table)
+
+
+_GAP = 2  # cells between a name and its value

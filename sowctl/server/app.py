@@ -340,7 +340,9 @@ class SowctlBottle(bottle.Bottle):
         else:
             error = HttpStatusError(status, str(res.body or bottle.HTTP_CODES.get(status, "error")))
         drain_body(environ, self.settings.drain_bytes)
-        response = envelope(group_of_path(path), error)
+        group = group_of_path(path)
+        response = envelope(group, error)
+        headers.update(auth.uncharged_rate_headers(group, self.settings))  # no key was charged
         bottle.response.status = response.status
         for name, value in {**response.headers, **headers}.items():
             bottle.response.set_header(name, value)

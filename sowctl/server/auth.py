@@ -69,13 +69,12 @@ def external_caller(
     """
     from sowctl.services import external_scope, ratelimit
 
-    limits = rate_limits(settings)
     try:
         api_key = credentials.authenticate_key((environ.get("HTTP_X_API_KEY") or "").strip() or None)
     except Unauthorized:
-        headers.update(ratelimit.uncounted(limits).headers())  # every Group B response has them
+        headers.update(uncharged_rate_headers("B", settings))
         raise
-    state = ratelimit.hit(api_key.id, limits)
+    state = ratelimit.hit(api_key.id, rate_limits(settings))
     headers.update(state.headers())
     if state.retry_after is not None:
         raise RateLimited(
@@ -86,6 +85,21 @@ def external_caller(
     return external_scope.resolve(
         api_key, _header(environ, organization_names), _header(environ, company_names)
     )
+
+
+def uncharged_rate_headers(group: str, settings: ServerSettings) -> dict[str, str]:
+    """The rate-limit headers of a response charged to no key, the one rule for all of them.
+
+    Every Group B response carries ``X-RateLimit-*`` (contract §7.3), also those no key
+    is charged for: a missing or refused key, an unknown route or method, an injected
+    fault, a request the worker refuses unread. They show the minute window with
+    nothing counted. Other groups have no rate limit: no headers.
+    """
+    if group != "B":
+        return {}
+    from sowctl.services import ratelimit
+
+    return ratelimit.uncounted(rate_limits(settings)).headers()
 
 
 def rate_limits(settings: ServerSettings):

@@ -46,6 +46,7 @@ from gunicorn import http
 from gunicorn.workers.base import Worker
 from gunicorn.workers.gthread import ThreadWorker
 
+from sowctl.server.auth import uncharged_rate_headers
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
 from sowctl.server.framing import Complete, Limits, Refusal, RequestFramer
 from sowctl.server.http import json_bytes, too_large
@@ -260,11 +261,13 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
         def refuse(self, conn: _Conn, status: int, reason: str, message: str) -> None:
             path = RequestFramer.path(conn.buf)
             error = too_large(conn.framer.max_body) if status == 413 else HttpStatusError(status, message)
-            answer = envelope(group_of_path(path), error)
+            group = group_of_path(path)
+            answer = envelope(group, error)
             body = json_bytes(answer.body)
             head = [f"HTTP/1.1 {status} {reason}", "Connection: close", "Content-Type: application/json"]
             head.append(f"X-Request-Id: {new_request_id()}")
-            head += [f"{name}: {value}" for name, value in answer.headers.items()]
+            headers = {**answer.headers, **uncharged_rate_headers(group, settings)}
+            head += [f"{name}: {value}" for name, value in headers.items()]
             head.append(f"Content-Length: {len(body)}")
             self.send(conn, ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
             on_refusal(conn.client, bytes(conn.buf[:2048]).split(b"\n", 1)[0].decode("latin-1"), status)

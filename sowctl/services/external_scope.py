@@ -13,7 +13,7 @@ from sowctl import models as m
 from sowctl.errors import InvalidInput, Issue, NotFound
 from sowctl.schemas.common import has_unstorable
 from sowctl.services.access import Caller
-from sowctl.services.finance import company_for
+from sowctl.services.finance import company_for, organization_not_found
 
 ORGANIZATION_HEADER = "x-organization-id"
 COMPANY_HEADER = "x-company-id"
@@ -36,7 +36,7 @@ def resolve(api_key: m.ApiKey, organization_id: str | None, company_id: str | No
     if not company_id:
         raise _missing_header(COMPANY_HEADER)
     if organization_id != api_key.organization_id:
-        raise NotFound(f"organization {organization_id} not found")
+        raise organization_not_found(organization_id)
     # A NUL names no company, and PostgreSQL would refuse it as a query parameter.
     if has_unstorable(company_id):
         raise NotFound(f"company {company_id} not found")

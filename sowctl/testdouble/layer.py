@@ -258,6 +258,7 @@ class TestDouble:
         payload = json_bytes(error.body)
         request_id = _request_id(environ)
         headers = {**error.headers, "Content-Type": JSON_CONTENT_TYPE, FAULT_HEADER: "error"}
+        headers.update(auth.uncharged_rate_headers(group, self.settings))  # the API never saw it
         headers["X-Request-Id"] = request_id
         if status in (429, 503):
             headers["Retry-After"] = "1"

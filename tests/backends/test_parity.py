@@ -655,3 +655,27 @@ def test_remote_mode_imports_neither_peewee_nor_the_services(tmp_path):
     env["SOWCTL_RETRIES"] = "0"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("org", "company"),
+    [("org-nope", COMPANY), ("org-nope", "comp-nope"), (ORG, "comp-nope")],
+)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("budgets", "views", "--project", str(PROJECT), "--json"),
+        ("contracts", "show", "31", "--project", str(PROJECT), "--json"),
+        ("po", "list", "--project", str(PROJECT), "--json"),
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_an_unknown_scope_names_the_same_missing_thing_in_both(cli, env, org, company, args):
+    """Contract §7.3: the organization is checked first, then the company; local mode
+    names what the server names (the server's key belongs to org-acme)."""
+    scope = ["--org", org, "--company", company]
+    local = cli("--db", env.local_db, *scope, *args)
+    remote = cli("--server", env.url, "--token", env.token, "--api-key", env.api_key, *scope, *args)
+    assert_same(Pair(local, remote), 3)
+    missing = f"organization {org}" if org != ORG else f"company {company}"
+    assert f"{missing} not found" in local.stderr

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from sowctl import operations
+from sowctl import operations, render
 from sowctl.commands import budgets
 from sowctl.commands.po import parse_line
 from sowctl.services.access import Caller
@@ -246,6 +246,23 @@ def test_budget_snapshot_tty_colours_negative_variance(cli, fin, tty, monkeypatc
     assert "\x1b[31m-50,000.10" in row  # red
     row = next(line for line in out.splitlines() if "03-300" in line)
     assert "\x1b[31m" not in row
+    # the totals row follows the rows' rule: its negative variance is red too (and bold, as footers are)
+    footer = next(line for line in out.splitlines() if "Total" in line)
+    assert "\x1b[1;31m-50,000.20" in footer, repr(footer)
+    assert "\x1b[1m1,250,001.00" in footer  # a positive total is only bold
+
+
+def test_budget_snapshot_records_colour_the_negative_total_variance(cli, fin, tty, monkeypatch):
+    """Too narrow for the table: rows and totals as records, styled by the same rule."""
+    from rich.console import Console
+
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setattr("sowctl.render._console", Console(force_terminal=True, width=40, soft_wrap=False))
+    out = ok(cli("budgets", "snapshot", "21", "--project", "101")).stdout
+    variances = [line for line in out.splitlines() if "VARIANCE" in line]
+    assert len(variances) == 4  # three line items and the totals
+    assert "\x1b[31m-50,000.20" in variances[-1], repr(variances[-1])
+    assert "\x1b[31m-50,000.10" in variances[2]
 
 
 # --- contracts -----------------------------------------------------------------------
@@ -262,6 +279,32 @@ def test_contract_show(cli, fin):
     assert "contract_date\t2025-11-01T00:00:00Z" in lines
     assert "customer.contact_name\tMaria Chen" in lines
     assert "payment_terms.days_until_due\t30" in lines
+
+
+def test_contract_show_tty_gives_its_timestamps_in_local_time(cli, fin, tty):
+    """contract_date, start_date and estimated_completion_date are timestamps (spec §2.7):
+    on a terminal they are local time with the zone, like every other timestamp."""
+    import os
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Tokyo"
+    time.tzset()
+    try:
+        out = ok(cli("contracts", "show", "31", "--project", "101")).stdout
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    assert "contract_date 2025-11-01 09:00 JST" in lines, out
+    assert "start_date 2025-11-16 09:00 JST" in lines
+    assert "estimated_completion_date 2027-05-10 09:00 JST" in lines
+    assert not any("T00:00:00Z" in line for line in lines)
+    # a calendar date is no moment: it stays as it is
+    assert render.shown("2026-12-01", render._key_kind("slaDate")) == "2026-12-01"
 
 
 def test_contract_show_tty(cli, fin, tty):

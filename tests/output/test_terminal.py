@@ -154,6 +154,34 @@ def test_a_table_that_cannot_fit_becomes_records(demo):
     assert block[1].split() == ["SOURCE", dep["sourceItemId"]]
 
 
+@pytest.mark.parametrize("view", ["deps list", "items list", "items get"])
+def test_records_at_40_columns_put_an_id_that_does_not_fit_beside_its_name_on_its_own_line(demo, view):
+    """A uuid is 36 cells: beside "SOURCE  " it would pass 40 columns. It goes, whole, on
+    the line after its name (a text value still wraps beside its name)."""
+    db, env = demo
+    items = _json(demo, "items", "list", SOW)
+    child = next(item for item in items if item["parentItemId"])
+    args = {
+        "deps list": ["deps", "list", "--sow", SOW],
+        "items list": ["items", "list", SOW],
+        "items get": ["items", "get", child["id"]],
+    }[view]
+    code, screen = run_in_terminal(["--db", str(db), *args], columns=40, env=env)
+    assert code == 0, screen
+    lines = [line.rstrip() for line in screen.splitlines()]
+    assert not [line for line in lines if cell_len(line) > 40], screen
+    ids = {"deps list": _deps(demo)[:2], "items list": _items(demo)}.get(
+        view, [child["id"], child["parentItemId"]]
+    )
+    assert all(uuid.UUID(value) for value in ids)
+    for value in ids:
+        at = next((n for n, line in enumerate(lines) if line.strip() == value), None)
+        assert at is not None, f"{value} split or not alone on its line at 40 columns:\n{screen}"
+        assert lines[at - 1].strip() in ("ID", "SOURCE", "PARENT", "id", "parentItemId")  # its name, above it
+    if view == "items get":  # text beside its name, wrapped under itself
+        assert lines[next(n for n, line in enumerate(lines) if line.strip() == "id") + 2].startswith("title ")
+
+
 # --- deps list on mixed data: internal targets (ids) and external ones (long names) ----------
 
 _EXTERNAL = [

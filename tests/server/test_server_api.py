@@ -724,6 +724,30 @@ def test_group_b_scope_errors_carry_rate_headers(group_b, org, company, status, 
     assert all(name in response.headers for name in RATE_HEADERS)
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/api/external/nope", 404),
+        ("GET", "/api/external", 404),
+        ("DELETE", "/api/external/test-echo", 405),
+    ],
+)
+def test_group_b_routing_errors_carry_uncounted_rate_headers(group_b, method, path, status) -> None:
+    """Contract §7.3: every Group B response carries the rate headers, also an unknown
+    route or method, which no key is charged for (as with a refused key)."""
+    api, key = group_b
+    response = api.client.request(method, path, headers=scope(key))
+    assert_group_a_error(response, status)
+    assert response.headers["x-ratelimit-limit"] == "3"
+    assert response.headers["x-ratelimit-remaining"] == "3"
+    assert int(response.headers["x-ratelimit-reset"]) % 60 == 0
+    assert (
+        api.client.get("/api/external/test-echo", headers=scope(key)).headers["x-ratelimit-remaining"] == "2"
+    )
+    # the other groups have no rate limit, so no headers
+    assert not any(name in api.get("/api/nope", api.member).headers for name in RATE_HEADERS)
+
+
 def test_group_b_rate_limit_is_429_with_retry_after(group_b) -> None:
     api, key = group_b
     for _ in range(3):

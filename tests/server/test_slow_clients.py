@@ -169,7 +169,7 @@ def test_bodies_announced_too_large_are_refused_before_they_are_sent(served: Ser
     sockets = [served.connect() for _ in range(4)]
     try:
         for index, sock in enumerate(sockets):
-            path = b"/projects" if index == 3 else b"/api/sows"
+            path = {2: b"/api/external/create-purchase-order", 3: b"/projects"}.get(index, b"/api/sows")
             sock.sendall(
                 b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Authorization: Bearer " + served.token.encode() + b"\r\n"
@@ -181,6 +181,11 @@ def test_bodies_announced_too_large_are_refused_before_they_are_sent(served: Ser
             assert status.startswith("HTTP/1.1 413") and headers["connection"] == "close"
             assert headers["content-type"] == "application/json"
             assert len(headers["x-request-id"]) == 16  # like every other answer
+            # contract §7.3: every Group B answer has the rate headers, this one too (charged to no key)
+            rate = {name for name in headers if name.startswith("x-ratelimit-")}
+            assert rate == (
+                {"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"} if index == 2 else set()
+            )
             if index == 3:  # a Group C path: that group's envelope
                 assert json.loads(body)["code"] == "BAD_REQUEST"  # the documented code; the status says 413
             else:
