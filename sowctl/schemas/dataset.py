@@ -194,6 +194,9 @@ class SowRecord(_CamelRecord):
 class ItemRecord(_CamelRecord):
     id: PathId
     sow_id: RecordId
+    # The organization of the item's SOW: needed only where several organizations have a SOW
+    # of that id (export writes it there, and only there).
+    organization_id: RecordId | None = None
     title: NonEmptyStr
     description: StrictStr | None = None
     type: ItemType

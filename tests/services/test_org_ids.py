@@ -158,6 +158,34 @@ def test_an_import_next_to_another_organization_s_sow_of_the_same_id(tenants: Te
     assert [s["id"] for s in exported["sows"]].count("sow-shared") == 2
 
 
+def test_a_database_whose_organizations_share_a_sow_id_exports_a_file_that_imports_back(
+    tenants: Tenants, tmp_path: Path
+) -> None:
+    from tests.support.dataset import wipe
+
+    assert tenants.create_sow(ACME, TAKEN).status == 201  # globex's SOW id, now acme's too
+    made = tenants.send(
+        ACME, "items.create", params={"sowId": TAKEN}, body={"title": "acme's", "type": "task_item"}
+    )
+    assert made.status == 201
+    exported = export_dataset()
+    shared = [item for item in exported["items"] if item["sowId"] == TAKEN]
+    assert {item.get("organizationId") for item in shared} == {ACME, GLOBEX}
+    assert list(shared[0])[:3] == ["id", "sowId", "organizationId"]
+    assert all("organizationId" not in item for item in exported["items"] if item["sowId"] != TAKEN)
+    wipe()
+    import_dataset(exported)
+    assert export_dataset() == exported
+    placed = m.Item.select(m.Item.title, m.Sow.organization).join(m.Sow).where(m.Sow.id == TAKEN)
+    assert ("acme's", ACME) in set(placed.tuples())
+    assert {org for _, org in placed.tuples()} == {ACME, GLOBEX}
+    # An organization that has no SOW of that id: named in the refusal.
+    wipe()
+    with pytest.raises(InvalidInput) as refused:
+        import_dataset({**exported, "items": [{**shared[0], "id": "it-x", "organizationId": "org-nobody"}]})
+    assert f"SOW {TAKEN} not found in organization org-nobody" in refused.value.message
+
+
 def test_local_mode_tells_apart_an_id_of_several_organizations(cli, db_url: str) -> None:
     from sowctl.db import open_database
 

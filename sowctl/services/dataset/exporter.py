@@ -216,7 +216,17 @@ def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
 def _export_items(kind: str) -> list[dict[str, Any]]:
     """Items name their SOW by its shown id, not by the stored key (``models.Sow``); in id
     order, except that a parent comes before its children: the import reads such a file once."""
-    rows = _select(kind, extra={"sowId": m.Sow.id}, join=(m.Sow,))
+    rows = _select(kind, extra={"sowId": m.Sow.id, "organizationId": m.Sow.organization}, join=(m.Sow,))
+    organizations = pw.fn.COUNT(m.Sow.organization.distinct())
+    shared = {
+        sow_id for (sow_id,) in m.Sow.select(m.Sow.id).group_by(m.Sow.id).having(organizations > 1).tuples()
+    }
+    for k, row in enumerate(rows):  # the SOW's organization, where its id alone would not say which
+        organization = row.pop("organizationId")
+        if row["sowId"] in shared:
+            fields = list(row.items())
+            fields.insert(2, ("organizationId", organization))  # after sowId
+            rows[k] = dict(fields)
     ids = [row["id"] for row in rows]
     order = parents_first(ids, [row["parentItemId"] for row in rows], frozenset(ids))
     if len(order) < len(rows):  # a parent loop (stored before the rule): those at the end

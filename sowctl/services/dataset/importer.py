@@ -89,6 +89,7 @@ class _Importer(FinanceChecks, ItemChecks):
         if progress is not None:
             progress(0, source.total)
         self.ordered_organizations: set[str] = set()  # given ordering edges by this import
+        self.sow_shown_ids: dict[str, str] = {}  # key -> id of the file's SOWs
         # Every record hangs off an organization: none means an empty database, no lookups.
         self.database_empty = not m.Organization.select().exists()
 
@@ -245,7 +246,7 @@ class _Importer(FinanceChecks, ItemChecks):
 
         sow_org, sow_keys = self._sows(project_org)
         self._done("sows")
-        item_info = self._items(sow_org, sow_keys)
+        item_info = self._items(sow_org, sow_keys, self._sow_key_of(sow_org))
         self._done("items")
         del sow_keys
         self._dependencies(item_info, sow_org)
@@ -352,6 +353,12 @@ class _Importer(FinanceChecks, ItemChecks):
         self._flat("projects", records)
         return {**self.db_projects, **{r.id: r.organization_id for r in records}}
 
+    def _sow_key_of(self, sow_org: dict[str, str]) -> dict[tuple[str, str], str]:
+        """(organization, shown id) -> key of every SOW, the file's and the database's."""
+        shown = {key: sow_id for key, sow_id, _ in self.db_sows}
+        shown.update(self.sow_shown_ids)
+        return {(org, shown[key]): key for key, org in sow_org.items() if org is not None}
+
     def _sows(self, project_org: dict[str, str]) -> tuple[dict[str, str], dict[str, list[str]]]:
         """SOW ids are unique per organization (``models.Sow``): checks, keys, rows.
 
@@ -380,6 +387,7 @@ class _Importer(FinanceChecks, ItemChecks):
                 where[org, r.id] = i
             key = r.id if r.id not in taken else clock.new_id()
             taken.add(key)
+            self.sow_shown_ids[key] = r.id
             sow_org[key] = org
             in_file[r.id].append(key)
             rows.append((*getter(r), key, org))

@@ -58,7 +58,12 @@ class _OrderIndexes:
 class ItemChecks:
     """The items and dependencies part of the importer's checks (mixed into ``importer._Importer``)."""
 
-    def _items(self, sow_org: dict[str, str], sow_keys: dict[str, list[str]]) -> dict[str, tuple[str, str]]:
+    def _items(
+        self,
+        sow_org: dict[str, str],
+        sow_keys: dict[str, list[str]],
+        sow_key_of: dict[tuple[str, str], str],
+    ) -> dict[str, tuple[str, str]]:
         """One pass that writes every row it can as it reads (parents first, as a file in
         tree order has them), keeping compact facts for the hierarchy checks that follow;
         a second pass only for the items that came before their parent.
@@ -81,7 +86,11 @@ class ItemChecks:
         for offset, batch in validated_batches(kind, self.source, self.invalid):
             _stamp(batch, self.now, "created_at", "updated_at")
             for i, r in enumerate(batch, start=offset):
-                keys = sow_keys.get(r.sow_id, [])
+                org = r.organization_id
+                if org is None:
+                    keys = sow_keys.get(r.sow_id, [])
+                else:
+                    keys = [key] if (key := sow_key_of.get((org, r.sow_id))) is not None else []
                 # A parent named earlier in the file: its id's string, not a copy of it.
                 parent_id = r.parent_item_id
                 if parent_id is not None and (earlier := first.get(parent_id)) is not None:
@@ -97,7 +106,13 @@ class ItemChecks:
                     unplaced.add(i)
                     new = False
                     if keys:
-                        message = f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id"
+                        message = (
+                            f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id "
+                            "(say which with organizationId)"
+                        )
+                        sow_problems.add(kind, i, r.id, "sowId", message)
+                    elif org is not None:
+                        message = f"SOW {r.sow_id} not found in organization {org}"
                         sow_problems.add(kind, i, r.id, "sowId", message)
                     else:
                         sow_problems.add(kind, i, r.id, "sowId", f"SOW {r.sow_id} not found")
