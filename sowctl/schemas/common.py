@@ -290,7 +290,7 @@ def parse(model: type[M], data: Any) -> M:
         describe = getattr(model, "describe_errors", None)
         raise InvalidInput(describe(issues) if describe else issues[0].describe(), issues)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, by_alias=True, by_name=False)  # the wire names only
     except ValidationError as exc:
         raise validation_error(exc, model) from None
 

@@ -173,6 +173,19 @@ def test_item_lifecycle_over_http(api: Api) -> None:
     assert_group_a_error(api.get(f"/api/items/{item_id}", api.member), 404, item_id)
 
 
+def test_a_body_is_read_by_the_api_s_field_names_only(api: Api) -> None:
+    """``order_index`` is not the API's name for ``orderIndex``: ignored like any unknown
+    field, never applied (and never chosen over the real name when both are sent)."""
+    first = create_item(api, "First")
+    second = create_item(api, "Second", order_index=7, parent_item_id=first["id"])
+    assert second["orderIndex"] == 1 and second["parentItemId"] is None
+    both = api.request(
+        "PUT", f"/api/items/{second['id']}", api.member, json={"orderIndex": 5, "order_index": 9}
+    )
+    assert both.status_code == 200 and both.json()["orderIndex"] == 5
+    assert api.get(f"/api/items/{second['id']}", api.member).json()["orderIndex"] == 5
+
+
 def test_sow_routes(api: Api) -> None:
     created = api.request("POST", "/api/sows", api.member, json={"title": "Phase 2", "projectId": PROJECT_A})
     assert created.status_code == 201, created.text
