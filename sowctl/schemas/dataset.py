@@ -325,17 +325,18 @@ class PaymentTerms(_ApiRecord):
 class PrimeContractRecord(_ApiRecord):
     id: IntId
     project_id: IntId
-    title: StrictStr = ""
+    # What every prime contract has, required: an import invents no title, status or amount.
+    title: StrictStr
     description: StrictStr | None = None
     contract_number: StrictStr | None = None
-    status: StrictStr = "Active"
+    status: StrictStr
     contract_date: TimestampIn | None = None
     start_date: TimestampIn | None = None
     estimated_completion_date: TimestampIn | None = None
-    original_contract_value: Number = Decimal("0")
-    current_contract_value: Number = Decimal("0")
-    executed_change_orders_value: Number = Decimal("0")
-    pending_change_orders_value: Number = Decimal("0")
+    original_contract_value: Number
+    current_contract_value: Number
+    executed_change_orders_value: Number
+    pending_change_orders_value: Number
     customer: Customer | None = None
     payment_terms: PaymentTerms | None = None
 

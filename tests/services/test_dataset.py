@@ -498,6 +498,16 @@ def test_a_missing_required_field_is_named(db) -> None:
     assert refused(data).message == "items[2] (id task-2): title: is required"
 
 
+def test_a_prime_contract_needs_its_title_status_and_amounts(db, demo: dict[str, Any]) -> None:
+    """An import invents none of them (it gave "", "Active" and 0.0)."""
+    minimal_contract = {"id": 31, "project_id": demo["primeContracts"][0]["project_id"]}
+    data = {**demo, "primeContracts": [minimal_contract]}
+    issues = {issue.path for issue in refused(data).issues}
+    required = {"title", "status", "original_contract_value", "current_contract_value"}
+    required |= {"executed_change_orders_value", "pending_change_orders_value"}
+    assert issues == {("primeContracts", 0, name) for name in required}
+
+
 def test_nested_fields_are_named_with_their_path(db, demo: dict[str, Any]) -> None:
     demo["clients"][1]["contacts"][0]["isPrimary"] = "yes"
     demo["budgetViewSnapshots"][0]["line_items"][2]["spent"] = "a lot"
