@@ -22,6 +22,7 @@ from sowctl.output import layout
 from sowctl.output.safe import clean, clean_json
 from sowctl.output.shaping import readable_time
 from sowctl.services.access import Caller
+from tests.support.cli import run_main
 
 FORGED = "Pour slab\n::error::forged by a title"
 ESCAPES = "Clear \x1b[2J\x1b]0;owned\x07 me"
@@ -311,8 +312,8 @@ def test_help_shows_plain_metavars(cli):
 )
 def test_start_up_imports_neither_jq_nor_the_table_layout(tmp_path, calls, absent):
     db = tmp_path / "s.db"
-    setup = ["--db", str(db), "sows", "create", "S", "--id", "s-1", "--json"]
-    assert subprocess.run([sys.executable, "-m", "sowctl", *setup], capture_output=True).returncode == 0
+    # The database is made in process: only the start-up below needs a process of its own.
+    assert run_main("--db", str(db), "sows", "create", "S", "--id", "s-1", "--json").exit_code == 0
     code = "import sys\nfrom sowctl.cli import main\n"
     for args in calls:
         code += f"assert main({['--db', str(db), *args]!r}) == 0\n"

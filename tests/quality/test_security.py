@@ -136,6 +136,7 @@ def test_listings_show_only_a_short_hint(cli, db_url: str) -> None:
 # --- secrets never in the logs -----------------------------------------------------------------
 
 
+@pytest.mark.slow  # a real server; tests/quality/test_redaction.py checks the redaction in process
 def test_secrets_never_reach_the_logs_of_a_real_server(db_url: str, tmp_path: Path) -> None:
     database = open_database(db_url)
     import_dataset(DEMO)
