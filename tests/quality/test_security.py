@@ -224,9 +224,9 @@ ACME_FILTERS = {
 
 
 @pytest.fixture
-def orgs(db_url: str) -> Iterator[tuple[Env, str, str]]:
+def orgs(migrated_db_url: str) -> Iterator[tuple[Env, str, str]]:
     """The demo data with a member token and an API key of org-globex (and org-acme's)."""
-    env = make_env(db_url)
+    env = make_env(migrated_db_url)
     globex_token = credentials.create_token("user-hank", demo_data.GLOBEX_ORG, "admin").secret
     globex_key = credentials.create_key(demo_data.GLOBEX_ORG).secret
     yield env, globex_token, globex_key
