@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -202,7 +203,30 @@ def _invoked(argv: list[str]) -> str | None:
     return None
 
 
-def _narrowed(argv: list[str] | None) -> typer.Typer:
+def _narrowing(args: list[str]) -> tuple[str | None, str | None]:
+    """What the arguments invoke: a top-level name, and the command within it when it
+    is a group's (None: the group's help, or not a group)."""
+    name = _invoked(args)
+    group = next((info.typer_instance for info in app.registered_groups if info.name == name), None)
+    if group is None or name not in args:
+        return name, None
+    sub = _invoked(args[args.index(name) + 1 :])
+    return name, sub if sub in {_command_name(command) for command in group.registered_commands} else None
+
+
+@functools.lru_cache(maxsize=64)
+def _command(name: str | None, sub: str | None) -> Any:
+    """The click command of ``app`` narrowed to ``name`` and ``sub``, built once per process.
+
+    A person's shell runs ``main`` once per process, but a program that embeds the CLI
+    (the test suite runs it thousands of times) would pay several ms per call to rebuild
+    the same tree. Click commands are not changed by running them (the output options
+    are installed once, ``sowctl.output.options.install``), so one can serve every call.
+    """
+    return typer.main.get_command(_narrowed(name, sub))
+
+
+def _narrowed(name: str | None, sub: str | None) -> typer.Typer:
     """``app`` with only the invoked command's tree in full; the others keep name and help.
 
     Typer builds the parameters of every command of every group before it runs
@@ -211,8 +235,6 @@ def _narrowed(argv: list[str] | None) -> typer.Typer:
     """
     import copy
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    name = _invoked(args)
     narrowed = copy.copy(app)
     groups = []
     for info in app.registered_groups:
@@ -220,11 +242,8 @@ def _narrowed(argv: list[str] | None) -> typer.Typer:
         group = info.typer_instance = copy.copy(info.typer_instance)
         if info.name != name:
             group.registered_commands, group.registered_groups = [], []
-        else:
-            # Within the invoked group, only the invoked command is built in full.
-            sub = _invoked(args[args.index(name) + 1 :]) if name in args else None
-            if sub in {_command_name(command) for command in group.registered_commands}:
-                group.registered_commands = _stand_ins(group.registered_commands, keep=sub)
+        elif sub is not None:  # within the invoked group, only the invoked command is built in full
+            group.registered_commands = _stand_ins(group.registered_commands, keep=sub)
         groups.append(info)
     narrowed.registered_groups = groups
     narrowed.registered_commands = _stand_ins(app.registered_commands, keep=name)
@@ -344,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         # A shell asking for completions (the _SOWCTL_COMPLETE protocol) passes its words in
         # the environment, not argv: it gets the whole app.
         whole = "_SOWCTL_COMPLETE" in os.environ
-        command = typer.main.get_command(app if whole else _narrowed(args))
+        command = typer.main.get_command(app) if whole else _command(*_narrowing(args))
         result = command.main(
             args=hoist_global_options(command, args), prog_name="sowctl", standalone_mode=False
         )

@@ -8,7 +8,10 @@ SQLite file per test; a postgresql:// URL runs the suite on PostgreSQL (see
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +31,39 @@ _UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 hypothesis_settings.register_profile("replay", derandomize=True, database=None, **_UNTIMED)
 hypothesis_settings.register_profile("explore", derandomize=False, database=None, **_UNTIMED)
 hypothesis_settings.load_profile(os.environ.get("SOWCTL_TEST_HYPOTHESIS", "replay"))
+
+
+# A module whose every test is slow says so in one line (``pytestmark = pytest.mark.slow``).
+_ALL_SLOW = re.compile(r"^pytestmark = pytest\.mark\.slow\b", re.MULTILINE)
+_MARK_NAMES = re.compile(r"(?:\w|[:+\-.\[\]\\/])+")
+
+
+def _deselects_slow(markexpr: str) -> bool:
+    """Whether ``-m MARKEXPR`` leaves out every test marked slow, whatever its other marks."""
+    from _pytest.mark.expression import Expression
+
+    if not markexpr or "(" in markexpr:  # marker keyword arguments: not worth deciding here
+        return False
+    expression = Expression.compile(markexpr)
+    others = sorted(set(_MARK_NAMES.findall(markexpr)) - {"slow", "and", "or", "not"})
+    if len(others) > 8:
+        return False
+    for chosen in itertools.product([False, True], repeat=len(others)):
+        marks = {"slow", *itertools.compress(others, chosen)}
+        if expression.evaluate(lambda name, marks=marks, **_: name in marks):
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The quick loop (``-m "not slow"``) does not import the modules that are slow throughout:
+    all their tests would be deselected anyway, and building some of them (the schema
+    fuzzing's parametrisation) costs seconds in every xdist worker."""
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    if not _deselects_slow(config.getoption("markexpr", "")):
+        return None
+    return True if _ALL_SLOW.search(collection_path.read_text(encoding="utf-8")) else None
 
 
 @pytest.fixture(autouse=True)
@@ -57,10 +93,28 @@ def db_url(tmp_path: Path) -> str:
     return str(tmp_path / "test.db")
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite file at the current schema version, made once per session (per worker)."""
+    path = tmp_path_factory.mktemp("template") / "migrated.db"
+    open_database(str(path)).close()
+    return path
+
+
 @pytest.fixture
-def db(db_url: str):
+def migrated_db_url(db_url: str, migrated_sqlite: Path) -> str:
+    """``db_url`` with the current schema in place, not opened: for fixtures that build an app
+    on it. On SQLite a copy of the file that migrating a new one makes: creating the schema
+    costs ~15 ms of CPU, and most of the suite's tests start from a new database."""
+    if not db_url.startswith("postgres") and not os.path.exists(db_url):
+        shutil.copyfile(migrated_sqlite, db_url)
+    return db_url
+
+
+@pytest.fixture
+def db(migrated_db_url: str):
     """The opened database (models bound), for tests that call the core directly."""
-    database = open_database(db_url)
+    database = open_database(migrated_db_url)
     yield database
     database.close()
 

@@ -14,8 +14,8 @@ from tests.support.doubles import COMPANY, FINANCIAL_PROJECT, ORG, SOW, in_proce
 
 
 @pytest.fixture
-def api(db_url: str):
-    http = in_process(db_url)
+def api(migrated_db_url: str):
+    http = in_process(migrated_db_url)
     access = load(http)
     transport = wsgi_transport(http.app)  # type: ignore[attr-defined]
     with Client(

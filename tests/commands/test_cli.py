@@ -656,6 +656,7 @@ def test_the_db_option_really_selects_the_database(cli, tmp_path, monkeypatch):
 # --- a real process ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # two sowctl subprocesses writing 3,000 items each
 def test_a_reader_that_leaves_early_is_not_an_error(cli, sow, db_url):
     """`sowctl items list | head -1`: exit 0 and nothing on stderr (not Typer's exit 1)."""
     import subprocess

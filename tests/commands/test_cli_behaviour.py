@@ -304,6 +304,7 @@ def test_an_imported_id_with_a_slash_is_refused(cli, db, tmp_path):
     assert m.Sow.select().count() == 0
 
 
+@pytest.mark.slow  # two sowctl subprocesses
 def test_a_refused_import_leaves_no_new_database_file(tmp_path):
     """A mistyped --db must not be left behind looking like an empty database."""
     import subprocess

@@ -22,6 +22,7 @@ from sowctl.output import layout
 from sowctl.output.safe import clean, clean_json
 from sowctl.output.shaping import readable_time
 from sowctl.services.access import Caller
+from tests.support.cli import run_main
 
 FORGED = "Pour slab\n::error::forged by a title"
 ESCAPES = "Clear \x1b[2J\x1b]0;owned\x07 me"
@@ -301,6 +302,20 @@ def test_help_shows_plain_metavars(cli):
     assert "Usage: sowctl items reorder [OPTIONS] SOW_ID [POSITIONS]..." in " ".join(usage.split())
 
 
+def test_a_process_builds_each_command_once_and_its_runs_stay_independent(cli):
+    # main() reuses the click command it built for the same command (sowctl.cli._command):
+    # the output options of one run must not reach the next.
+    assert cli("sows", "create", "S", "--id", "s-1", "-q").exit_code == 0
+    assert cli("items", "create", "s-1", "--title", "A", "--id", "a", "-q").exit_code == 0
+    plain = cli("items", "list", "s-1").stdout
+    built = cli_module._command.cache_info().misses
+    assert cli("items", "list", "s-1", "--jq", ".[].id").stdout == "a\n"
+    assert cli("items", "list", "s-1", "--columns", "id").stdout == "a\n"
+    assert [item["id"] for item in cli("items", "list", "s-1", "--json").json()] == ["a"]
+    assert cli("items", "list", "s-1").stdout == plain
+    assert cli_module._command.cache_info().misses == built
+
+
 @pytest.mark.parametrize(
     ("calls", "absent"),
     [
@@ -311,8 +326,8 @@ def test_help_shows_plain_metavars(cli):
 )
 def test_start_up_imports_neither_jq_nor_the_table_layout(tmp_path, calls, absent):
     db = tmp_path / "s.db"
-    setup = ["--db", str(db), "sows", "create", "S", "--id", "s-1", "--json"]
-    assert subprocess.run([sys.executable, "-m", "sowctl", *setup], capture_output=True).returncode == 0
+    # The database is made in process: only the start-up below needs a process of its own.
+    assert run_main("--db", str(db), "sows", "create", "S", "--id", "s-1", "--json").exit_code == 0
     code = "import sys\nfrom sowctl.cli import main\n"
     for args in calls:
         code += f"assert main({['--db', str(db), *args]!r}) == 0\n"

@@ -3,7 +3,9 @@
 The demo dataset is loaded with every item and dependency id replaced by a uuid
 (what a real database holds), then each listing runs on a pty of 80 and of 120
 columns. Every id and amount must appear whole on one line, and no line may be
-wider than the terminal. The 80-column runs are in the quick loop; the rest are marked slow.
+wider than the terminal. Each run starts sowctl on a pty (about a second): the quick loop
+keeps one listing at 80 columns, the table that folds into records and the narrow trees;
+the rest are marked slow.
 """
 
 from __future__ import annotations
@@ -55,8 +57,14 @@ def demo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return db, env
 
 
+_JSON: dict[tuple[str, ...], object] = {}  # the demo database is only read: each answer once
+
+
 def _json(demo, *args: str):
     db, env = demo
+    key = (str(db), *args)
+    if key in _JSON:
+        return _JSON[key]
     done = subprocess.run(
         [sys.executable, "-m", "sowctl", "--db", str(db), *args, "--json"],
         env=env,
@@ -64,7 +72,8 @@ def _json(demo, *args: str):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    _JSON[key] = json.loads(done.stdout)
+    return _JSON[key]
 
 
 def _items(demo) -> list[str]:
@@ -115,9 +124,13 @@ LISTINGS = {
 
 
 @pytest.mark.parametrize(
-    "columns", [80, pytest.param(120, marks=pytest.mark.slow), pytest.param(160, marks=pytest.mark.slow)]
+    ("name", "columns"),
+    [
+        pytest.param(name, columns, marks=() if (name, columns) == ("items list", 80) else pytest.mark.slow)
+        for columns in (80, 120, 160)
+        for name in LISTINGS
+    ],
 )
-@pytest.mark.parametrize("name", list(LISTINGS))
 def test_every_id_and_amount_is_whole_on_one_line(demo, name, columns):
     args, expected = LISTINGS[name]
     db, env = demo
@@ -236,6 +249,7 @@ def _mixed_dependencies(tmp: Path, env: dict[str, str]) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_deps_ids_stay_whole_at_80_columns_beside_long_external_targets(tmp_path):
     # A long external name never costs an id: it is shortened in a table, or the rows fold
     # into records (an id of up to 64 cells fits beside its name); TARGET, whose internal
@@ -280,6 +294,7 @@ def test_deps_ids_stay_whole_at_80_columns_beside_long_external_targets(tmp_path
     assert " ".join(" ".join(long).split()).count(_EXTERNAL[1]) == 1
 
 
+@pytest.mark.slow
 def test_dates_are_readable_with_their_zone_on_a_terminal_and_iso_when_piped(demo):
     db, env = demo
     args = ["--db", str(db), "budgets", "snapshots", "--project", PROJECT]
@@ -300,6 +315,7 @@ def _pager(tmp_path: Path) -> tuple[str, Path]:
     return f"{sys.executable} -c \"import sys; open({str(seen)!r}, 'w').write(sys.stdin.read())\"", seen
 
 
+@pytest.mark.slow
 def test_long_output_on_a_terminal_goes_through_the_pager(demo, tmp_path):
     db, env = demo
     pager, seen = _pager(tmp_path)

@@ -329,6 +329,7 @@ def _serve(tmp_path, *args):
     )
 
 
+@pytest.mark.slow  # `sowctl serve --demo --exec` in a subprocess
 def test_serve_demo_exec_prints_no_banner_and_no_secret_on_stdout(tmp_path):
     import sys
 
@@ -347,6 +348,7 @@ def test_serve_load_of_a_missing_file_names_load(tmp_path):
     assert list(tmp_path.glob("exec.db*")) == []  # "nothing starts": no database was made
 
 
+@pytest.mark.slow  # five `sowctl serve` subprocesses
 def test_serve_load_of_a_bad_dataset_leaves_no_new_database_and_an_old_one_unchanged(tmp_path):
     import json
 

@@ -61,8 +61,8 @@ ENUM_QUERY = {"type", "status", "format"}
 
 
 @pytest.fixture
-def env(db_url: str) -> Iterator[Env]:
-    yield make_env(db_url)
+def env(migrated_db_url: str) -> Iterator[Env]:
+    yield make_env(migrated_db_url)
     m.database_proxy.obj.close()
 
 

@@ -136,6 +136,7 @@ def test_listings_show_only_a_short_hint(cli, db_url: str) -> None:
 # --- secrets never in the logs -----------------------------------------------------------------
 
 
+@pytest.mark.slow  # a real server; tests/quality/test_redaction.py checks the redaction in process
 def test_secrets_never_reach_the_logs_of_a_real_server(db_url: str, tmp_path: Path) -> None:
     database = open_database(db_url)
     import_dataset(DEMO)
@@ -223,9 +224,9 @@ ACME_FILTERS = {
 
 
 @pytest.fixture
-def orgs(db_url: str) -> Iterator[tuple[Env, str, str]]:
+def orgs(migrated_db_url: str) -> Iterator[tuple[Env, str, str]]:
     """The demo data with a member token and an API key of org-globex (and org-acme's)."""
-    env = make_env(db_url)
+    env = make_env(migrated_db_url)
     globex_token = credentials.create_token("user-hank", demo_data.GLOBEX_ORG, "admin").secret
     globex_key = credentials.create_key(demo_data.GLOBEX_ORG).secret
     yield env, globex_token, globex_key

@@ -22,8 +22,8 @@ JS_FILES = sorted(STATIC.glob("*.js"))
 
 
 @pytest.fixture
-def client(db_url: str) -> httpx.Client:
-    return in_process(db_url)
+def client(migrated_db_url: str) -> httpx.Client:
+    return in_process(migrated_db_url)
 
 
 def assert_strict_headers(response: httpx.Response) -> None:

@@ -89,9 +89,9 @@ def make_api(db_url: str, settings: ServerSettings | None = None) -> Api:
 
 
 @pytest.fixture
-def api(db_url) -> Api:
+def api(migrated_db_url) -> Api:
     clock.set_fixed_now(T0)  # no test straddles a rate-limit minute
-    return make_api(db_url)
+    return make_api(migrated_db_url)
 
 
 def assert_error(response: httpx.Response, status: int, text: str) -> None:

@@ -15,8 +15,8 @@ def registry() -> dict[str, operations.Operation]:
 
 
 @pytest.fixture
-def document(db_url: str) -> dict:
-    with app_client(db_url) as client:
+def document(migrated_db_url: str) -> dict:
+    with app_client(migrated_db_url) as client:
         response = client.get("/openapi.json")  # no token needed
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"

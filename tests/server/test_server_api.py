@@ -90,8 +90,8 @@ def make_api(db_url: str, settings: ServerSettings | None = None) -> Api:
 
 
 @pytest.fixture
-def api(db_url: str) -> Iterator[Api]:
-    api = make_api(db_url)
+def api(migrated_db_url: str) -> Iterator[Api]:
+    api = make_api(migrated_db_url)
     yield api
     api.client.close()
     m.database_proxy.obj.close()
@@ -667,9 +667,9 @@ def echo(request) -> Result:
 
 
 @pytest.fixture
-def group_b(db_url: str, monkeypatch: pytest.MonkeyPatch):
+def group_b(migrated_db_url: str, monkeypatch: pytest.MonkeyPatch):
     register(monkeypatch, echo, name="test.echo", method="GET", path="/api/external/test-echo", group="B")
-    api = make_api(db_url, ServerSettings(rate_per_minute=3))
+    api = make_api(migrated_db_url, ServerSettings(rate_per_minute=3))
     m.Company.create(id="comp-a", organization="org-a", name="A LLC")
     m.Company.create(id="comp-b", organization="org-b", name="B Inc")
     key = credentials.create_key("org-a").secret

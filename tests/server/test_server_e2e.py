@@ -233,6 +233,7 @@ def test_demo_server_prints_a_token_that_works(start) -> None:
     assert server.stop() == 0
 
 
+@pytest.mark.slow  # a real server; test_real_server_serves_logs_and_stops_cleanly stays in the quick loop
 def test_long_urls_reach_the_application_and_protocol_errors_are_json(start, tmp_path: Path) -> None:
     db = tmp_path / "e2e.db"
     server = start(db=db)

@@ -125,6 +125,7 @@ def test_critical_path_is_a_longest_chain_outside_cycles(edges: list[tuple[str, 
     assert path == graph.critical_path(list(reversed(edges)))  # order of input does not matter
 
 
+@pytest.mark.slow  # a stress test: 30,000-long chains
 def test_algorithms_do_not_recurse_on_very_deep_chains() -> None:
     chain = [(f"i{n:05d}", f"i{n + 1:05d}") for n in range(30_000)]
     assert graph.critical_path(chain) == [f"i{n:05d}" for n in range(30_001)]

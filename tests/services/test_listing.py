@@ -279,10 +279,10 @@ def test_local_mode_sees_every_organization(demo) -> None:
 
 
 @pytest.fixture
-def http(db_url: str) -> Iterator[httpx.Client]:
+def http(migrated_db_url: str) -> Iterator[httpx.Client]:
     from sowctl.server.app import create_app
 
-    app = create_app(db_url)
+    app = create_app(migrated_db_url)
     import_dataset(demo_dataset(TODAY))
     token = credentials.create_token("user-hank", "org-globex", "viewer").secret
     with wsgi_client(app, headers=bearer(token)) as client:

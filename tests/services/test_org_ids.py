@@ -55,8 +55,8 @@ class Tenants:
 
 
 @pytest.fixture
-def tenants(db_url: str) -> Iterator[Tenants]:
-    yield Tenants(make_env(db_url))
+def tenants(migrated_db_url: str) -> Iterator[Tenants]:
+    yield Tenants(make_env(migrated_db_url))
     m.database_proxy.obj.close()
 
 

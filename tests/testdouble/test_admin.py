@@ -39,8 +39,8 @@ ROUTES = [
 
 
 @pytest.fixture
-def client(db_url: str) -> httpx.Client:
-    return in_process(db_url)
+def client(migrated_db_url: str) -> httpx.Client:
+    return in_process(migrated_db_url)
 
 
 # --- off, and guarded ----------------------------------------------------------------------

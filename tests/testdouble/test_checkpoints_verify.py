@@ -12,8 +12,8 @@ from tests.support.doubles import ADMIN, SOW, bearer, in_process, load
 
 
 @pytest.fixture
-def client(db_url: str) -> httpx.Client:
-    return in_process(db_url)
+def client(migrated_db_url: str) -> httpx.Client:
+    return in_process(migrated_db_url)
 
 
 def _items(client: httpx.Client, token: str) -> list[str]:

@@ -82,8 +82,8 @@ def test_fault_config_round_trip_and_route_patterns() -> None:
 
 
 @pytest.fixture
-def double(db_url: str) -> tuple[httpx.Client, dict[str, str]]:
-    client = in_process(db_url)
+def double(migrated_db_url: str) -> tuple[httpx.Client, dict[str, str]]:
+    client = in_process(migrated_db_url)
     return client, load(client)
 
 

@@ -22,8 +22,8 @@ SOW = demo_data.DEMO_SOW
 
 
 @pytest.fixture
-def api(db_url: str) -> tuple[httpx.Client, dict[str, str]]:
-    client = in_process(db_url)
+def api(migrated_db_url: str) -> tuple[httpx.Client, dict[str, str]]:
+    client = in_process(migrated_db_url)
     return client, load(client)
 
 
