@@ -111,8 +111,8 @@ class _Argument(TyperArgument):
     """An argument shown as ``SOW_ID`` (required) or ``[SOW_ID]`` (optional) in usage lines, with
     no type beside its name in help when it takes text or a path (its name says what it is).
 
-    ``make_metavar`` is what Typer before 0.29 calls; ``_usage_display_name`` and
-    ``display_type_rich`` what 0.29 calls."""
+    ``make_metavar`` is what Typer before 0.29 calls; ``_usage_display_name``,
+    ``_rich_display_name`` and ``display_type_rich`` what 0.29 calls."""
 
     def make_metavar(self, ctx: click.Context | None = None, *, usage: bool = False) -> str:
         name = self.metavar or (self.name or "").upper()
@@ -122,6 +122,9 @@ class _Argument(TyperArgument):
 
     def _usage_display_name(self) -> str:
         return self.make_metavar(usage=True)
+
+    def _rich_display_name(self) -> str:  # despite its name: the plain help's (TYPER_USE_RICH=0)
+        return self.make_metavar()
 
     def display_type_rich(self, ctx: click.Context) -> str | None:
         if kind(self) in ("text", "path"):
