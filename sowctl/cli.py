@@ -417,6 +417,11 @@ def _usage_error(exc: typer.TyperException) -> int:
     if type(exc).__name__ == "NoArgsIsHelpError":
         exc.show()  # type: ignore[attr-defined]
         return int(ExitCode.INVALID_INPUT)
+    from sowctl.output.params import bad_value_message
+
+    refused = bad_value_message(exc)  # Typer 0.29 words it otherwise
+    if refused is not None:
+        exc.message = refused  # type: ignore[attr-defined]
     format_message = getattr(exc, "format_message", None)
     message = format_message() if format_message else str(exc)
     message = _with_hint(message, _closest_choice(exc))
@@ -432,7 +437,10 @@ def _closest_choice(exc: typer.TyperException) -> str:
     """For an option with a fixed set of values (``--type depends``): the likeliest one meant."""
     import re
 
-    choices = getattr(getattr(getattr(exc, "param", None), "type", None), "choices", None)
+    from sowctl.output.params import choices as accepted
+
+    param = getattr(exc, "param", None)
+    choices = accepted(param) if param is not None else None
     typed = re.match(r"'(.*?)' is not one of", getattr(exc, "message", "") or "")
     if not choices or not typed:
         return ""

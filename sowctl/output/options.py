@@ -14,12 +14,14 @@ command runs.
 
 from __future__ import annotations
 
+import copy
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from typer.core import TyperArgument, TyperGroup, TyperOption
+import typer
+from typer.core import TyperGroup
 
-from sowctl.output import state
+from sowctl.output import params, state
 
 if TYPE_CHECKING:  # Typer carries its own copy of click: its classes are not the click package's
     import click
@@ -73,32 +75,11 @@ def install(command: click.Command) -> None:
     json_name = names.get("--json")
     if json_name is None:  # commands that print no resources (config get, serve, ...)
         return
-    showing = command.name in SHOWING
-    added = [
-        TyperOption(
-            param_decls=["--jq", "jq_expression"],
-            metavar="EXPR",
-            help="Filter the JSON body with a jq expression (implies --json); "
-            "strings print raw, one result per line.",
-        )
-    ]
+    added = [_output_option("--jq")]
     if command.name in TABULAR:
-        added.append(
-            TyperOption(
-                param_decls=["--columns", "output_columns"],
-                metavar="NAMES",
-                help="Show these columns (or fields), comma-separated, e.g. id,title.",
-            )
-        )
-    if showing:
-        added.append(
-            TyperOption(
-                param_decls=["--no-pager", "no_pager"],
-                is_flag=True,
-                default=False,
-                help="Print long output straight to the terminal, without SOWCTL_PAGER or PAGER.",
-            )
-        )
+        added.append(_output_option("--columns"))
+    if command.name in SHOWING:
+        added.append(_output_option("--no-pager"))
     help_option = [p for p in command.params if "--help" in getattr(p, "opts", ())]
     rest = [p for p in command.params if p not in help_option]
     command.params = rest + added + help_option
@@ -138,53 +119,61 @@ def _wrapped(callback: Any, json_name: str, quiet_name: str | None) -> Any:
 
 
 def _plain_metavars(command: click.Command) -> None:
-    for param in command.params:
-        if not hasattr(getattr(param, "type", None), "name"):
-            continue  # a Typer whose parameters have no click type: its own metavars stay
-        if isinstance(param, TyperArgument) and param.metavar is None:
-            param.metavar = (param.name or "value").upper()
-            param.__class__ = _Argument
-            if param.type.name in ("text", "str", "string", "path"):  # the name says what it is
-                param.type = _plain(param.type)
-        elif isinstance(param, TyperOption) and param.metavar is None and not param.is_flag:
-            param.metavar = _type_metavar(param.type)
+    """Give every parameter of ``command`` sowctl's metavar when click asks for them: that
+    includes those Typer or click add after the command is made (the help option, the
+    completion options)."""
+    get_params = command.get_params
+
+    def plain_params(ctx: click.Context) -> list[click.Parameter]:
+        found = get_params(ctx)
+        for param in found:
+            params.plain(param)
+        return found
+
+    command.get_params = plain_params  # type: ignore[method-assign]
 
 
-_TYPE_METAVARS = {
-    "integer": "INTEGER",
-    "integer range": "INTEGER",
-    "float": "NUMBER",
-    "float range": "NUMBER",
-}
+def _output_option(name: str) -> click.Parameter:
+    """A fresh copy of the output option ``name``, as the installed Typer builds it."""
+    return copy.copy(_output_options()[name])
 
 
-def _type_metavar(kind: click.ParamType) -> str:
-    choices = getattr(kind, "choices", None)
-    if choices is not None:
-        return "|".join(str(choice) for choice in choices)
-    if kind.name in ("filename", "file"):
-        return "FILE"
-    return _TYPE_METAVARS.get(kind.name, kind.name.upper() if kind.name in ("path",) else "TEXT")
+@functools.cache
+def _output_options() -> dict[str, click.Parameter]:
+    # Typer builds them from a function's signature, like every other option: how it builds
+    # options (its parameter classes and their arguments) is its own business, and changed in 0.29.
+    import typer.main
+
+    template = typer.Typer(add_completion=False)
+    template.command()(_output_signature)
+    command = typer.main.get_command(template)
+    return {param.opts[0]: param for param in command.params}
 
 
-def _plain(kind: click.ParamType) -> click.ParamType:
-    """The same type, showing no type name in help."""
-    import copy
-
-    plain = copy.copy(kind)  # keeps its settings (a Path's exists=, dir_okay=...)
-    plain.__class__ = type("Plain" + type(kind).__name__, (type(kind),), {"get_metavar": _no_metavar})
-    return plain
-
-
-def _no_metavar(self: Any, param: Any, ctx: Any = None) -> str:
-    return ""
-
-
-class _Argument(TyperArgument):
-    """An argument shown as ``SOW_ID`` (required) or ``[SOW_ID]`` (optional) in usage lines."""
-
-    def make_metavar(self, ctx: click.Context, *, usage: bool = False) -> str:
-        name = self.metavar or (self.name or "").upper()
-        if usage and not self.required:
-            name = f"[{name}]"
-        return name + ("..." if self.nargs != 1 else "")
+def _output_signature(
+    jq_expression: Annotated[
+        str | None,
+        typer.Option(
+            "--jq",
+            metavar="EXPR",
+            help="Filter the JSON body with a jq expression (implies --json); "
+            "strings print raw, one result per line.",
+        ),
+    ] = None,
+    output_columns: Annotated[
+        str | None,
+        typer.Option(
+            "--columns",
+            metavar="NAMES",
+            help="Show these columns (or fields), comma-separated, e.g. id,title.",
+        ),
+    ] = None,
+    no_pager: Annotated[
+        bool,
+        typer.Option(
+            "--no-pager",
+            help="Print long output straight to the terminal, without SOWCTL_PAGER or PAGER.",
+        ),
+    ] = False,
+) -> None:
+    """The output options (never run: ``_wrapped`` takes their values)."""
