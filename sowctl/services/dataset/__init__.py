@@ -21,7 +21,7 @@ Decisions:
   are set to the import time, except a dependency's ``updatedAt``, which stays
   null (the API shows it only once a dependency was updated).
 * Export writes every table except credentials (token and key hashes) and rate
-  counters: a dataset is data, not access. Records are ordered by id (lines by
+  counters: a dataset is data, not access. Records are ordered by id (items: each parent first; lines by
   position), so equal databases export to identical JSON.
 
 Speed and memory: one ``TypeAdapter`` call per batch of records validates in
