@@ -19,7 +19,7 @@ from sowctl.services.item_rules import parents_first
 
 
 def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The whole database as a dataset (contract §9), ordered by id (items: each parent first); no credentials.
+    """The whole database as a dataset (contract §9), by id (items: each parent first); no credentials.
 
     ``progress(done, total)`` is called after each kind (``total``: the number of kinds).
     """
