@@ -78,7 +78,7 @@ def export_command(
         bool, typer.Option("--compact", help=f"No indentation (the default above {INDENT_UP_TO:,} records).")
     ] = False,
 ) -> None:
-    """Write the whole database as a dataset, by id, parents first (local mode only; format: README).
+    """Write the whole database as a dataset (local mode only; format: README, "Datasets").
 
     Importing the file into an empty database reproduces the same API responses.
     Tokens, API keys and rate counters are not exported. A FILE is replaced
