@@ -75,6 +75,17 @@ def test_a_write_creates_the_file_but_not_a_missing_directory(cli, tmp_path):
     assert ok(cli("--db", tmp_path / "x.db", "sows", "list", "-q")).stdout == "s\n"
 
 
+@pytest.mark.parametrize("target", ["sqlite:///", "sqlite:///:memory:", ":memory:", "SQLite://"])
+@pytest.mark.parametrize("args", [("sows", "create", "X", "--id", "x1"), ("sows", "list"), ("status",)])
+def test_an_in_memory_database_is_refused_since_it_keeps_nothing(cli, target, args):
+    result = cli("--db", target, *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    expected = f"error: --db (or SOWCTL_DB) {target!r} names an in-memory SQLite database"
+    assert result.stderr.startswith(expected)
+    refused = cli("sows", "list", env={"SOWCTL_DB": target})
+    assert refused.exit_code == 2 and "in-memory" in refused.stderr
+
+
 def test_status_says_the_file_is_missing_and_creates_nothing(cli, tmp_path):
     result = cli("--db", tmp_path / "x.db", "status")
     assert result.exit_code == 5
