@@ -532,6 +532,24 @@ def test_purchase_order_lines_are_refused_as_the_api_refuses_them(
     assert m.PurchaseOrder.select().count() == 0  # all or nothing
 
 
+@pytest.mark.parametrize("status", ["weird", "", "Draft"])
+def test_a_purchase_order_status_the_api_refuses_is_refused(db, demo: dict[str, Any], status: str) -> None:
+    from sowctl.schemas.vocabulary import PO_STATUSES
+
+    demo["purchaseOrders"][0]["status"] = status
+    assert refused(demo).message.startswith(
+        f"purchaseOrders[0] (id 9001): status: must be one of: {', '.join(PO_STATUSES)}"
+    )
+    assert m.PurchaseOrder.select().count() == 0
+
+
+@pytest.mark.parametrize("status", ["approved", "void"])
+def test_every_status_the_api_takes_imports(db, demo: dict[str, Any], status: str) -> None:
+    demo["purchaseOrders"][0]["status"] = status
+    import_dataset(demo)
+    assert m.PurchaseOrder.get_by_id(9001).status == status
+
+
 def test_a_dependency_contact_email_is_checked_as_the_api_checks_it(db, demo: dict[str, Any]) -> None:
     demo["dependencies"][0]["contactEmail"] = "nope"
     assert "contactEmail: must be an e-mail address" in refused(demo).message
