@@ -34,6 +34,7 @@ from pydantic.alias_generators import to_camel
 
 from sowctl.clock import format_timestamp
 from sowctl.errors import InvalidInput, Issue
+from sowctl.json_text import TooLongInteger
 
 __all__ = [
     "ApiBody",
@@ -345,6 +346,8 @@ def validation_error(exc: ValidationError, model: type[BaseModel] | None = None)
 
 
 def _message(err: dict) -> str:
+    if isinstance(err.get("input"), TooLongInteger):  # whatever the field takes, not that
+        return err["input"].problem
     kind = err["type"]
     if kind == "missing":
         return "is required"

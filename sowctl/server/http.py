@@ -25,6 +25,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
+from sowctl import json_text
 from sowctl.errors import InvalidInput, Issue, PayloadTooLarge
 
 JSON_CONTENT_TYPE = "application/json"
@@ -149,7 +150,7 @@ def parse_json(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise _malformed(f"request body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+        return json_text.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:
         raise InvalidInput(
             f"malformed JSON: duplicated key {exc.key!r}",

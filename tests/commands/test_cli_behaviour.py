@@ -226,6 +226,16 @@ def test_api_field_names_become_the_options_typed_in_both_modes(modes):
     assert (code, stderr.startswith("error: invalid --title ' ': ")) == (2, True)
 
 
+def test_a_body_file_with_an_integer_too_long_for_python_names_the_field_in_both_modes(modes, tmp_path):
+    body = tmp_path / "order.json"
+    body.write_text('{"items": [{"id": "x", "orderIndex": ' + "9" * 5000 + "}]}")
+    code, _, stderr = same(modes.both("items", "reorder", "sow-1", "--from-file", str(body)))
+    assert (code, stderr) == (
+        2,
+        "error: items.0.orderIndex: must be a number of at most 4300 digits (this one has 5000)\n",
+    )
+
+
 def test_a_group_b_query_parameter_is_named_by_its_option(cli, db):
     result = cli("--org", "o", "--company", "c", "budgets", "views", "--project", "x")
     assert (result.exit_code, result.stderr) == (2, "error: invalid --project 'x': must be an integer\n")
