@@ -175,7 +175,17 @@ def read_json_body(environ: dict, max_bytes: int) -> Any:
     return parse_json(raw)
 
 
-# --- query string ---------------------------------------------------------------
+# --- path and query string -------------------------------------------------------
+
+
+def check_path(raw_path: str) -> None:
+    """The request path (WSGI gives its bytes as latin-1 text) must be UTF-8, as the query
+    string must: Bottle would drop the bytes that are not, so ``/api/items/a%FFb`` would
+    read item ``ab``, and a 404 would name a path that was not asked for."""
+    try:
+        raw_path.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        raise _query_error((), "path is not valid UTF-8") from None
 
 
 def parse_query(query_string: str) -> dict[str, str]:
