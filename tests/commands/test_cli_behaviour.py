@@ -88,8 +88,8 @@ def test_an_in_memory_database_is_refused_since_it_keeps_nothing(cli, target, ar
 
 def test_status_says_the_file_is_missing_and_creates_nothing(cli, tmp_path):
     result = cli("--db", tmp_path / "x.db", "status")
-    assert result.exit_code == 5
-    assert "does not exist yet" in result.stderr
+    assert result.exit_code == 2  # as any read of a missing file (a usage error, not a failure)
+    assert f"database {tmp_path / 'x.db'} does not exist" in result.stderr
     assert not (tmp_path / "x.db").exists()
 
 
