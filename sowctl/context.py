@@ -79,8 +79,10 @@ class AppContext:
         """Run one operation. ``from_options``: the body and query were built from options,
         so a refusal names the options (a body read from a file keeps the API's names);
         ``positional``: the query fields the command took as arguments (``chain show SOW_ID``)."""
+        from sowctl.commands._fields import refuse_empty
         from sowctl.errors import InvalidInput
 
+        refuse_empty({**{field: (query or {}).get(field) for field in positional}, **(params or {})})
         _refuse_unreachable(params)
         try:
             return self.backend.call(name, params, query, body, all_pages=all_pages)

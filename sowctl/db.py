@@ -15,7 +15,7 @@ import peewee as pw
 
 from sowctl import db_guards, models
 from sowctl.db_guards import GuardedSqliteDatabase, check_storage, install_query_deadline
-from sowctl.errors import ServiceUnavailable, SowctlError, UsageError
+from sowctl.errors import ServiceUnavailable, SowctlError, UsageError, quoted
 
 SQLITE_PRAGMAS = {
     "journal_mode": "wal",
@@ -74,6 +74,18 @@ def sqlite_file(target: str) -> str | None:
     if scheme.lower() == "sqlite":
         return rest[1:] or ":memory:"
     return None
+
+
+def refuse_throwaway(url_or_path: str) -> None:
+    """Refuse (exit 2) a --db that names SQLite's in-memory database (``:memory:``,
+    ``sqlite:///``, ``sqlite:///:memory:``): it would be created empty for one command
+    and thrown away, so a write would report success and keep nothing, and a read would
+    show an empty database. Code (tests, an embedded server) may still open one itself."""
+    if sqlite_file(url_or_path) == ":memory:":
+        raise UsageError(
+            f"--db (or SOWCTL_DB) {quoted(url_or_path)} names an in-memory SQLite database, which "
+            "keeps nothing after the command: give a file path, sqlite:///path or postgresql://..."
+        )
 
 
 def _sqlite(path: str) -> pw.SqliteDatabase:

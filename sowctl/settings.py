@@ -86,6 +86,10 @@ class Settings:
             raise UsageError(f"--timeout must be a positive number of seconds, not {self.timeout:g}")
         if self.server:
             check_server_url(self.server)
+        elif self.db:
+            from sowctl.db import refuse_throwaway
+
+            refuse_throwaway(self.db)
         updates = {}
         for name, option, env in CREDENTIALS:
             value = getattr(self, name)

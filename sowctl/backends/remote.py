@@ -29,7 +29,7 @@ from urllib.parse import quote
 import httpx
 
 from sowctl import __version__ as _version
-from sowctl import operations
+from sowctl import json_text, operations
 from sowctl.config import mask_url
 from sowctl.errors import (
     GROUP_C_MESSAGES,
@@ -245,7 +245,7 @@ class RemoteBackend:
         idempotent = method in IDEMPOTENT
         content = None
         if body is not None:
-            content = json.dumps(body).encode("utf-8")
+            content = json_text.dumps(body).encode("utf-8")
             headers = {**headers, "Content-Type": "application/json"}
         attempt = 0
         while True:

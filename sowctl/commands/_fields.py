@@ -71,6 +71,19 @@ _FIELD = re.compile(r"^([A-Za-z_]+)((?:\.\w+)*): (.*)$")
 _ONE_OF = "must be one of: "
 
 
+def refuse_empty(arguments: Mapping[str, Any]) -> None:
+    """An empty id argument (``items get ''``) is invalid input (exit 2), in every command and
+    both modes alike: ``invalid ITEM_ID '': must not be empty``. ``arguments`` maps the API
+    field (a path parameter, or a query field the command takes as an argument) or, for a
+    command that calls no API, the argument's own name (``TOKEN``) to the value typed.
+
+    Without it an empty path parameter made a URL with no route ("missing path parameter",
+    exit 3) while an empty query argument was the API's "must not be empty" (exit 2)."""
+    for field, value in arguments.items():
+        if value == "":
+            raise speak_cli(InvalidInput.for_field(field, "must not be empty"), {}, {field: value})
+
+
 def speak_cli(
     error: InvalidInput,
     sent: Mapping[str, Any],

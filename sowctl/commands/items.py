@@ -209,11 +209,11 @@ def reorder_items(
     if from_file is None and not positions:
         raise UsageError("give at least one ITEM_ID=ORDER_INDEX pair (or --from-file FILE)")
     if from_file is not None:
-        import json
+        from sowctl import json_text
 
         try:
-            body = json.load(from_file)
-        except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
+            body = json_text.loads(from_file.read())
+        except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, deep nesting
             raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     else:
         body = {"items": [_position(text) for text in positions or []]}

@@ -65,8 +65,10 @@ def revoke_key(
 
     Example: sowctl keys revoke KEY_ID
     """
+    from sowctl.commands._fields import refuse_empty
     from sowctl.services import credentials
 
+    refuse_empty({"KEY": key})
     app_context(ctx).open_local_database("keys revoke")
     if needs_confirmation(yes):
         confirm(f"Revoke API key {secret_hint(key) if key.startswith('sow') else key}? It is refused at once")

@@ -206,11 +206,11 @@ def _quantity(text: str) -> int | float:
 
 
 def _read_body(stream) -> dict[str, Any]:
-    import json
+    from sowctl import json_text
 
     try:
-        body = json.load(stream)
-    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, a 5,000-digit number, deep nesting
+        body = json_text.loads(stream.read())
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, deep nesting
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     if not isinstance(body, dict):
         raise typer.BadParameter("must hold a JSON object (the request body)", param_hint="--from-file")

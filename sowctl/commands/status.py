@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -38,6 +37,7 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
             "company": settings.company,
         },
     }
+    failure = 5  # the exit code when the target does not answer (contract §3)
     if settings.remote:
         from sowctl.backends.remote import RemoteBackend
 
@@ -51,7 +51,8 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
             backend.close()
     else:
         report["database"] = mask_url(settings.database)
-        report.update(_database_health(settings.database))
+        health, failure = _database_health(settings.database)
+        report.update(health)
         unused = {"token": settings.token, "apiKey": settings.api_key}
         if any(unused.values()):  # given, but nothing will send them: say so
             report["credentials"] = {
@@ -66,7 +67,7 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
         emit_object({key: value for key, value in flat.items() if value is not None}, json_mode=False)
     if not report["reachable"]:
         sys.stderr.write(f"error: {report['detail']}\n")
-        raise typer.Exit(5)
+        raise typer.Exit(failure)
     refused = [
         f"{name}: {state}"
         for name, state in (report.get("credentials") or {}).items()
@@ -107,31 +108,25 @@ def _check_credentials(backend: Any, settings: Any) -> dict[str, str]:
     return checks
 
 
-def _database_health(db: str) -> dict[str, Any]:
-    """Open the database without creating or migrating it; report its schema version."""
+def _database_health(db: str) -> tuple[dict[str, Any], int]:
+    """Open the database without creating or migrating it; report its schema version, and
+    the exit code if it is not usable: 2 for a file that does not exist, as every command
+    that reads says (a mistyped --db is the user's to fix), 5 for one that is unusable."""
     from sowctl import db as database_module
     from sowctl.errors import SowctlError
 
-    file = database_module.sqlite_file(db)
-    path = Path(file).expanduser() if file not in (None, ":memory:") else None
-    if path is not None and not path.exists():
-        return {
-            "reachable": False,
-            "detail": f"database {path} does not exist yet (a command that writes creates it)",
-            "schemaVersion": None,
-            "expectedSchemaVersion": database_module.SCHEMA_VERSION,
-        }
     try:
-        database = database_module.open_database(db, migrate=False)
+        database = database_module.open_database(db, migrate=False, create=False)
         try:
             version = database_module.schema_version() if _has_meta(database) else 0
         finally:
             database.close()
-    except SowctlError as exc:
-        return {"reachable": False, "detail": exc.message, "schemaVersion": None}
+    except SowctlError as exc:  # a missing file among them: the UsageError every reader gives
+        health = {"reachable": False, "detail": exc.message, "schemaVersion": None}
+        return {**health, "expectedSchemaVersion": database_module.SCHEMA_VERSION}, int(exc.exit_code)
     except Exception as exc:  # a driver error: the database is there but unusable
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return {"reachable": False, "detail": f"cannot open database: {first}", "schemaVersion": None}
+        return {"reachable": False, "detail": f"cannot open database: {first}", "schemaVersion": None}, 5
     expected = database_module.SCHEMA_VERSION
     if version == expected:
         detail = "ok"
@@ -144,7 +139,7 @@ def _database_health(db: str) -> dict[str, Any]:
         "detail": detail,
         "schemaVersion": version,
         "expectedSchemaVersion": expected,
-    }
+    }, 5
 
 
 def _has_meta(database: Any) -> bool:

@@ -71,8 +71,10 @@ def revoke_token(
 
     Example: sowctl tokens revoke TOKEN_ID
     """
+    from sowctl.commands._fields import refuse_empty
     from sowctl.services import credentials
 
+    refuse_empty({"TOKEN": token})
     app_context(ctx).open_local_database("tokens revoke")
     if needs_confirmation(yes):
         confirm(

@@ -34,6 +34,7 @@ from pydantic.alias_generators import to_camel
 
 from sowctl.clock import format_timestamp
 from sowctl.errors import InvalidInput, Issue
+from sowctl.json_text import TooLongInteger
 
 __all__ = [
     "ApiBody",
@@ -53,6 +54,7 @@ __all__ = [
     "dump",
     "parse",
     "row_dumper",
+    "whole_number_between",
 ]
 
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -106,6 +108,15 @@ def _whole_number(value: Any) -> Any:
 # An integer sent as any JSON number with no fraction (2, 2.0, 2e0); strings, booleans
 # and fractions are refused with "must be an integer".
 WholeNumber = Annotated[StrictInt, BeforeValidator(_whole_number)]
+
+
+def whole_number_between(low: int, high: int) -> Any:
+    """A ``WholeNumber`` from ``low`` to ``high``. The bounds must sit on the integer, inside
+    the validator: put after it (``Annotated[WholeNumber, Field(ge=...)]``), Pydantic checks
+    them as a generic constraint and its JSON schema says "ge"/"le", which are not JSON
+    Schema, instead of "minimum"/"maximum"."""
+    return Annotated[StrictInt, Field(ge=low, le=high), BeforeValidator(_whole_number)]
+
 
 # max_length comes before the validator, so Pydantic applies it as a string constraint
 # ("at most N characters"). The schema extra documents what _not_blank checks (a
@@ -345,6 +356,8 @@ def validation_error(exc: ValidationError, model: type[BaseModel] | None = None)
 
 
 def _message(err: dict) -> str:
+    if isinstance(err.get("input"), TooLongInteger):  # whatever the field takes, not that
+        return err["input"].problem
     kind = err["type"]
     if kind == "missing":
         return "is required"

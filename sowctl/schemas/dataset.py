@@ -48,6 +48,7 @@ from sowctl.schemas.vocabulary import (
     ItemStatus,
     ItemType,
     ProjectStatus,
+    PurchaseOrderStatus,
     RiskLevel,
 )
 
@@ -370,7 +371,7 @@ class PurchaseOrderRecord(_ApiRecord):
     project_id: IntId
     commitment_id: RecordId | None = None
     number: RecordId
-    status: Annotated[StrictStr, Field(min_length=1, max_length=32)]
+    status: PurchaseOrderStatus  # what the API takes: a file cannot hold what it would refuse
     title: StrictStr
     vendor: VendorRef
     # Absent: the sum of the line amounts, as for a new purchase order (contract §7.3).

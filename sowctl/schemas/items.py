@@ -14,12 +14,12 @@ from sowctl.schemas.common import (
     PathId,
     StrictStr,
     Timestamp,
-    WholeNumber,
+    whole_number_between,
 )
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemStatus, ItemType
 
 # A whole JSON number (2, 2.0 or 2e0) from 0 to 2^31 - 1.
-Position = Annotated[WholeNumber, Field(ge=0, le=MAX_ORDER_INDEX)]
+Position = whole_number_between(0, MAX_ORDER_INDEX)
 Description = Annotated[StrictStr, Field(max_length=100_000)]
 
 

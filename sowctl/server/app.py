@@ -22,7 +22,7 @@ import peewee as pw
 from sowctl import db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import check_storage
-from sowctl.errors import ServiceUnavailable, SowctlError
+from sowctl.errors import InvalidInput, ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
@@ -37,6 +37,7 @@ from sowctl.server.errors import (
 from sowctl.server.http import (
     JSON_CONTENT_TYPE,
     check_declared_length,
+    check_path,
     drain_body,
     json_bytes,
     link_header,
@@ -337,6 +338,8 @@ class SowctlBottle(bottle.Bottle):
             if res.traceback:  # Bottle caught an exception (already written to wsgi.errors)
                 request_id_line(environ)
             error = InternalError()
+        elif isinstance(res.exception, SowctlError):  # refused before routing (_start_request)
+            error = res.exception
         else:
             error = HttpStatusError(status, str(res.body or bottle.HTTP_CODES.get(status, "error")))
         drain_body(environ, self.settings.drain_bytes)
@@ -414,7 +417,12 @@ def _allowed_methods(allow: str) -> list[str]:
 
 
 def _start_request() -> None:
-    bottle.request.environ[REQUEST_ID_KEY] = new_request_id()
+    environ = bottle.request.environ
+    environ[REQUEST_ID_KEY] = new_request_id()
+    try:
+        check_path(environ.get("bottle.raw_path", ""))  # before routing, which decodes it
+    except InvalidInput as exc:
+        raise bottle.HTTPError(400, exc.message, exception=exc) from None
 
 
 def _in_memory(database: pw.Database) -> bool:

@@ -25,6 +25,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
+from sowctl import json_text
 from sowctl.errors import InvalidInput, Issue, PayloadTooLarge
 
 JSON_CONTENT_TYPE = "application/json"
@@ -149,7 +150,7 @@ def parse_json(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise _malformed(f"request body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+        return json_text.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:
         raise InvalidInput(
             f"malformed JSON: duplicated key {exc.key!r}",
@@ -174,7 +175,17 @@ def read_json_body(environ: dict, max_bytes: int) -> Any:
     return parse_json(raw)
 
 
-# --- query string ---------------------------------------------------------------
+# --- path and query string -------------------------------------------------------
+
+
+def check_path(raw_path: str) -> None:
+    """The request path (WSGI gives its bytes as latin-1 text) must be UTF-8, as the query
+    string must: Bottle would drop the bytes that are not, so ``/api/items/a%FFb`` would
+    read item ``ab``, and a 404 would name a path that was not asked for."""
+    try:
+        raw_path.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        raise _query_error((), "path is not valid UTF-8") from None
 
 
 def parse_query(query_string: str) -> dict[str, str]:

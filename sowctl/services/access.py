@@ -7,6 +7,7 @@ from typing import Literal
 
 from sowctl import models as m
 from sowctl.errors import Forbidden, InvalidInput, NotFound
+from sowctl.schemas.common import has_unstorable
 from sowctl.services.lookup import Lookup, hydrate
 
 Role = Literal["viewer", "member", "admin"]
@@ -85,18 +86,31 @@ def sow_for(caller: Caller, sow_id: str) -> m.Sow:
         rows = list(m.Sow.select(*_SOW_FIELDS).where(m.Sow.id == sow_id).limit(2).tuples())
         if len(rows) > 1 and caller.prefers is not None:
             preferred = _SOW_IN_ORG.first(caller.prefers, sow_id)
+            if preferred is None and not organization_exists(caller.prefers):
+                raise organization_not_found(caller.prefers)  # as every command says it
             rows = [preferred] if preferred is not None else rows
         if len(rows) > 1:
             owners = sorted(m.Sow.select(m.Sow.organization).where(m.Sow.id == sow_id).tuples())
+            where = f"not in organization {caller.prefers} but " if caller.prefers is not None else ""
             raise InvalidInput.for_field(
                 "sowId",
-                f"SOW {sow_id} exists in several organizations ({', '.join(o for (o,) in owners)}): "
+                f"SOW {sow_id} is {where}in several organizations ({', '.join(o for (o,) in owners)}): "
                 "choose one with --org",
             )
         row = rows[0] if rows else None
     if row is None:
         raise NotFound(f"SOW {sow_id} not found")
     return _with_project(hydrate(m.Sow, _SOW_FIELDS, row))
+
+
+def organization_exists(organization_id: str) -> bool:
+    if has_unstorable(organization_id):  # a NUL names none (and PostgreSQL refuses it)
+        return False
+    return m.Organization.select().where(m.Organization.id == organization_id).exists()
+
+
+def organization_not_found(organization_id: str) -> NotFound:
+    return NotFound(f"organization {organization_id} not found")
 
 
 def item_for(caller: Caller, item_id: str) -> m.Item:

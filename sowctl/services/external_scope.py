@@ -12,8 +12,8 @@ from __future__ import annotations
 from sowctl import models as m
 from sowctl.errors import InvalidInput, Issue, NotFound
 from sowctl.schemas.common import has_unstorable
-from sowctl.services.access import Caller
-from sowctl.services.finance import company_for, organization_not_found
+from sowctl.services.access import Caller, organization_not_found
+from sowctl.services.finance import company_for
 
 ORGANIZATION_HEADER = "x-organization-id"
 COMPANY_HEADER = "x-company-id"

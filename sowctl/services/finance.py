@@ -15,7 +15,6 @@ from sowctl import clock, money
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import NotFound
-from sowctl.schemas.common import has_unstorable
 from sowctl.schemas.finance import (
     BudgetViewList,
     BudgetViewOut,
@@ -39,7 +38,7 @@ from sowctl.schemas.finance import (
     UserRef,
     VendorRef,
 )
-from sowctl.services.access import Caller
+from sowctl.services.access import Caller, organization_exists, organization_not_found
 from sowctl.services.lookup import Lookup, hydrate
 
 MONEY_COLUMNS = ("original_budget", "current_budget", "committed", "spent", "projected_total")
@@ -84,10 +83,6 @@ _LINES = Lookup(
 )
 
 
-def organization_not_found(organization_id: str) -> NotFound:
-    return NotFound(f"organization {organization_id} not found")
-
-
 def company_for(caller: Caller, company_id: str) -> m.Company:
     row = _COMPANY.first(company_id)
     company = None if row is None else hydrate(m.Company, _COMPANY_FIELDS, row)
@@ -95,16 +90,10 @@ def company_for(caller: Caller, company_id: str) -> m.Company:
         # The organization is checked before its company (contract §7.3; the server compares
         # it with the key's): local mode's --org may name none, and that is what is missing.
         organization_id = caller.organization_id
-        if organization_id is not None and not _organization_exists(organization_id):
+        if organization_id is not None and not organization_exists(organization_id):
             raise organization_not_found(organization_id)
         raise NotFound(f"company {company_id} not found")
     return company
-
-
-def _organization_exists(organization_id: str) -> bool:
-    if has_unstorable(organization_id):  # a NUL names none (and PostgreSQL refuses it)
-        return False
-    return m.Organization.select().where(m.Organization.id == organization_id).exists()
 
 
 def project_for(caller: Caller, company_id: str | None, project_id: int) -> m.FinancialProject:

@@ -216,6 +216,17 @@ READS = [
     (("items", "get", "item-nope", "--json"), 3),
     (("items", "tree", SOW, "--json"), 0),
     (("items", "tree", "sow-nope", "--json"), 3),
+    # an empty id argument is invalid input (exit 2) in every command, never "not found"
+    (("items", "get", "", "--json"), 2),
+    (("items", "list", "", "--json"), 2),
+    (("items", "create", "", "--title", "x", "--type", "task_item"), 2),
+    (("items", "update", "", "--title", "x"), 2),
+    (("items", "delete", "", "--yes"), 2),
+    (("deps", "get", "", "--json"), 2),
+    (("deps", "delete", "", "--yes"), 2),
+    (("chain", "check", ""), 2),
+    (("budgets", "snapshot", "", "--project", str(PROJECT)), 2),
+    (("contracts", "show", "", "--project", str(PROJECT)), 2),
     # dependencies
     (("deps", "list", "--json"), 0),
     (("deps", "list"), 0),

@@ -75,10 +75,21 @@ def test_a_write_creates_the_file_but_not_a_missing_directory(cli, tmp_path):
     assert ok(cli("--db", tmp_path / "x.db", "sows", "list", "-q")).stdout == "s\n"
 
 
+@pytest.mark.parametrize("target", ["sqlite:///", "sqlite:///:memory:", ":memory:", "SQLite://"])
+@pytest.mark.parametrize("args", [("sows", "create", "X", "--id", "x1"), ("sows", "list"), ("status",)])
+def test_an_in_memory_database_is_refused_since_it_keeps_nothing(cli, target, args):
+    result = cli("--db", target, *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    expected = f"error: --db (or SOWCTL_DB) {target!r} names an in-memory SQLite database"
+    assert result.stderr.startswith(expected)
+    refused = cli("sows", "list", env={"SOWCTL_DB": target})
+    assert refused.exit_code == 2 and "in-memory" in refused.stderr
+
+
 def test_status_says_the_file_is_missing_and_creates_nothing(cli, tmp_path):
     result = cli("--db", tmp_path / "x.db", "status")
-    assert result.exit_code == 5
-    assert "does not exist yet" in result.stderr
+    assert result.exit_code == 2  # as any read of a missing file (a usage error, not a failure)
+    assert f"database {tmp_path / 'x.db'} does not exist" in result.stderr
     assert not (tmp_path / "x.db").exists()
 
 
@@ -213,6 +224,16 @@ def test_api_field_names_become_the_options_typed_in_both_modes(modes):
     assert (code, stderr) == (2, "error: invalid --limit 'abc': must be a string of digits\n")
     code, _, stderr = same(modes.both("items", "create", "sow-1", "--title", " "))
     assert (code, stderr.startswith("error: invalid --title ' ': ")) == (2, True)
+
+
+def test_a_body_file_with_an_integer_too_long_for_python_names_the_field_in_both_modes(modes, tmp_path):
+    body = tmp_path / "order.json"
+    body.write_text('{"items": [{"id": "x", "orderIndex": ' + "9" * 5000 + "}]}")
+    code, _, stderr = same(modes.both("items", "reorder", "sow-1", "--from-file", str(body)))
+    assert (code, stderr) == (
+        2,
+        "error: items.0.orderIndex: must be a number of at most 4300 digits (this one has 5000)\n",
+    )
 
 
 def test_a_group_b_query_parameter_is_named_by_its_option(cli, db):

@@ -58,9 +58,13 @@ def test_local_status_piped_is_key_value_lines(cli, db_url, db):
 def test_local_missing_database_is_not_created(cli, tmp_path):
     missing = tmp_path / "nothing-here.db"
     result = cli("--db", missing, "status", "--json")
-    assert result.exit_code == 5
+    # A mistyped --db: the user's to fix, so exit 2 and the words of every command that reads.
+    assert result.exit_code == 2
     assert result.json()["reachable"] is False
-    assert "does not exist yet" in result.stderr
+    assert result.stderr == (
+        f"error: database {missing} does not exist "
+        "(a command that writes creates it; check --db or SOWCTL_DB)\n"
+    )
     assert not missing.exists()
 
 

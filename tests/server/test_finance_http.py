@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 import io
+import json
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -249,6 +250,24 @@ def test_malformed_json_body(api):
         },
     )
     assert_error(response, 400, "")
+
+
+def test_an_integer_too_long_for_python_is_named_in_group_b_words(api):
+    text = json.dumps(po_body()).replace('"vendor_id": 7', '"vendor_id": ' + "7" * 5000)
+    assert '"vendor_id": 777' in text
+    response = api.client.post(
+        PO_PATH,
+        content=text.encode(),
+        headers={
+            "x-api-key": api.data.key,
+            "organization-id": ORG,
+            "company-id": COMPANY,
+            "content-type": "application/json",
+        },
+    )
+    assert_error(response, 400, "Invalid parameter vendor_id: must be a number of at most 4300 digits")
+    assert "sys." not in response.text
+    assert stored_orders() == (0, 0)
 
 
 @pytest.mark.parametrize(("path", "query"), ROUTES)

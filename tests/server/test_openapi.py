@@ -165,3 +165,122 @@ def test_optional_response_fields_are_not_required(document: dict) -> None:
     assert "description" not in schemas["ItemOut"]["required"]
     assert "criticalPath" not in schemas["ChainFlat"]["required"]
     assert "include" in [p["name"] for p in document["paths"]["/api/dependencies/chain"]["get"]["parameters"]]
+
+
+# JSON Schema 2020-12 (core, applicator, validation, meta-data, format, content) and the
+# OpenAPI 3.1 schema additions. Anything else in a schema ("ge", "min_length"...) is a
+# Python-side name leaking out, which validators and code generators silently ignore.
+SCHEMA_KEYWORDS = frozenset(
+    [
+        "$schema",
+        "$id",
+        "$ref",
+        "$defs",
+        "$comment",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "example",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "items",
+        "prefixItems",
+        "contains",
+        "unevaluatedItems",
+        "propertyNames",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+        "format",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+        "discriminator",
+        "xml",
+        "externalDocs",
+    ]
+)
+_SUBSCHEMA = ("items", "contains", "additionalProperties", "unevaluatedProperties", "unevaluatedItems")
+_SUBSCHEMA += ("propertyNames", "not", "if", "then", "else", "contentSchema")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+
+
+def _schemas(document: dict):
+    """(where, schema) for every schema the document holds, nested ones included."""
+    found = [
+        (f"components.schemas.{name}", schema) for name, schema in document["components"]["schemas"].items()
+    ]
+
+    def media(where: str, content: dict) -> None:
+        found.extend(
+            (f"{where}.{kind}", body["schema"]) for kind, body in content.items() if "schema" in body
+        )
+
+    for path, item in document["paths"].items():
+        for method, op in item.items():
+            where = f"{method.upper()} {path}"
+            found.extend(
+                (f"{where} {p['name']}", p["schema"]) for p in op.get("parameters", []) if "schema" in p
+            )
+            media(f"{where} body", op.get("requestBody", {}).get("content", {}))
+            for status, response in op.get("responses", {}).items():
+                media(f"{where} {status}", response.get("content", {}))
+                for header, spec in response.get("headers", {}).items():
+                    found.append((f"{where} {status} {header}", spec.get("schema", {})))
+    while found:
+        where, schema = found.pop()
+        yield where, schema
+        for key in _SUBSCHEMA:
+            if isinstance(schema.get(key), dict):
+                found.append((f"{where}.{key}", schema[key]))
+        for key in ("allOf", "anyOf", "oneOf", "prefixItems"):
+            found.extend((f"{where}.{key}[{i}]", sub) for i, sub in enumerate(schema.get(key, [])))
+        for key in _SCHEMA_MAPS:
+            found.extend((f"{where}.{key}.{name}", sub) for name, sub in schema.get(key, {}).items())
+
+
+def test_every_schema_keyword_is_json_schema_or_openapi(document: dict) -> None:
+    unknown = [
+        f"{where}: {key}"
+        for where, schema in _schemas(document)
+        for key in schema
+        if key not in SCHEMA_KEYWORDS and not key.startswith("x-")
+    ]
+    assert unknown == []
+    order_index = document["components"]["schemas"]["ItemCreate"]["properties"]["orderIndex"]
+    assert (order_index["minimum"], order_index["maximum"]) == (0, 2**31 - 1)

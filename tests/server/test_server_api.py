@@ -328,6 +328,21 @@ def test_invalid_fields_are_400_naming_the_field(api: Api, body: dict, field: st
     assert field in error and message in error
 
 
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_an_integer_too_long_for_python_is_a_400_naming_the_field(api: Api, sign: str) -> None:
+    # Valid JSON: only the field is wrong, and the answer must not speak Python.
+    content = b'{"title": "x", "type": "task_item", "orderIndex": ' + sign.encode() + b"9" * 5000 + b"}"
+    error = assert_group_a_error(post_raw(api, content), 400)
+    assert error == "orderIndex: must be a number of at most 4300 digits (this one has 5000)"
+    reorder = b'{"items": [{"id": "i", "orderIndex": ' + b"1" * 4301 + b"}]}"
+    response = api.client.put(
+        "/api/sow/sow-a/items/reorder",
+        content=reorder,
+        headers={"Authorization": f"Bearer {api.member}", "Content-Type": "application/json"},
+    )
+    assert assert_group_a_error(response, 400).startswith("items.0.orderIndex: must be a number of at most")
+
+
 def test_update_with_wrong_types(api: Api) -> None:
     item = create_item(api)
     response = api.request("PUT", f"/api/items/{item['id']}", api.member, json={"status": "done"})

@@ -542,6 +542,40 @@ def test_purchase_order_lines_are_refused_as_the_api_refuses_them(
     assert m.PurchaseOrder.select().count() == 0  # all or nothing
 
 
+def test_an_integer_too_long_for_python_is_named_by_record_and_field(
+    db, cli, tmp_path: Path, demo: dict[str, Any]
+) -> None:
+    from sowctl import json_text
+
+    demo["items"][1]["orderIndex"] = "@NUMBER@"
+    text = json.dumps(demo).replace('"@NUMBER@"', "-" + "9" * 5000)
+    problem = (
+        "items[1] (id item-002): orderIndex: must be a number of at most 4300 digits (this one has 5000)"
+    )
+    assert refused(json_text.loads(text)).message == problem  # a dataset given already parsed
+    (tmp_path / "data.json").write_text(text, encoding="utf-8")
+    result = cli("import", tmp_path / "data.json")
+    assert (result.exit_code, result.stderr) == (2, f"error: {problem}\n")
+
+
+@pytest.mark.parametrize("status", ["weird", "", "Draft"])
+def test_a_purchase_order_status_the_api_refuses_is_refused(db, demo: dict[str, Any], status: str) -> None:
+    from sowctl.schemas.vocabulary import PO_STATUSES
+
+    demo["purchaseOrders"][0]["status"] = status
+    assert refused(demo).message.startswith(
+        f"purchaseOrders[0] (id 9001): status: must be one of: {', '.join(PO_STATUSES)}"
+    )
+    assert m.PurchaseOrder.select().count() == 0
+
+
+@pytest.mark.parametrize("status", ["approved", "void"])
+def test_every_status_the_api_takes_imports(db, demo: dict[str, Any], status: str) -> None:
+    demo["purchaseOrders"][0]["status"] = status
+    import_dataset(demo)
+    assert m.PurchaseOrder.get_by_id(9001).status == status
+
+
 def test_a_dependency_contact_email_is_checked_as_the_api_checks_it(db, demo: dict[str, Any]) -> None:
     demo["dependencies"][0]["contactEmail"] = "nope"
     assert "contactEmail: must be an e-mail address" in refused(demo).message

@@ -202,6 +202,19 @@ def test_local_mode_tells_apart_an_id_of_several_organizations(cli, db_url: str)
     assert mine.json()["sowId"] == "sow-both"
     listed = cli("--org", ACME, "items", "list", "sow-both", "--json")
     assert listed.exit_code == 0 and listed.json() == []
+    # --org naming no organization is not found, as in every command; naming one without
+    # that SOW cannot choose between the others
+    for args in (
+        ("items", "list", "sow-both"),
+        ("chain", "show", "sow-both"),
+        ("items", "create", "sow-both", "--title", "t"),
+    ):
+        unknown = cli("--org", "org-zzz", *args)
+        assert (unknown.exit_code, unknown.stderr) == (3, "error: organization org-zzz not found\n")
+    assert cli("--org", "org-zzz", "sows", "create", "Z", "--id", "sow-z").exit_code == 0
+    other = cli("--org", "org-zzz", "items", "list", "sow-both")
+    assert other.exit_code == 2
+    assert "SOW sow-both is not in organization org-zzz but in several organizations" in other.stderr
 
 
 # --- an existing database keeps working --------------------------------------------------

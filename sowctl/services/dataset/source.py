@@ -20,6 +20,7 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
+from sowctl import json_text
 from sowctl.errors import InvalidInput, Issue, UsageError
 from sowctl.schemas import dataset as s
 
@@ -250,14 +251,14 @@ def _refuse_unknown(keys: list[str]) -> None:
 def parse_json(text: bytes | str, name: str) -> Any:
     """``json.loads``, its errors as InvalidInput naming ``name``, line and column."""
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         ) from None
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    except ValueError as exc:  # e.g. a number of more than 4,300 digits
+    except ValueError as exc:
         raise InvalidInput(f"{name} is not valid JSON: {exc}") from None
     except RecursionError:
         raise InvalidInput(f"{name} is not valid JSON: nested too deeply") from None
