@@ -83,6 +83,13 @@ class AppContext:
         from sowctl.errors import InvalidInput
 
         refuse_empty({**{field: (query or {}).get(field) for field in positional}, **(params or {})})
+        if from_options:  # an empty filter (``--item "$UNSET"``) would list everything
+            for field, value in (query or {}).items():
+                if value == "" and field not in positional:
+                    from sowctl.commands._fields import speak_cli
+
+                    empty = InvalidInput.for_field(field, "must not be empty")
+                    raise speak_cli(empty, query or {}, params, positional)
         _refuse_unreachable(params)
         try:
             return self.backend.call(name, params, query, body, all_pages=all_pages)

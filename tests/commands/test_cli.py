@@ -349,6 +349,10 @@ def test_refused_reorder_changes_nothing(cli, tree):
         (("chain", "show", ""), 2, "error: invalid SOW_ID '': must not be empty"),
         (("tokens", "revoke", "", "--yes"), 2, "error: invalid TOKEN '': must not be empty"),
         (("keys", "revoke", "", "--yes"), 2, "error: invalid KEY '': must not be empty"),
+        # An empty filter (a script's unset variable) would list everything: refused too.
+        (("deps", "list", "--item", ""), 2, "error: invalid --item '': must not be empty"),
+        (("items", "list", "sow-1", "--parent", ""), 2, "error: invalid --parent '': must not be empty"),
+        (("projects", "list", "--client", ""), 2, "error: invalid --client '': must not be empty"),
         (("items", "create", "sow-1"), 2, "error: Missing option '--title'"),
         (("no-such-command",), 2, "error: No such command"),
     ],
