@@ -28,10 +28,24 @@ class Caller:
     # Full rights only: the organization whose SOW an id means when several organizations
     # use that id (local mode's --org for items, dependencies and chains). Hides nothing.
     prefers: str | None = None
+    # The organization was typed by the user (local mode's --org), not taken from a
+    # credential: an empty answer must not hide that it does not exist.
+    named: bool = False
 
     @classmethod
     def local(cls, organization_id: str | None = None, *, prefers: str | None = None) -> Caller:
-        return cls(user_id=LOCAL_USER_ID, organization_id=organization_id, role="admin", prefers=prefers)
+        return cls(
+            user_id=LOCAL_USER_ID,
+            organization_id=organization_id,
+            role="admin",
+            prefers=prefers,
+            named=organization_id is not None,
+        )
+
+    def require_named_organization(self) -> None:
+        """NotFound if the organization the user named does not exist (checked on an empty answer)."""
+        if self.named and self.organization_id is not None and not organization_exists(self.organization_id):
+            raise organization_not_found(self.organization_id)
 
     def require_write(self) -> None:
         if self.role == "viewer":

@@ -51,6 +51,8 @@ def list_projects(
         query = query.where(*conditions)
     query = query.order_by(p.is_pinned.desc(), pw.fn.LOWER(p.name), p.name, p.id).objects()
     projects, total = _page(query, limit, offset)
+    if not total:
+        caller.require_named_organization()
     sow_counts = _sow_counts([project.id for project in projects])
     return [_project_out(project, sow_counts.get(project.id, 0)) for project in projects], total
 
@@ -63,6 +65,8 @@ def list_clients(caller: Caller, limit: int | None = None, offset: int = 0) -> t
         query = query.where(c.organization == caller.organization_id)
     query = query.order_by(c.is_pinned.desc(), pw.fn.LOWER(c.name), c.name, c.id)
     clients, total = _page(query, limit, offset)
+    if not total:
+        caller.require_named_organization()
     contacts = _contacts([client.id for client in clients])
     return [_client_out(client, contacts.get(client.id, [])) for client in clients], total
 

@@ -137,6 +137,17 @@ def test_the_org_does_not_hide_items_dependencies_or_chains_in_local_mode(cli, d
     assert ok(cli("sows", "list", "-q", env=scoped)).stdout == "sow-acme\n"
 
 
+def test_a_listing_scoped_to_an_unknown_org_says_so_in_local_mode(cli, db):
+    """An empty list would hide a mistyped --org (Group B commands already say it)."""
+    ok(cli("sows", "create", "T", "--id", "sow-1"))  # an organization with a project
+    for command in (("projects", "list"), ("clients", "list")):
+        refused = cli("--org", "org-typo", *command)
+        assert refused.exit_code == 3 and refused.stderr == "error: organization org-typo not found\n"
+    assert ok(cli("projects", "list", "-q")).stdout != ""
+    org = m.Organization.select().first().id
+    assert ok(cli("--org", org, "clients", "list", "--json")).json()["total"] == 0  # exists: empty
+
+
 # --- global options after the command ------------------------------------------------------
 
 
