@@ -254,6 +254,25 @@ def test_a_title_with_markup_is_shown_as_text(tab: Tab, served: SimpleNamespace)
         served.api.delete(f"/api/items/{item_id}")
 
 
+def test_a_bidirectional_override_in_a_title_is_shown_not_obeyed(tab: Tab, served: SimpleNamespace) -> None:
+    """U+202E in a title would draw what follows it (an id, a risk level) backwards."""
+    title = "Pour \u202eslab"
+    created = served.api.post(f"/api/sow/{SOW}/items", json={"title": title, "type": "task_item"})
+    assert created.status_code == 201, created.text
+    item_id = created.json()["id"]
+    try:
+        tab.open_link()
+        page = tab.page
+        page.goto(f"{served.url}/#/sow/{SOW}/items")
+        assert page.text_content(f"button[data-item='{item_id}']") == "Pour \\u202eslab"
+        page.click(f"button[data-item='{item_id}']")
+        page.wait_for_selector(".details dl")
+        assert page.text_content(".details h2") == "Pour \\u202eslab"
+        assert page.evaluate("document.body.innerText.includes('\\u202e')") is False
+    finally:
+        served.api.delete(f"/api/items/{item_id}")
+
+
 def test_a_stored_cycle_is_drawn_in_its_own_colour_and_listed(tab: Tab, served: SimpleNamespace) -> None:
     """Only an import can store a cycle (the API refuses to close one): load one into a new SOW."""
     project = served.api.get("/projects").json()["projects"][0]["id"]

@@ -3,20 +3,30 @@
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
+// Bidirectional embeddings, overrides and isolates (and the marks): one in a title would
+// reorder what is drawn after it, an id or a risk level next to it. Shown as \u202e,
+// as the CLI and the reports show them (sowctl/output/safe.py).
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** ``value`` as text to show: bidirectional controls written out, never obeyed. */
+export function shown(value) {
+  return String(value).replace(BIDI_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 function build(element, attrs, children) {
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
     if (name.startsWith("on") && typeof value === "function") {
       element.addEventListener(name.slice(2), value);
     } else if (name === "text") {
-      element.textContent = String(value);
+      element.textContent = shown(value);
     } else {
       element.setAttribute(name, value === true ? "" : String(value));
     }
   }
   for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
-    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    element.append(child instanceof Node ? child : document.createTextNode(shown(child)));
   }
   return element;
 }
@@ -55,8 +65,7 @@ export function notice(text, kind = "info") {
 /** Pretty JSON for a <pre>, or the text as it is. */
 export function prettyBody(value) {
   if (value === undefined || value === null) return "(empty)";
-  if (typeof value === "string") return value;
-  return JSON.stringify(value, null, 2);
+  return shown(typeof value === "string" ? value : JSON.stringify(value, null, 2));
 }
 
 /** Local date and time of an ISO timestamp, for display; the text itself when it does not parse. */

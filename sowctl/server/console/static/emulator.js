@@ -3,7 +3,7 @@
 // and dump, and checkpoints when the server has them (found by a GET: 404 hides them).
 
 import { ApiError, admin, session } from "./api.js";
-import { fill, h, notice, prettyBody, when } from "./dom.js";
+import { fill, h, notice, prettyBody, shown, when } from "./dom.js";
 
 const POLL_MS = 2000;
 const LOG_LIMIT = 200;
@@ -25,11 +25,11 @@ function reporter() {
     element: line,
     ok(text) {
       line.className = "muted";
-      line.textContent = text;
+      line.textContent = shown(text);
     },
     fail(error) {
       line.className = "notice error";
-      line.textContent = error instanceof ApiError ? `${error.message} (HTTP ${error.status || "-"})` : String(error);
+      line.textContent = shown(error instanceof ApiError ? `${error.message} (HTTP ${error.status || "-"})` : error);
     },
   };
 }
@@ -174,9 +174,9 @@ function requestLog(onLiveChange) {
 
   const draw = () => {
     const focused = document.activeElement && body.contains(document.activeElement) ? document.activeElement.dataset.id : null;
-    const shown = entries.filter(matches).reverse(); // newest first
-    fill(body, ...shown.flatMap(row));
-    count.textContent = `${shown.length} of ${entries.length} requests`;
+    const visible = entries.filter(matches).reverse(); // newest first
+    fill(body, ...visible.flatMap(row));
+    count.textContent = `${visible.length} of ${entries.length} requests`;
     if (focused) {
       const again = body.querySelector(`tr[data-id="${CSS.escape(focused)}"]`);
       if (again) again.focus(); // a live refresh must not take the keyboard focus away
