@@ -86,15 +86,21 @@ def profile(data: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def mask_url(url: str | None) -> str | None:
-    """A server or database URL with its password (if any) replaced by ***."""
+    """A server or database URL with its password and query values (if any) replaced by ***:
+    a query may carry a key or a password (``?api_key=``, ``?sslpassword=``)."""
     if not url or "://" not in url:
         return url
     from urllib.parse import urlsplit, urlunsplit
 
+    url, question, query = url.partition("?")
+    if question:
+        query, hash_mark, fragment = query.partition("#")
+        masked = "&".join(f"{field.partition('=')[0]}=***" for field in query.split("&") if field)
+        query = f"?{masked}{hash_mark}{fragment}"
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    if parts.password is not None:
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        url = urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    return url + query

@@ -699,3 +699,22 @@ def test_rate_limited_error_keeps_the_servers_retry_after(monkeypatch, fake_ops)
     with pytest.raises(errors.RateLimited) as caught:
         backend_for(app).call("test.budget_views")
     assert caught.value.retry_after == 42
+
+
+def test_a_secret_in_the_server_url_s_query_is_never_shown():
+    app = FakeApp(lambda seen: (200, {}, b"nope"))
+    backend = backend_for(app, server="http://api.test:8080/?api_key=hunter2&x")
+    with pytest.raises(errors.ServiceUnavailable) as caught:
+        backend.call("items.get", {"itemId": "x"})
+    assert "hunter2" not in caught.value.message
+    assert "http://api.test:8080/?api_key=***&x=***" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:///tmp/x.db", "http://h:1/base", "postgresql://u@h/db", "http://h/#fragment"],
+)
+def test_a_url_without_secrets_is_shown_as_given(url):
+    from sowctl.config import mask_url
+
+    assert mask_url(url) == url
