@@ -238,33 +238,20 @@ def test_bad_amount_over_http(api, amount, text):
     assert stored_orders() == (0, 0)
 
 
+def post_po_text(api, content: bytes):
+    """A purchase-order request whose body is ``content`` as it is (no JSON encoding)."""
+    headers = {"x-api-key": api.data.key, "organization-id": ORG, "company-id": COMPANY}
+    return api.client.post(PO_PATH, content=content, headers={**headers, "content-type": "application/json"})
+
+
 def test_malformed_json_body(api):
-    response = api.client.post(
-        PO_PATH,
-        content=b'{"project_id": "101",',
-        headers={
-            "x-api-key": api.data.key,
-            "organization-id": ORG,
-            "company-id": COMPANY,
-            "content-type": "application/json",
-        },
-    )
-    assert_error(response, 400, "")
+    assert_error(post_po_text(api, b'{"project_id": "101",'), 400, "")
 
 
 def test_an_integer_too_long_for_python_is_named_in_group_b_words(api):
     text = json.dumps(po_body()).replace('"vendor_id": 7', '"vendor_id": ' + "7" * 5000)
     assert '"vendor_id": 777' in text
-    response = api.client.post(
-        PO_PATH,
-        content=text.encode(),
-        headers={
-            "x-api-key": api.data.key,
-            "organization-id": ORG,
-            "company-id": COMPANY,
-            "content-type": "application/json",
-        },
-    )
+    response = post_po_text(api, text.encode())
     assert_error(response, 400, "Invalid parameter vendor_id: must be a number of at most 4300 digits")
     assert "sys." not in response.text
     assert stored_orders() == (0, 0)
