@@ -47,6 +47,7 @@ def _in_github_actions() -> bool:
 def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     """Exit code of the check: 0 passed, 1 failed; an error (exit 2-5) propagates."""
     from sowctl import reports
+    from sowctl.output import state
     from sowctl.services.collector import collector_paused
 
     specs, problem = reports.parse_specs(options.reports)
@@ -57,8 +58,14 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
         # the cyclic collector would run over them again and again for nothing.
         with collector_paused():
             summary = _summary(ctx, sow_id, options, specs)
-            for spec in specs:
+            # The verdict is known before anything is printed: a reader of stdout that leaves
+            # early (`| head -1`) must not turn a failed check into a pass.
+            state.decide_exit(0 if summary["passed"] else 1)
+            # The files first, stdout last: a reader leaving early cannot stop a file's report.
+            for spec in sorted(specs, key=lambda spec: spec.to_stdout):
                 reports.write(spec, reports.render(spec.fmt, summary))
+    except BrokenPipeError:
+        raise  # stdout's reader left: the check ran, and its report files stand
     except Exception as exc:
         _report_failure(sow_id, specs, exc)
         raise
