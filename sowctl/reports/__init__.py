@@ -70,16 +70,16 @@ def render_error(fmt: str, sow_id: str, message: str, exit_code: int) -> str:
 
 
 def write(spec: ReportSpec, text: str, option: str = "--report") -> None:
-    """Write a report whole: stdout, or a temp file beside PATH moved over it (never half a file)."""
+    """Write a report whole: stdout, or PATH (``sowctl.files``: never half a file, links kept)."""
     if spec.to_stdout:
         sys.stdout.write(text)
         return
-    from sowctl.files import write_atomically
+    from sowctl.files import write_file
 
     try:
         # errors="replace": a lone surrogate (which no UTF-8 file can hold) becomes "?" rather
         # than losing the whole report.
-        write_atomically(Path(spec.path), text, errors="replace")
+        write_file(Path(spec.path), text, errors="replace")
     except OSError as exc:
         raise InvalidInput.for_field(option, f"cannot write {spec.path}: {exc.strerror or exc}") from None
 

@@ -4,6 +4,7 @@ keeps the check's exit code, and report files are written through symlinks, FIFO
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -87,3 +88,93 @@ def test_a_reader_leaving_early_does_not_turn_a_failed_check_into_a_pass(
     # A passing check stays a pass (exit 0) when its reader leaves.
     code, first, stderr = sowctl_piped_to_early_leaver(db_url, "chain", "check", sow, "--fail-on", "blocked")
     assert (code, stderr) == (0, b"")
+
+
+# --- report files: what the path names is kept (sowctl.files) ---------------------------------
+
+
+@pytest.fixture
+def failing_sow(db) -> str:
+    from sowctl import operations
+
+    sow = sows.create_sow(MEMBER, SowCreate(title="Tower A")).id
+    a = items.create_item(MEMBER, sow, ItemCreate(title="Pour slab", type="task_item")).id
+    b = items.create_item(MEMBER, sow, ItemCreate(title="Cure slab", type="task_item")).id
+    body = {"sourceItemId": b, "targetItemId": a, "dependencyType": "depends_on", "riskLevel": "critical"}
+    operations.call_local("deps.create", MEMBER, body=body)
+    return sow
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temp files a writer left behind (``.NAME.xxxx``)."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_a_symlinked_report_path_stays_a_link_to_the_new_report(cli, failing_sow, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "chain.sarif").write_text("old")
+    link = tmp_path / "chain.sarif"
+    link.symlink_to(reports / "chain.sarif")
+    dangling = tmp_path / "new.xml"
+    dangling.symlink_to(reports / "new.xml")  # the file it names does not exist yet
+    result = cli("chain", "check", failing_sow, "--report", f"sarif={link}", "--report", f"junit={dangling}")
+    assert result.exit_code == 1, result.stderr
+    assert link.is_symlink() and dangling.is_symlink()
+    assert ci_reports.sarif(reports / "chain.sarif")["runs"][0]["results"][0]["ruleId"] == "critical"
+    assert ci_reports.junit(reports / "new.xml")["critical"][0]["result"] == "failure"
+    assert leftovers(tmp_path) == leftovers(reports) == []
+
+
+def test_an_export_through_a_symlink_keeps_the_link(cli, failing_sow, tmp_path: Path) -> None:
+    """Exports use the same writer as the reports."""
+    target = tmp_path / "backups" / "latest.json"
+    target.parent.mkdir()
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    result = cli("export", link)
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink() and '"sows"' in target.read_text()
+
+
+def test_a_fifo_report_path_is_written_into_for_its_reader(cli, failing_sow, tmp_path: Path) -> None:
+    import stat
+    import threading
+
+    fifo = tmp_path / "chain.sarif"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = cli("chain", "check", failing_sow, "--report", f"sarif={fifo}")
+    reader.join(timeout=30)
+    assert result.exit_code == 1, result.stderr
+    assert stat.S_ISFIFO(fifo.stat().st_mode)  # not replaced by a regular file
+    document = json.loads(received[0])
+    ci_reports.validate_sarif(document)
+    assert document["runs"][0]["results"][0]["ruleId"] == "critical"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_a_device_that_refuses_the_report_is_an_error_naming_it(cli, failing_sow) -> None:
+    """/dev/full refuses every write (ENOSPC): exit 2, and the device node is left as it is (the
+    writer used to rename a temp file over it, as root too)."""
+    import stat
+
+    result = cli("chain", "check", failing_sow, "--report", "sarif=/dev/full")
+    assert result.exit_code == 2
+    assert "--report: cannot write /dev/full: No space left on device" in result.stderr
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_regular_report_file_is_still_replaced_whole(cli, failing_sow, tmp_path: Path) -> None:
+    """A reader that opened the old report reads all of it: the new one is renamed over it."""
+    path = tmp_path / "chain.sarif"
+    path.write_text("old report")
+    with open(path) as reader:
+        result = cli("chain", "check", failing_sow, "--report", f"sarif={path}")
+        assert reader.read() == "old report"
+    assert result.exit_code == 1, result.stderr
+    assert ci_reports.sarif(path)["runs"][0]["results"][0]["ruleId"] == "critical"
+    assert leftovers(tmp_path) == []
