@@ -17,6 +17,10 @@ from sowctl.errors import InvalidInput
 
 FORMATS = ("sarif", "junit", "gitlab", "markdown")
 STDOUT = "-"
+# The summary handed to the writers may carry the chain's item titles by id under this key (the
+# --json summary does not): a cycle's finding names item ids only, and the Markdown diagram draws
+# an item as its title over its id, as ``chain show --format mermaid`` does.
+ITEM_TITLES = "itemTitles"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Text from records in the reports of ``sowctl chain check``: every format neutralises controls and
 direction characters by the one rule (``output.safe``), and the Markdown report's Mermaid diagram
-labels nodes as ``chain show --format mermaid`` does (``chart.mermaid_label``)."""
+labels nodes as ``chain show --format mermaid`` does (``chart.mermaid_node``)."""
 
 from __future__ import annotations
 
@@ -57,3 +57,48 @@ def test_junit_error_report_neutralises_the_message(cli, tmp_path: Path) -> None
     raw = junit.read_text(encoding="utf-8")
     assert "\u202e" not in raw and "\x1b" not in raw and "\ufffd" not in raw
     ET.parse(junit)
+
+
+def node_labels(diagram: str) -> set[str]:
+    """The labels of a Mermaid flowchart's nodes (``  n1["..."]``), without their short ids."""
+    return {
+        line.strip().split("[", 1)[1]
+        for line in diagram.splitlines()
+        if line.strip()[:1] in "nx" and "[" in line
+    }
+
+
+def test_the_markdown_diagram_labels_nodes_as_chain_show_does(cli, db) -> None:
+    """A cycle's finding names item ids only; its items are still drawn as title over id, and "&"
+    is escaped for Mermaid so "&amp;" in a title shows as written."""
+    from datetime import datetime
+
+    from sowctl import models as m
+
+    sow = sows.create_sow(MEMBER, SowCreate(title="Tower A")).id
+    a = items.create_item(MEMBER, sow, ItemCreate(title="Title a", type="task_item")).id
+    b = items.create_item(MEMBER, sow, ItemCreate(title='Fish &amp; chips & "#1" <b>', type="task_item")).id
+    # Stored data can hold a cycle (an import, an older version): the service refuses to make one.
+    for number, (before, after) in enumerate(((a, b), (b, a))):
+        m.Dependency.create(
+            id=f"raw-{number}",
+            sow=sow,
+            source_item=after,
+            target_item=before,
+            dependency_type="depends_on",
+            risk_level="low",
+            status="active",
+            created_at=datetime(2026, 1, 1),
+            before_item_id=before,
+            after_item_id=after,
+        )
+    report = cli("chain", "check", sow, "--report", "markdown=-")
+    assert report.exit_code == 1, report.stderr
+    diagram = report.stdout.split("```mermaid\n")[1].split("```")[0]
+    shown = cli("chain", "show", sow, "--format", "mermaid")
+    assert shown.exit_code == 0, shown.stderr
+    expected = {
+        f'"Title a<br/>{a}"]',
+        f'"Fish #amp;amp; chips #amp; #quot;#35;1#quot; #lt;b#gt;<br/>{b}"]',
+    }
+    assert node_labels(diagram) == node_labels(shown.stdout) == expected
