@@ -82,9 +82,28 @@ def mermaid_text(text: str) -> str:
     would open a Markdown string.
     """
     text = " ".join(clean(str(text)).split())
-    for char, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+    # "#" first: every code after it starts with one. "&" too, or "&amp;" in a title would be
+    # rendered as the HTML entity it spells ("&"), not as written.
+    for char, code in (
+        ("#", "#35;"),
+        ("&", "#amp;"),
+        ('"', "#quot;"),
+        ("<", "#lt;"),
+        (">", "#gt;"),
+        ("`", "#96;"),
+    ):
         text = text.replace(char, code)
     return text
+
+
+def mermaid_node(short: str, title: str | None, item_id: str | None) -> str:
+    """A node's line, as every Mermaid diagram of sowctl draws it (``chain show``, the Markdown
+    report): an item as its title over its id (the id alone when its title is not known), an
+    external party (no item id) as a parallelogram of its name."""
+    if item_id is None:
+        return f'  {short}[/"{mermaid_text(title or "external")}"/]'
+    label = f"{mermaid_text(title)}<br/>{mermaid_text(item_id)}" if title else mermaid_text(item_id)
+    return f'  {short}["{label}"]'
 
 
 def to_mermaid(report: dict[str, Any]) -> str:
@@ -96,10 +115,7 @@ def to_mermaid(report: dict[str, Any]) -> str:
         "  %% red: critical, orange: overdue, dashed: related_to, grey: resolved or cancelled",
     ]
     for key, (short, title, external) in chart.nodes.items():
-        if external:
-            lines.append(f'  {short}[/"{mermaid_text(title)}"/]')
-        else:
-            lines.append(f'  {short}["{mermaid_text(title)}<br/>{mermaid_text(key)}"]')
+        lines.append(mermaid_node(short, title, None if external else key))
     styles = []
     for index, (source, target, entry) in enumerate(chart.edges):
         if entry["status"] == "cancelled" or entry["dependencyType"] == "related_to":

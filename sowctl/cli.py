@@ -357,7 +357,9 @@ def _placeholder() -> None:  # stands in for a command that is not run
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every failure becomes one line on stderr and an exit code."""
     from sowctl.errors import ExitCode, SowctlError
+    from sowctl.output import state
 
+    state.decided_exit = None  # in process (tests) main runs many times
     try:
         args = list(sys.argv[1:] if argv is None else argv)
         # A shell asking for completions (the _SOWCTL_COMPLETE protocol) passes its words in
@@ -382,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         _fail("interrupted")
         return 130
     except BrokenPipeError:
-        # `sowctl ... | head`: the reader left; that is not an error of ours.
+        # `sowctl ... | head`: the reader left; that is not an error of ours, and it does not
+        # change an exit code the command had decided (a failed check stays 1).
         return _reader_left()
     except SystemExit as exc:
         # Typer turns a broken pipe into sys.exit(1), and 1 means "check failed" here.
@@ -401,12 +404,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _reader_left() -> int:
+    """The exit code when stdout's reader left early: the command's decided one, else 0."""
+    from sowctl.output import state
+
     try:  # later writes and the final flush go nowhere instead of failing again
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # stdout is not a real file (captured)
         pass
-    return 0
+    return state.decided_exit if state.decided_exit is not None else 0
 
 
 def _usage_error(exc: typer.TyperException) -> int:

@@ -47,6 +47,7 @@ def _in_github_actions() -> bool:
 def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     """Exit code of the check: 0 passed, 1 failed; an error (exit 2-5) propagates."""
     from sowctl import reports
+    from sowctl.output import state
     from sowctl.services.collector import collector_paused
 
     specs, problem = reports.parse_specs(options.reports)
@@ -56,9 +57,16 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
         # Findings and reports are a few hundred thousand small objects that all stay alive:
         # the cyclic collector would run over them again and again for nothing.
         with collector_paused():
-            summary = _summary(ctx, sow_id, options, specs)
-            for spec in specs:
-                reports.write(spec, reports.render(spec.fmt, summary))
+            summary, titles = _summary(ctx, sow_id, options, specs)
+            for_reports = {**summary, reports.ITEM_TITLES: titles}
+            # The verdict is known before anything is printed: a reader of stdout that leaves
+            # early (`| head -1`) must not turn a failed check into a pass.
+            state.decide_exit(0 if summary["passed"] else 1)
+            # The files first, stdout last: a reader leaving early cannot stop a file's report.
+            for spec in sorted(specs, key=lambda spec: spec.to_stdout):
+                reports.write(spec, reports.render(spec.fmt, for_reports))
+    except BrokenPipeError:
+        raise  # stdout's reader left: the check ran, and its report files stand
     except Exception as exc:
         _report_failure(sow_id, specs, exc)
         raise
@@ -73,13 +81,16 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
             try:
-                reports.append_step_summary(step_summary, reports.render("markdown", summary))
+                reports.append_step_summary(step_summary, reports.render("markdown", for_reports))
             except SowctlError as exc:  # the verdict stands; the job summary is a courtesy
                 sys.stderr.write(f"warning: {exc.message}\n")
     return 0 if summary["passed"] else 1
 
 
-def _summary(ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list) -> dict[str, Any]:
+def _summary(
+    ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The gate's summary, and the titles of the chain's items by id (for the reports)."""
     from sowctl.context import app_context
     from sowctl.services import chain_gate, chain_risks
 
@@ -105,7 +116,13 @@ def _summary(ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list
         write(ReportSpec("baseline", str(options.write_baseline)), text, option="--write-baseline")
         if baseline is None:  # judged by the baseline just written, unless an older one was given
             baseline = {finding["fingerprint"] for finding in document["findings"]}
-    return chain_gate.apply_gate(summary, baseline, accepted)
+    titles = {
+        ref["id"]: ref["title"]
+        for entry in body["dependencies"]
+        for ref in (entry["sourceItem"], entry["targetItem"])
+        if ref.get("id") is not None
+    }
+    return chain_gate.apply_gate(summary, baseline, accepted), titles
 
 
 def _report_failure(sow_id: str, specs: list, exc: Exception) -> None:

@@ -110,10 +110,10 @@ def export_command(
 
 def _write_atomically(path: Path, text: str) -> None:
     """All of the file or none (``sowctl.files``); a failure is a usage error naming the path."""
-    from sowctl.files import write_atomically
+    from sowctl.files import write_file
 
     try:
-        write_atomically(path.expanduser(), text)
+        write_file(path.expanduser(), text)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 

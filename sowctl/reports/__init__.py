@@ -17,6 +17,10 @@ from sowctl.errors import InvalidInput
 
 FORMATS = ("sarif", "junit", "gitlab", "markdown")
 STDOUT = "-"
+# The summary handed to the writers may carry the chain's item titles by id under this key (the
+# --json summary does not): a cycle's finding names item ids only, and the Markdown diagram draws
+# an item as its title over its id, as ``chain show --format mermaid`` does.
+ITEM_TITLES = "itemTitles"
 
 
 @dataclass(frozen=True)
@@ -70,16 +74,16 @@ def render_error(fmt: str, sow_id: str, message: str, exit_code: int) -> str:
 
 
 def write(spec: ReportSpec, text: str, option: str = "--report") -> None:
-    """Write a report whole: stdout, or a temp file beside PATH moved over it (never half a file)."""
+    """Write a report whole: stdout, or PATH (``sowctl.files``: never half a file, links kept)."""
     if spec.to_stdout:
         sys.stdout.write(text)
         return
-    from sowctl.files import write_atomically
+    from sowctl.files import write_file
 
     try:
         # errors="replace": a lone surrogate (which no UTF-8 file can hold) becomes "?" rather
         # than losing the whole report.
-        write_atomically(Path(spec.path), text, errors="replace")
+        write_file(Path(spec.path), text, errors="replace")
     except OSError as exc:
         raise InvalidInput.for_field(option, f"cannot write {spec.path}: {exc.strerror or exc}") from None
 

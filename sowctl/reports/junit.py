@@ -1,7 +1,8 @@
 """JUnit XML (GitLab's ``artifacts:reports:junit``, Jenkins, any CI's test-report view).
 
-Written as text with its own escaping (``xml_text``, ``xml_attr``): ElementTree cost more than
-the rest of the check on a report of tens of thousands of cases. One test suite per risk kind;
+Written as text with its own XML escaping (``xml_text``, ``xml_attr``): ElementTree cost more
+than the rest of the check on a report of tens of thousands of cases. Names and messages are
+first made safe by the rule every report uses (``output.safe``). One test suite per risk kind;
 in it one test case per finding (a dependency, or a cycle), or a single passing case "no
 findings". A finding that fails the check is a
 ``<failure>``; an accepted one or one in the baseline is ``<skipped>`` with why; a
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sowctl.output.safe import clean, clean_text
 from sowctl.services.chain_risks import KIND_HELP, KIND_TITLES, RISK_KINDS
 
 # Characters XML 1.0 cannot carry at all, even escaped (C0 controls but tab, LF and CR;
@@ -28,13 +30,16 @@ _ATTR = str.maketrans(
 
 
 def xml_text(value: Any) -> str:
-    """Element content: markup characters escaped, characters XML cannot carry replaced."""
-    return str(value).translate(_TEXT)
+    """Element content: made safe as in the other reports (``output.safe.clean_text``: controls and
+    direction characters shown escaped, line feeds kept), then markup characters escaped and what
+    XML cannot carry replaced."""
+    return clean_text(str(value)).translate(_TEXT)
 
 
 def xml_attr(value: Any) -> str:
-    """A double-quoted attribute value, escaped the same way plus quotes and line breaks."""
-    return str(value).translate(_ATTR)
+    """A double-quoted attribute value (a test case's name, a message): one safe line
+    (``output.safe.clean``), escaped as content plus quotes."""
+    return clean(str(value)).translate(_ATTR)
 
 
 def _open(tag: str, attrs: dict[str, Any], close: bool = False) -> str:

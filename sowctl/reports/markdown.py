@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sowctl.chart import mermaid_text
+from sowctl.chart import mermaid_node, mermaid_text
 from sowctl.output.safe import clean
+from sowctl.reports import ITEM_TITLES
 from sowctl.services.chain_risks import KIND_TITLES, RISK_KINDS
 
 MAX_ROWS = 200  # findings listed; the counts above the list cover them all
 MAX_EDGES = 100  # arrows drawn; past that the diagram says how many were left out
+EXTERNAL = "external: "  # a diagram key of an external party, never an item id
 # CommonMark lets any ASCII punctuation be escaped with a backslash; these are the ones that
 # start or end inline syntax (emphasis, code, links, tables, autolinks, strikethrough).
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
@@ -85,7 +87,8 @@ def _diagram(summary: dict[str, Any]) -> list[str]:
     At most ``MAX_EDGES`` arrows (a diagram of thousands renders as nothing): the first
     ones in the findings' order, then a comment says how many links were left out.
     """
-    titles: dict[str, str] = {}
+    # Titles of the items a cycle names (its finding carries ids only), when the caller gave them.
+    titles: dict[str, str] = dict(summary.get(ITEM_TITLES) or {})
     edges: dict[tuple[str, str], list[str]] = {}  # (source key, target key) -> kinds
     left_out = 0
     # issues[kind][i] is the subject of the i-th finding of that kind (see chain_risks.check_chain).
@@ -101,7 +104,7 @@ def _diagram(summary: dict[str, Any]) -> list[str]:
             source, target = subject["sourceItem"], subject["targetItem"]
             titles[source["id"]] = source["title"]
             if target.get("id") is None:
-                pairs = [(source["id"], f"external: {target['title']}")]
+                pairs = [(source["id"], EXTERNAL + target["title"])]
             else:
                 titles[target["id"]] = target["title"]
                 pairs = [(source["id"], target["id"])]
@@ -120,12 +123,10 @@ def _diagram(summary: dict[str, Any]) -> list[str]:
         for key in (source, target):
             if key not in nodes:
                 nodes[key] = f"n{len(nodes) + 1}"
-                title = titles.get(key)
-                label = (
-                    mermaid_text(key) if title is None else f"{mermaid_text(title)}<br/>{mermaid_text(key)}"
-                )
-                shape = f'[/"{label}"/]' if key.startswith("external: ") else f'["{label}"]'
-                lines.append(f"  {nodes[key]}{shape}")
+                if key.startswith(EXTERNAL):
+                    lines.append(mermaid_node(nodes[key], key[len(EXTERNAL) :], None))
+                else:
+                    lines.append(mermaid_node(nodes[key], titles.get(key), key))
         label = mermaid_text(" / ".join(dict.fromkeys(kinds)))
         arrows.append(f'  {nodes[source]} ==>|"{label}"| {nodes[target]}')
     lines += arrows
