@@ -65,8 +65,11 @@ class ServerSettings:
     # whole ``write_slot_wait`` seconds in which none did (the database is held up).
     # ``serve`` sets it to its threads minus one, so that writes queued behind a lock
     # never hold every thread and reads keep being answered. None: no limit (in process).
+    # The wait is seconds, not less: one API key's Group B requests take its lock in turn,
+    # and on a busy machine the other worker may hold it for a while (that is progress,
+    # which this worker cannot see): half a second refused such requests as "busy".
     write_slots: int | None = None
-    write_slot_wait: float = 0.5
+    write_slot_wait: float = 2.0
 
     # --- the test double (``serve --admin ...``; sowctl.testdouble.layer) -------------
     # Bearer token of the /_admin API; None: no /_admin routes at all (404).
