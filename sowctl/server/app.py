@@ -21,7 +21,7 @@ import peewee as pw
 
 from sowctl import db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
-from sowctl.db_guards import check_storage
+from sowctl.db_guards import GuardedSqliteDatabase, check_storage
 from sowctl.errors import InvalidInput, ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
 from sowctl.schemas.common import build_deferred_models
@@ -114,11 +114,14 @@ class Dispatcher:
     def ensure_connection(self) -> None:
         if models.database_proxy.obj is not self.database:  # several apps in one process (tests)
             models.database_proxy.initialize(self.database)
+        if isinstance(self.database, GuardedSqliteDatabase):
+            self.database.reopen_if_writable()
         if self.database.is_closed():
             self.database.connect(reuse_if_open=True)
 
     def recover_connection(self) -> None:
-        """After a database error, drop this thread's connection unless it is SQLite's."""
+        """After a database error, drop this thread's connection unless it is SQLite's
+        (whose read-only connections ``ensure_connection`` replaces)."""
         if isinstance(self.database, pw.SqliteDatabase):
             return
         try:
