@@ -35,6 +35,7 @@ from sowctl.server.errors import (
     is_storage_error,
 )
 from sowctl.server.http import (
+    EVERY_RESPONSE_HEADERS,
     JSON_CONTENT_TYPE,
     check_declared_length,
     check_path,
@@ -309,6 +310,18 @@ class SowctlBottle(bottle.Bottle):
         from sowctl.server import console
 
         console.register(self, admin=bool(self.settings.admin_token))
+
+    def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Any:
+        # Here, not in a hook: Bottle.__call__ runs self.wsgi, which the test double replaces
+        # with its layer (its injected faults are answers too) on the instance.
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            present = {name.lower() for name, _ in headers}
+            extra = [
+                (name, value) for name, value in EVERY_RESPONSE_HEADERS.items() if name.lower() not in present
+            ]
+            return start_response(status, [*headers, *extra], exc_info)
+
+        return self.wsgi(environ, start)
 
     def body_limit(self, path: str, authorization: str | None = None) -> int | None:
         """The largest request body a request to ``path`` with ``authorization`` may carry;

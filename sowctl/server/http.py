@@ -29,6 +29,10 @@ from sowctl import json_text
 from sowctl.errors import InvalidInput, Issue, PayloadTooLarge
 
 JSON_CONTENT_TYPE = "application/json"
+# Headers of every response, whoever answers (the application, the test double, the worker):
+# nosniff, so that a JSON body quoting the request (a 404 naming the path) is never run as
+# a page or script by a browser that guesses its type.
+EVERY_RESPONSE_HEADERS = {"X-Content-Type-Options": "nosniff"}
 _CHUNK = 64 * 1024
 
 
