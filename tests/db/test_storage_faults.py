@@ -12,6 +12,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from sowctl import db_guards, models
@@ -19,6 +20,7 @@ from sowctl.db import open_database
 from sowctl.errors import ServiceUnavailable
 from tests.support.client import app_client
 from tests.support.doubles import SOW, bearer, in_process, load
+from tests.support.server import Server, demo_secrets
 
 
 @pytest.fixture
@@ -108,6 +110,40 @@ def test_a_connection_that_met_a_read_only_error_is_replaced(sqlite_server, immu
     assert _create(client, auth, "refused").status_code == 503
     immutable(path, False)
     assert _create(client, auth, "after").status_code == 201
+
+
+@pytest.mark.slow  # a real server with two workers
+def test_a_served_file_made_unwritable_refuses_writes_and_every_write_succeeds_once_writable(
+    tmp_path: Path, immutable
+) -> None:
+    """The audit's run: ``serve --workers 2``, a read, ``chattr +i``, writes, ``chattr -i``.
+    Before, about half the writes after ``chattr -i`` got 503 for good (each thread that
+    connected meanwhile kept a read-only connection)."""
+    path = tmp_path / "served.db"
+    server = Server(path, "--demo", "--workers", "2")
+    try:
+        token, _ = demo_secrets("\n".join(server.read_stdout_until("API key")))
+        auth = {"Authorization": f"Bearer {token}"}
+
+        def write(title: str) -> httpx.Response:
+            with httpx.Client(base_url=server.url, timeout=10) as client:  # a new connection each
+                return _create(client, auth, title)
+
+        assert server.client.get(f"/api/sow/{SOW}/items", headers=auth).status_code == 200
+        immutable(path, True)
+        meanwhile = [write(f"meanwhile {n}") for n in range(24)]
+        for answer in meanwhile:  # a connection opened before may still write (into the WAL)
+            assert answer.status_code == 201 or (answer.status_code == 503 and answer.headers["Retry-After"])
+        assert any(answer.status_code == 503 for answer in meanwhile)
+        immutable(path, False)
+        after = [write(f"after {n}") for n in range(24)]
+        assert [answer.status_code for answer in after] == [201] * 24, [a.text for a in after if a.is_error]
+        listed = server.client.get(f"/api/sow/{SOW}/items", headers=auth, params={"limit": 100})
+        titles = {item["title"] for item in listed.json()}
+        acknowledged = {a.json()["title"] for a in meanwhile + after if a.status_code == 201}
+        assert acknowledged <= titles
+    finally:
+        server.stop()
 
 
 @pytest.fixture
