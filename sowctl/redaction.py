@@ -73,6 +73,25 @@ def redact_text(text: str) -> str:
     return redacted
 
 
+class RedactingStream:
+    """A log stream (a WSGI ``wsgi.errors``) that writes every text through ``redact_text``:
+    whatever the application, Bottle or the test double writes there (a traceback quoting
+    a request) is cut like the access log."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> Any:
+        return self.stream.write(redact_text(text))
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
 def redact_value(value: Any) -> Any:
     """A JSON value for a log or record file: the values of secret-named fields replaced
     by ``***`` and every sowctl secret (in keys and strings) redacted, at any depth."""

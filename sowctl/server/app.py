@@ -24,6 +24,7 @@ from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import GuardedSqliteDatabase, check_storage
 from sowctl.errors import InvalidInput, ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
+from sowctl.redaction import RedactingStream
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
 from sowctl.server.errors import (
@@ -313,7 +314,11 @@ class SowctlBottle(bottle.Bottle):
 
     def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Any:
         # Here, not in a hook: Bottle.__call__ runs self.wsgi, which the test double replaces
-        # with its layer (its injected faults are answers too) on the instance.
+        # with its layer (its injected faults are answers too) on the instance. The server's
+        # log is redacted here too, for every line written to it (tracebacks included).
+        if environ.get("wsgi.errors") is not None:
+            environ["wsgi.errors"] = RedactingStream(environ["wsgi.errors"])
+
         def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             present = {name.lower() for name, _ in headers}
             extra = [
