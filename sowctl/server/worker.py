@@ -53,7 +53,7 @@ from sowctl.errors import SowctlError
 from sowctl.server.auth import uncharged_rate_headers
 from sowctl.server.errors import HttpStatusError, InternalError, envelope, group_of_path
 from sowctl.server.framing import Complete, Limits, Refusal, RequestFramer
-from sowctl.server.http import EVERY_RESPONSE_HEADERS, json_bytes, too_large
+from sowctl.server.http import EVERY_RESPONSE_HEADERS, MALFORMED_CHUNKED_BODY, json_bytes, too_large
 from sowctl.server.responses import new_request_id
 from sowctl.server.settings import ServerSettings
 
@@ -110,7 +110,7 @@ def parse_failure(exc: BaseException) -> tuple[int, str, str] | None:
     elif isinstance(exc, errors.InvalidHeader | errors.InvalidHeaderName | errors.ObsoleteFolding):
         message = "malformed header"
     elif isinstance(exc, _CHUNK_ERRORS):
-        message = "malformed chunked body"
+        message = MALFORMED_CHUNKED_BODY
     else:
         message = "malformed request"
     return 400, "Bad Request", message

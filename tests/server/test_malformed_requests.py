@@ -153,6 +153,22 @@ def test_the_server_keeps_serving_after_malformed_requests(served: Served) -> No
     assert status.startswith("HTTP/1.1 200 ") and headers["x-content-type-options"] == "nosniff"
 
 
+@pytest.mark.slow  # a real server
+@pytest.mark.parametrize(
+    "chunks", [b"zz\r\n\r\n", b"3\r\nabcXX\r\n0\r\n\r\n"], ids=["bad size", "missing terminator"]
+)
+def test_a_malformed_chunked_body_is_a_400_not_a_500_with_a_traceback(served: Served, chunks: bytes) -> None:
+    path = "/api/sows"
+    before = len(served.server.stderr)
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {served.token}\r\n"
+    status, headers, body = served.send(head.encode() + b"Transfer-Encoding: chunked\r\n\r\n" + chunks)
+    assert status.startswith("HTTP/1.1 400 "), (status, body)
+    assert json.loads(body) == {"error": "malformed chunked body"}
+    assert headers["x-content-type-options"] == "nosniff" and headers["x-request-id"]
+    assert _new_lines(served, before, [f'"POST {path} HTTP/1.1" 400'])
+    assert "Traceback" not in "\n".join(served.server.stderr[before:])
+
+
 # --- the error log's redaction, in process ----------------------------------------------------
 
 
