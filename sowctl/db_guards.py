@@ -11,7 +11,8 @@
   database") long after the file became writable again. ``GuardedSqliteDatabase``
   notes such a connection (opened while the file was unwritable, or met that error) and
   ``reopen_if_writable``, which the server calls before each request, replaces it once
-  the file can be written.
+  the file can be written. Meanwhile ``check_writable`` refuses every write alike
+  (a connection opened earlier could still write into the WAL).
 * **An outside process holding SQLite's write lock** (a long import, a backup, a
   ``sqlite3`` shell left in a transaction): a write waits for the lock at most
   ``LOCK_TIMEOUT_SECONDS`` (``SOWCTL_DB_LOCK_TIMEOUT``, SQLite's busy timeout), then
@@ -167,6 +168,14 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
         if self._file_identity() != self._identity:
             raise DatabaseFileReplaced(self.database)
 
+    def check_writable(self) -> None:
+        """Raise ServiceUnavailable while the file cannot be written. Asked before a write
+        (not by every transaction: reading a read-only file is fine): a connection opened
+        earlier could still write into the WAL, so writes would succeed or fail by chance."""
+        self.check_file()  # a removed file says so, not merely that it cannot be written
+        if self.database not in ("", ":memory:") and not os.access(self.database, os.W_OK):
+            raise DatabaseFileUnwritable(self.database)
+
 
 class DatabaseFileReplaced(ServiceUnavailable):
     """The database path names another file now; the path is for the operator, not API clients."""
@@ -181,10 +190,28 @@ class DatabaseFileReplaced(ServiceUnavailable):
         return f"the database file was removed or replaced; {self._CONSEQUENCE}"
 
 
+class DatabaseFileUnwritable(ServiceUnavailable):
+    """The database file cannot be written now (made immutable, read-only, on a read-only mount)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the database file {path} cannot be written; retry when it can")
+
+    @property
+    def api_message(self) -> str:
+        return "the database cannot store anything now; retry later"
+
+
 def check_storage(database: pw.Database) -> None:
     """Raise ServiceUnavailable when writes to ``database`` could not be kept."""
     if isinstance(database, GuardedSqliteDatabase):
         database.check_file()
+
+
+def check_writable(database: pw.Database) -> None:
+    """``check_storage``, and raise ServiceUnavailable while ``database``'s file cannot be
+    written (the server asks before each write and in /healthz)."""
+    if isinstance(database, GuardedSqliteDatabase):
+        database.check_writable()
 
 
 def install_query_deadline() -> None:

@@ -21,7 +21,7 @@ import peewee as pw
 
 from sowctl import db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
-from sowctl.db_guards import GuardedSqliteDatabase, check_storage
+from sowctl.db_guards import GuardedSqliteDatabase, check_writable
 from sowctl.errors import InvalidInput, ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
 from sowctl.redaction import RedactingStream
@@ -167,6 +167,8 @@ class Dispatcher:
                 limit=limit,
                 company_id=company_id,
             )
+            if op.write:
+                check_writable(self.database)  # refused alike by every connection, not by chance
             with self._write_slot(op.write):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
@@ -252,7 +254,7 @@ class Dispatcher:
             with db_guards.deadline(db_guards.HEALTH_TIMEOUT_SECONDS):
                 self.ensure_connection()
                 self.database.execute_sql("SELECT 1")
-                check_storage(self.database)
+                check_writable(self.database)  # check_storage's, and that the file can be written
                 if self.storage_failure is not None:
                     self._probe_write()
         except Exception as exc:
