@@ -84,30 +84,31 @@ def parse_failure(exc: BaseException) -> tuple[int, str, str] | None:
     """(status, reason, message) of a request gunicorn could not parse; None when ``exc`` is
     not the client's fault. The message is fixed: gunicorn's own quotes what was sent (a
     token in a malformed header line, the request line), which an answer must not echo."""
-    errors = parse_errors
-    if isinstance(exc, errors.InvalidResponseHeader | errors.InvalidResponseHeaderName):
+    if isinstance(exc, parse_errors.InvalidResponseHeader | parse_errors.InvalidResponseHeaderName):
         return None  # a header the application tried to send: its fault
-    if isinstance(exc, errors.ConfigurationProblem) or not isinstance(exc, errors.ParseException):
+    if isinstance(exc, parse_errors.ConfigurationProblem) or not isinstance(exc, parse_errors.ParseException):
         return None
-    if isinstance(exc, errors.LimitRequestLine):
+    if isinstance(exc, parse_errors.LimitRequestLine):
         return 414, "URI Too Long", "request line too long"
-    if isinstance(exc, errors.LimitRequestHeaders):
+    if isinstance(exc, parse_errors.LimitRequestHeaders):
         return 431, "Request Header Fields Too Large", "request header fields too large"
-    if isinstance(exc, errors.ExpectationFailed):
+    if isinstance(exc, parse_errors.ExpectationFailed):
         return 417, "Expectation Failed", "only Expect: 100-continue is supported"
-    if isinstance(exc, errors.UnsupportedTransferCoding):
+    if isinstance(exc, parse_errors.UnsupportedTransferCoding):
         return 501, "Not Implemented", "unsupported transfer coding (only chunked is)"
-    if isinstance(exc, errors.ForbiddenProxyRequest):
+    if isinstance(exc, parse_errors.ForbiddenProxyRequest):
         return 403, "Forbidden", "request forbidden"
-    if isinstance(exc, errors.InvalidRequestLine):
+    if isinstance(exc, parse_errors.InvalidRequestLine):
         message = "malformed request line"
-    elif isinstance(exc, errors.InvalidRequestMethod):
+    elif isinstance(exc, parse_errors.InvalidRequestMethod):
         message = "invalid request method"
-    elif isinstance(exc, errors.InvalidHTTPVersion):
+    elif isinstance(exc, parse_errors.InvalidHTTPVersion):
         message = "unsupported HTTP version"
-    elif isinstance(exc, errors.InvalidHeader) and str(exc.hdr).upper() in _FRAMING_HEADERS:
+    elif isinstance(exc, parse_errors.InvalidHeader) and str(exc.hdr).upper() in _FRAMING_HEADERS:
         message = "invalid or conflicting Content-Length or Transfer-Encoding header"
-    elif isinstance(exc, errors.InvalidHeader | errors.InvalidHeaderName | errors.ObsoleteFolding):
+    elif isinstance(
+        exc, parse_errors.InvalidHeader | parse_errors.InvalidHeaderName | parse_errors.ObsoleteFolding
+    ):
         message = "malformed header"
     elif isinstance(exc, _CHUNK_ERRORS):
         message = MALFORMED_CHUNKED_BODY
