@@ -5,6 +5,14 @@
   next start. ``GuardedSqliteDatabase`` remembers the file's identity (device and
   inode) and ``check_file`` refuses writes, and ``/healthz``, once the path no
   longer names that file.
+* **A SQLite file that cannot be written when a connection opens** (made immutable with
+  ``chattr +i``, its permissions or mount changed): SQLite opens it read-only without a
+  word, and that connection would refuse every write ("attempt to write a readonly
+  database") long after the file became writable again. ``GuardedSqliteDatabase``
+  notes such a connection (opened while the file was unwritable, or met that error) and
+  ``reopen_if_writable``, which the server calls before each request, replaces it once
+  the file can be written. Meanwhile ``check_writable`` refuses every write alike
+  (a connection opened earlier could still write into the WAL).
 * **An outside process holding SQLite's write lock** (a long import, a backup, a
   ``sqlite3`` shell left in a transaction): a write waits for the lock at most
   ``LOCK_TIMEOUT_SECONDS`` (``SOWCTL_DB_LOCK_TIMEOUT``, SQLite's busy timeout), then
@@ -118,7 +126,40 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
             elif identity != self._identity:
                 connection.close()
                 raise pw.OperationalError(f"database file {self.database} was removed or replaced")
+            # SQLite fell back to read-only if it could not open the file for writing.
+            self._state.read_only_connection = None if os.access(self.database, os.W_OK) else connection
         return connection
+
+    def execute_sql(self, sql, params=None):
+        try:
+            return super().execute_sql(sql, params)
+        except pw.OperationalError as exc:
+            self._note_read_only(exc)
+            raise
+
+    def commit(self):
+        try:
+            return super().commit()
+        except pw.OperationalError as exc:
+            self._note_read_only(exc)
+            raise
+
+    def _note_read_only(self, exc: pw.OperationalError) -> None:
+        # SQLITE_READONLY: this connection cannot write, whatever the file allows now.
+        if "readonly database" in str(exc).lower() and not self.is_closed():
+            self._state.read_only_connection = self._state.conn
+
+    def reopen_if_writable(self) -> None:
+        """Close this thread's connection if it was opened while the file could not be
+        written and the file can be written now: the next query opens a read-write one.
+        Call it between transactions (at the start of a request)."""
+        stale = getattr(self._state, "read_only_connection", None)
+        if stale is None:
+            return
+        if self._state.conn is not stale:  # closed since, and perhaps reopened writable
+            self._state.read_only_connection = None
+        elif os.access(self.database, os.W_OK) and not self.in_transaction():
+            self.close()
 
     def check_file(self) -> None:
         """Raise ServiceUnavailable when the path no longer names the file that was opened."""
@@ -126,6 +167,14 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
             return
         if self._file_identity() != self._identity:
             raise DatabaseFileReplaced(self.database)
+
+    def check_writable(self) -> None:
+        """Raise ServiceUnavailable while the file cannot be written. Asked before a write
+        (not by every transaction: reading a read-only file is fine): a connection opened
+        earlier could still write into the WAL, so writes would succeed or fail by chance."""
+        self.check_file()  # a removed file says so, not merely that it cannot be written
+        if self.database not in ("", ":memory:") and not os.access(self.database, os.W_OK):
+            raise DatabaseFileUnwritable(self.database)
 
 
 class DatabaseFileReplaced(ServiceUnavailable):
@@ -141,10 +190,28 @@ class DatabaseFileReplaced(ServiceUnavailable):
         return f"the database file was removed or replaced; {self._CONSEQUENCE}"
 
 
+class DatabaseFileUnwritable(ServiceUnavailable):
+    """The database file cannot be written now (made immutable, read-only, on a read-only mount)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the database file {path} cannot be written; retry when it can")
+
+    @property
+    def api_message(self) -> str:
+        return "the database cannot store anything now; retry later"
+
+
 def check_storage(database: pw.Database) -> None:
     """Raise ServiceUnavailable when writes to ``database`` could not be kept."""
     if isinstance(database, GuardedSqliteDatabase):
         database.check_file()
+
+
+def check_writable(database: pw.Database) -> None:
+    """``check_storage``, and raise ServiceUnavailable while ``database``'s file cannot be
+    written (the server asks before each write and in /healthz)."""
+    if isinstance(database, GuardedSqliteDatabase):
+        database.check_writable()
 
 
 def install_query_deadline() -> None:

@@ -1,8 +1,9 @@
 """What counts as a secret in logs and recordings, decided once.
 
-The access log (``server.runner``) and the test double's request log and recordings
-(``testdouble.state``) both hide secrets with these rules. No imports beyond the standard
-library: the WSGI runner uses it without loading the application.
+The access log (``server.access_log``), gunicorn's error log (``server.error_log``) and the
+test double's request log and recordings (``testdouble.state``) hide secrets with these
+rules. No imports beyond the standard library: the WSGI runner uses it without loading the
+application.
 """
 
 from __future__ import annotations
@@ -62,6 +63,35 @@ def redact(text: str) -> str:
     return _SECRET_VALUE.sub(lambda match: match[0][:5] + MASK, text)
 
 
+def redact_text(text: str) -> str:
+    """``redact``, and text still percent-encoded (a raw request line, a server's message
+    quoting one) is judged decoded too: ``sowt%5F...`` is a secret as well."""
+    redacted = redact(text)
+    decoded = unquote(text, errors="replace")
+    if decoded != text and _SECRET_VALUE.search(decoded):
+        redacted = redact(decoded)
+    return redacted
+
+
+class RedactingStream:
+    """A log stream (a WSGI ``wsgi.errors``) that writes every text through ``redact_text``:
+    whatever the application, Bottle or the test double writes there (a traceback quoting
+    a request) is cut like the access log."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> Any:
+        return self.stream.write(redact_text(text))
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
 def redact_value(value: Any) -> Any:
     """A JSON value for a log or record file: the values of secret-named fields replaced
     by ``***`` and every sowctl secret (in keys and strings) redacted, at any depth."""
@@ -81,10 +111,7 @@ def redact_target(path: str, query: str) -> str:
     redacted, and the value of every query parameter with a secret's name, or holding
     a sowctl secret, replaced by ``***``. A path still percent-encoded (the worker's own
     refusals log the raw request line) is judged decoded: ``sowt%5F...`` is a secret too."""
-    target = redact(path)
-    decoded = unquote(path, errors="replace")
-    if decoded != path and _SECRET_VALUE.search(decoded):
-        target = redact(decoded)
+    target = redact_text(path)
     if not query:
         return target
     parts = []

@@ -1,9 +1,9 @@
 """The access log of ``sowctl serve``: one line per request on stderr, never any header.
 
 ``127.0.0.1 - "GET /api/items/x?q=1 HTTP/1.1" 200 123 1.2ms``. Requests the application
-answers are logged by the WSGI middleware :class:`AccessLog`; requests the worker's loop
-refuses itself (408, 413, 414, 431) by :func:`log_refusal`. Secrets in the target are cut
-by the one redaction rule.
+answers are logged by the WSGI middleware :class:`AccessLog`; requests the worker refuses
+itself (408, 413, 414, 431, and those gunicorn cannot parse) by :func:`log_refusal`.
+Secrets anywhere in the line are cut by the one redaction rule.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from sowctl.redaction import redact_target  # secrets never reach the log
+from sowctl.redaction import redact, redact_target  # secrets never reach the log
 
 WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -88,7 +88,8 @@ def log_refusal(client: Any, request_line: str, status: int) -> None:
 
 
 def _write_line(remote: str, request: tuple[str, str, str], status: str, size: int, seconds: float) -> None:
-    method, target, protocol = (_UNSAFE.sub(_percent_escape, part) for part in request)
+    # The method and version too: a refused request may carry anything there (a token).
+    method, target, protocol = (_UNSAFE.sub(_percent_escape, redact(part)) for part in request)
     line = f'{remote} - "{method} {target} {protocol}" {status} {size} {seconds * 1000:.1f}ms\n'
 
     with _lock:

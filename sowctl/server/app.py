@@ -21,9 +21,10 @@ import peewee as pw
 
 from sowctl import db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
-from sowctl.db_guards import check_storage
+from sowctl.db_guards import GuardedSqliteDatabase, check_writable
 from sowctl.errors import InvalidInput, ServiceUnavailable, SowctlError
 from sowctl.operations import Operation
+from sowctl.redaction import RedactingStream
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
 from sowctl.server.errors import (
@@ -35,6 +36,7 @@ from sowctl.server.errors import (
     is_storage_error,
 )
 from sowctl.server.http import (
+    EVERY_RESPONSE_HEADERS,
     JSON_CONTENT_TYPE,
     check_declared_length,
     check_path,
@@ -114,11 +116,14 @@ class Dispatcher:
     def ensure_connection(self) -> None:
         if models.database_proxy.obj is not self.database:  # several apps in one process (tests)
             models.database_proxy.initialize(self.database)
+        if isinstance(self.database, GuardedSqliteDatabase):
+            self.database.reopen_if_writable()
         if self.database.is_closed():
             self.database.connect(reuse_if_open=True)
 
     def recover_connection(self) -> None:
-        """After a database error, drop this thread's connection unless it is SQLite's."""
+        """After a database error, drop this thread's connection unless it is SQLite's
+        (whose read-only connections ``ensure_connection`` replaces)."""
         if isinstance(self.database, pw.SqliteDatabase):
             return
         try:
@@ -162,6 +167,8 @@ class Dispatcher:
                 limit=limit,
                 company_id=company_id,
             )
+            if op.write:
+                check_writable(self.database)  # refused alike by every connection, not by chance
             with self._write_slot(op.write):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
@@ -247,7 +254,7 @@ class Dispatcher:
             with db_guards.deadline(db_guards.HEALTH_TIMEOUT_SECONDS):
                 self.ensure_connection()
                 self.database.execute_sql("SELECT 1")
-                check_storage(self.database)
+                check_writable(self.database)  # check_storage's, and that the file can be written
                 if self.storage_failure is not None:
                     self._probe_write()
         except Exception as exc:
@@ -306,6 +313,22 @@ class SowctlBottle(bottle.Bottle):
         from sowctl.server import console
 
         console.register(self, admin=bool(self.settings.admin_token))
+
+    def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Any:
+        # Here, not in a hook: Bottle.__call__ runs self.wsgi, which the test double replaces
+        # with its layer (its injected faults are answers too) on the instance. The server's
+        # log is redacted here too, for every line written to it (tracebacks included).
+        if environ.get("wsgi.errors") is not None:
+            environ["wsgi.errors"] = RedactingStream(environ["wsgi.errors"])
+
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            present = {name.lower() for name, _ in headers}
+            extra = [
+                (name, value) for name, value in EVERY_RESPONSE_HEADERS.items() if name.lower() not in present
+            ]
+            return start_response(status, [*headers, *extra], exc_info)
+
+        return self.wsgi(environ, start)
 
     def body_limit(self, path: str, authorization: str | None = None) -> int | None:
         """The largest request body a request to ``path`` with ``authorization`` may carry;

@@ -29,6 +29,11 @@ from sowctl import json_text
 from sowctl.errors import InvalidInput, Issue, PayloadTooLarge
 
 JSON_CONTENT_TYPE = "application/json"
+# Headers of every response, whoever answers (the application, the test double, the worker):
+# nosniff, so that a JSON body quoting the request (a 404 naming the path) is never run as
+# a page or script by a browser that guesses its type.
+EVERY_RESPONSE_HEADERS = {"X-Content-Type-Options": "nosniff"}
+MALFORMED_CHUNKED_BODY = "malformed chunked body"
 _CHUNK = 64 * 1024
 
 
@@ -81,12 +86,24 @@ def _read(stream: Any, size: int) -> bytes:
     parts: list[bytes] = []
     remaining = size
     while remaining > 0:
-        chunk = stream.read(min(remaining, _CHUNK))
+        try:
+            chunk = stream.read(min(remaining, _CHUNK))
+        except Exception as exc:
+            if _is_parse_error(exc):  # a bad chunk size or terminator: the client's, not a 500
+                raise InvalidInput(MALFORMED_CHUNKED_BODY) from None
+            raise
         if not chunk:
             break
         parts.append(chunk)
         remaining -= len(chunk)
     return b"".join(parts)
+
+
+def _is_parse_error(exc: Exception) -> bool:
+    """Whether ``exc`` is gunicorn's refusal of what the client sent (imported only then)."""
+    from gunicorn.http.errors import ParseException
+
+    return isinstance(exc, ParseException)
 
 
 def drain_body(environ: dict, max_bytes: int) -> None:

@@ -13,7 +13,7 @@ import traceback
 import bottle
 
 from sowctl.errors import SowctlError
-from sowctl.redaction import redact
+from sowctl.redaction import RedactingStream, redact
 from sowctl.server.errors import envelope
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes
 
@@ -39,7 +39,7 @@ def error_response(group: str, error: SowctlError, headers: dict[str, str]) -> b
 
 
 def log(environ: dict, message: str) -> None:
-    stream = environ.get("wsgi.errors") or sys.stderr
+    stream = environ.get("wsgi.errors") or RedactingStream(sys.stderr)
     try:
         stream.write(f"[sowctl] {_describe(environ)}: {message}\n")
         stream.flush()

@@ -102,6 +102,7 @@ def _run_gunicorn(
     from gunicorn.sock import TCP6Socket, TCPSocket
 
     from sowctl.server.access_log import AccessLog, log_refusal
+    from sowctl.server.error_log import RedactingLogger
     from sowctl.server.worker import make_worker_class
 
     worker_class = make_worker_class(settings, log_refusal if access_log else lambda *args: None)
@@ -150,6 +151,7 @@ def _run_gunicorn(
         "loglevel": "warning",  # no "Booting worker ..." chatter; warnings and errors stay
         "accesslog": None,  # _AccessLog writes it, without headers
         "errorlog": "-",
+        "logger_class": RedactingLogger,  # secrets a client sent never reach the error log
         # Recent gunicorn otherwise opens $HOME/.gunicorn/gunicorn.ctl (one per
         # user, so two servers clash) and runs a thread in the forking master.
         "control_socket_disable": True,
@@ -202,21 +204,6 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
-
-
-def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
-    """gunicorn's ``util.write_error``, answering in the Group A/B error envelope."""
-    import json
-
-    from gunicorn.util import write_nonblock
-
-    detail = f"{reason}: {mesg}" if mesg else reason
-    body = json.dumps({"error": detail[:500]}).encode()
-    head = (
-        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    write_nonblock(sock, head.encode("latin-1") + body)
 
 
 def _exit_worker(exc: BaseException) -> None:

@@ -16,7 +16,9 @@ worker's selector loop reads every connection without blocking, frames each requ
   one as soon as it passes the limit);
 * answers are written in the group's JSON error envelope, with ``Connection: close``,
   and the connection lingers a little, draining, so the client reads the answer instead
-  of a reset.
+  of a reset;
+* a request gunicorn cannot parse gets such an answer too, 400 with a fixed message
+  (``parse_failure``): gunicorn's own quotes the request, a token in it included.
 
 Buffered bodies have a cap per worker (``max_buffered_bytes``): each connection may
 buffer ``_FREE_BYTES`` (any head, any ordinary body) without counting; beyond that its
@@ -43,13 +45,15 @@ from functools import partial
 from typing import Any
 
 from gunicorn import http
+from gunicorn.http import errors as parse_errors
 from gunicorn.workers.base import Worker
 from gunicorn.workers.gthread import ThreadWorker
 
+from sowctl.errors import SowctlError
 from sowctl.server.auth import uncharged_rate_headers
-from sowctl.server.errors import HttpStatusError, envelope, group_of_path
+from sowctl.server.errors import HttpStatusError, InternalError, envelope, group_of_path
 from sowctl.server.framing import Complete, Limits, Refusal, RequestFramer
-from sowctl.server.http import json_bytes, too_large
+from sowctl.server.http import EVERY_RESPONSE_HEADERS, MALFORMED_CHUNKED_BODY, json_bytes, too_large
 from sowctl.server.responses import new_request_id
 from sowctl.server.settings import ServerSettings
 
@@ -67,6 +71,50 @@ _PARSE_PIECE = 1024 * 1024
 _FREE_BYTES = 64 * 1024
 
 IDLE, READING, BUSY, CLOSING = "idle", "reading", "busy", "closing"
+
+_FRAMING_HEADERS = ("CONTENT-LENGTH", "TRANSFER-ENCODING")
+_CHUNK_ERRORS = (
+    parse_errors.InvalidChunkSize,
+    parse_errors.ChunkMissingTerminator,
+    parse_errors.InvalidChunkExtension,
+)
+
+
+def parse_failure(exc: BaseException) -> tuple[int, str, str] | None:
+    """(status, reason, message) of a request gunicorn could not parse; None when ``exc`` is
+    not the client's fault. The message is fixed: gunicorn's own quotes what was sent (a
+    token in a malformed header line, the request line), which an answer must not echo."""
+    if isinstance(exc, parse_errors.InvalidResponseHeader | parse_errors.InvalidResponseHeaderName):
+        return None  # a header the application tried to send: its fault
+    if isinstance(exc, parse_errors.ConfigurationProblem) or not isinstance(exc, parse_errors.ParseException):
+        return None
+    if isinstance(exc, parse_errors.LimitRequestLine):
+        return 414, "URI Too Long", "request line too long"
+    if isinstance(exc, parse_errors.LimitRequestHeaders):
+        return 431, "Request Header Fields Too Large", "request header fields too large"
+    if isinstance(exc, parse_errors.ExpectationFailed):
+        return 417, "Expectation Failed", "only Expect: 100-continue is supported"
+    if isinstance(exc, parse_errors.UnsupportedTransferCoding):
+        return 501, "Not Implemented", "unsupported transfer coding (only chunked is)"
+    if isinstance(exc, parse_errors.ForbiddenProxyRequest):
+        return 403, "Forbidden", "request forbidden"
+    if isinstance(exc, parse_errors.InvalidRequestLine):
+        message = "malformed request line"
+    elif isinstance(exc, parse_errors.InvalidRequestMethod):
+        message = "invalid request method"
+    elif isinstance(exc, parse_errors.InvalidHTTPVersion):
+        message = "unsupported HTTP version"
+    elif isinstance(exc, parse_errors.InvalidHeader) and str(exc.hdr).upper() in _FRAMING_HEADERS:
+        message = "invalid or conflicting Content-Length or Transfer-Encoding header"
+    elif isinstance(
+        exc, parse_errors.InvalidHeader | parse_errors.InvalidHeaderName | parse_errors.ObsoleteFolding
+    ):
+        message = "malformed header"
+    elif isinstance(exc, _CHUNK_ERRORS):
+        message = MALFORMED_CHUNKED_BODY
+    else:
+        message = "malformed request"
+    return 400, "Bad Request", message
 
 
 class _Conn:
@@ -102,14 +150,6 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             Worker.handle_quit(self, sig, frame)
 
         def init_process(self) -> None:
-            # Requests gunicorn refuses before the application sees them (a malformed
-            # request line, a bad chunk) get JSON like every other error, not gunicorn's
-            # HTML page. This process serves only sowctl, so patch it here.
-            import gunicorn.util
-
-            from sowctl.server.runner import write_json_error
-
-            gunicorn.util.write_error = write_json_error
             self.conns: set[_Conn] = set()
             self.limits = Limits(
                 settings.max_request_line, settings.max_header_bytes, settings.max_body_bytes
@@ -259,18 +299,9 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
         # --- answers the loop gives itself ---------------------------------------------
 
         def refuse(self, conn: _Conn, status: int, reason: str, message: str) -> None:
-            path = RequestFramer.path(conn.buf)
             error = too_large(conn.framer.max_body) if status == 413 else HttpStatusError(status, message)
-            group = group_of_path(path)
-            answer = envelope(group, error)
-            body = json_bytes(answer.body)
-            head = [f"HTTP/1.1 {status} {reason}", "Connection: close", "Content-Type: application/json"]
-            head.append(f"X-Request-Id: {new_request_id()}")
-            headers = {**answer.headers, **uncharged_rate_headers(group, settings)}
-            head += [f"{name}: {value}" for name, value in headers.items()]
-            head.append(f"Content-Length: {len(body)}")
-            self.send(conn, ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-            on_refusal(conn.client, bytes(conn.buf[:2048]).split(b"\n", 1)[0].decode("latin-1"), status)
+            self.send(conn, answer(RequestFramer.path(conn.buf), status, reason, error))
+            on_refusal(conn.client, _request_line(conn.buf), status)
             self.linger(conn)
 
         def send(self, conn: _Conn, data: bytes) -> None:
@@ -333,8 +364,32 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                     self.log.exception("Socket error processing request.")
                 return False
             except Exception as exc:
-                self.handle_error(req, conn.sock, conn.client, exc)
+                status = self.answer_failure(conn.sock, conn.client, RequestFramer.path(request), exc)
+                if req is None:  # the application never saw it: nothing logged it yet
+                    on_refusal(conn.client, _request_line(request), status)
                 return False
+
+        def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+            # gunicorn's own path to an error answer (not taken by run_request): the same one.
+            self.answer_failure(client, addr, getattr(req, "path", None) or "/", exc)
+
+        def answer_failure(self, sock: Any, client: Any, path: str, exc: BaseException) -> int:
+            """Answer a request gunicorn could not parse (or run) in the group's envelope, with
+            a fixed message: never gunicorn's, which quotes what was sent. Returns the status."""
+            failure = parse_failure(exc)
+            ip = client[0] if isinstance(client, tuple) and client else "-"
+            if failure is None:
+                self.log.exception("Error handling request")  # the error log is redacted
+                status, reason, error = 500, "Internal Server Error", InternalError()
+            else:
+                status, reason, message = failure
+                self.log.warning("Invalid request from ip=%s: %s (%s)", ip, message, type(exc).__name__)
+                error = HttpStatusError(status, message)
+            try:
+                sock.sendall(answer(path, status, reason, error))
+            except OSError:
+                pass
+            return status
 
         def finished(self, conn: _Conn, done: Future) -> None:
             """Back on the loop's thread after a request ran."""
@@ -353,4 +408,23 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             else:
                 self.linger(conn)
 
+    def answer(path: str, status: int, reason: str, error: SowctlError) -> bytes:
+        """A whole response, closing the connection, to a request the application never saw:
+        the envelope of ``path``'s group, X-Request-Id, and Group B's uncharged X-RateLimit-*."""
+        group = group_of_path(path)
+        response = envelope(group, error)
+        body = json_bytes(response.body)
+        headers = {"Connection": "close", "Content-Type": "application/json"}
+        headers["X-Request-Id"] = new_request_id()
+        headers.update(EVERY_RESPONSE_HEADERS)
+        headers.update({**response.headers, **uncharged_rate_headers(group, settings)})
+        headers["Content-Length"] = str(len(body))
+        head = [f"HTTP/1.1 {status} {reason}", *(f"{name}: {value}" for name, value in headers.items())]
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
     return ReadingWorker
+
+
+def _request_line(buf: bytes | bytearray) -> str:
+    """The request line at the start of ``buf``, as far as it was read (for the access log)."""
+    return bytes(buf[:2048]).split(b"\n", 1)[0].decode("latin-1")

@@ -12,12 +12,15 @@ import subprocess
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
-from sowctl import db_guards
+from sowctl import db_guards, models
 from sowctl.db import open_database
 from sowctl.errors import ServiceUnavailable
+from tests.support.client import app_client
 from tests.support.doubles import SOW, bearer, in_process, load
+from tests.support.server import Server, demo_secrets
 
 
 @pytest.fixture
@@ -44,6 +47,104 @@ def test_a_removed_database_file_refuses_writes_instead_of_losing_them(sqlite_se
     assert "removed or replaced" in refused.json()["error"]
     health = client.get("/healthz")
     assert health.status_code == 503 and health.headers["Retry-After"] == "1"
+
+
+@pytest.fixture
+def immutable(tmp_path: Path):
+    """``make(path, True/False)`` sets or clears the immutable attribute (``chattr +i``), which
+    stops root from writing too (chmod would not); skipped where the file system has none."""
+    probe = tmp_path / "probe"
+    probe.touch()
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(probe)]).returncode:
+        pytest.skip("no chattr +i on this file system")
+    subprocess.run(["chattr", "-i", str(probe)], check=True)
+    made: list[Path] = []
+
+    def make(path: Path, on: bool) -> None:
+        subprocess.run(["chattr", "+i" if on else "-i", str(path)], check=True)
+        made.append(path)
+
+    yield make
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+def test_writes_refused_while_the_file_is_unwritable_recover_once_it_is_writable(
+    sqlite_server, immutable
+) -> None:
+    """Before: a connection opened while the file could not be written was silently read-only
+    and answered 503 "attempt to write a readonly database" forever after."""
+    client, auth, path = sqlite_server
+    assert _create(client, auth, "before").status_code == 201
+    immutable(path, True)
+    models.database_proxy.obj.close()  # the next request opens a connection now, as a new thread would
+    refused = _create(client, auth, "refused")
+    assert refused.status_code == 503 and refused.headers["Retry-After"], refused.text
+    assert client.get(f"/api/sow/{SOW}/items", headers=auth).status_code == 200  # reads go on
+    assert client.get("/healthz").status_code == 503
+    immutable(path, False)
+    assert _create(client, auth, "after").status_code == 201  # the very first write after
+    assert client.get("/healthz").status_code == 200
+    titles = {item["title"] for item in client.get(f"/api/sow/{SOW}/items", headers=auth).json()}
+    assert {"before", "after"} <= titles and "refused" not in titles
+    # A connection opened by a read while the file was unwritable, and not yet refused any
+    # write (an app without the test double's request log, which writes after every request):
+    # its first write once the file is writable succeeds too.
+    # (No other connection to the file stays open: SQLite would reuse its read-write descriptor.)
+    models.database_proxy.obj.close()
+    plain = app_client(str(path))
+    immutable(path, True)
+    assert plain.get(f"/api/sow/{SOW}/items", headers=auth).status_code == 200
+    immutable(path, False)
+    assert _create(plain, auth, "first write").status_code == 201
+    plain.close()
+
+
+def test_a_connection_that_met_a_read_only_error_is_replaced(sqlite_server, immutable, monkeypatch) -> None:
+    # The file looked writable when the connection opened (so it is not known to be read-only),
+    # yet SQLite opened it read-only: the write's error itself must drop the connection.
+    client, auth, path = sqlite_server
+    immutable(path, True)
+    monkeypatch.setattr(db_guards.os, "access", lambda *args, **kwargs: True)
+    models.database_proxy.obj.close()
+    assert _create(client, auth, "refused").status_code == 503
+    immutable(path, False)
+    assert _create(client, auth, "after").status_code == 201
+
+
+@pytest.mark.slow  # a real server with two workers
+def test_a_served_file_made_unwritable_refuses_writes_and_every_write_succeeds_once_writable(
+    tmp_path: Path, immutable
+) -> None:
+    """The audit's run: ``serve --workers 2``, a read, ``chattr +i``, writes, ``chattr -i``.
+    Before, about half the writes after ``chattr -i`` got 503 for good (each thread that
+    connected meanwhile kept a read-only connection)."""
+    path = tmp_path / "served.db"
+    server = Server(path, "--demo", "--workers", "2")
+    try:
+        token, _ = demo_secrets("\n".join(server.read_stdout_until("API key")))
+        auth = {"Authorization": f"Bearer {token}"}
+
+        def write(title: str) -> httpx.Response:
+            with httpx.Client(base_url=server.url, timeout=10) as client:  # a new connection each
+                return _create(client, auth, title)
+
+        assert server.client.get(f"/api/sow/{SOW}/items", headers=auth).status_code == 200
+        immutable(path, True)
+        # Every write refused alike: a connection opened before could still write (into the
+        # WAL), and did, so writes succeeded or failed by which thread took them.
+        meanwhile = [write(f"meanwhile {n}") for n in range(24)]
+        assert {(a.status_code, a.headers.get("Retry-After")) for a in meanwhile} == {(503, "1")}
+        assert server.client.get("/healthz").status_code == 503
+        immutable(path, False)
+        after = [write(f"after {n}") for n in range(24)]
+        assert [answer.status_code for answer in after] == [201] * 24, [a.text for a in after if a.is_error]
+        listed = server.client.get(f"/api/sow/{SOW}/items", headers=auth, params={"limit": 100})
+        titles = {item["title"] for item in listed.json()}
+        assert {a.json()["title"] for a in after} <= titles
+        assert server.client.get("/healthz").status_code == 200
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -117,6 +117,33 @@ def test_the_diagnostic_log_line_hides_a_token_in_the_path() -> None:
     assert "SECRET" not in stream.getvalue()
 
 
+def test_a_traceback_in_the_server_log_hides_a_token_it_quotes(tmp_path: Path, monkeypatch) -> None:
+    """Before: a 500's traceback went to the log as it was, a token in its message included."""
+    from sowctl.server.app import Dispatcher
+    from tests.support.doubles import SOW, bearer, in_process, load
+
+    client = in_process(str(tmp_path / "t.db"))
+    auth = bearer(load(client)["token"])
+    secret = "sowt_" + "Tr4ceback" * 4
+
+    def fail(self, op, request):
+        raise RuntimeError(f"lookup failed for {secret} and sowk_{secret[5:]}")
+
+    monkeypatch.setattr(Dispatcher, "_run", fail)
+    assert client.get(f"/api/sow/{SOW}/items", headers=auth).status_code == 500
+    log = client.errors.getvalue()
+    assert "RuntimeError: lookup failed for sowt_*** and sowk_***" in log, log
+    assert secret[5:] not in log
+    client.close()
+
+
+def test_the_diagnostic_log_without_a_wsgi_stream_is_redacted_too(capsys) -> None:
+    from sowctl.server.responses import log
+
+    log({"REQUEST_METHOD": "GET", "PATH_INFO": "/x"}, "refused sowk_MESSAGESECRET")
+    assert "MESSAGESECRET" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("existing", [False, True])
 def test_record_files_are_readable_by_their_owner_only(tmp_path: Path, existing: bool) -> None:
     path = tmp_path / "record.jsonl"

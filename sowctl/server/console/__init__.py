@@ -28,6 +28,8 @@ from pathlib import Path
 
 import bottle
 
+from sowctl.server.http import EVERY_RESPONSE_HEADERS
+
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 CONSOLE_PREFIX = "/console/"
 DOCS_ASSETS_PREFIX = "/docs/assets/"
@@ -50,8 +52,8 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 SECURITY_HEADERS = {
+    **EVERY_RESPONSE_HEADERS,
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-cache",  # revalidated each load (Last-Modified), so an upgrade shows at once
