@@ -34,19 +34,24 @@ class _ItemFact(NamedTuple):
 
 class _OrderIndexes:
     """A missing orderIndex: one more than the largest among earlier siblings, in the file
-    and in the database (read the first time an item lacks one)."""
+    and in the database (read the first time an item lacks one).
+
+    Siblings are known by their parent's id (the string the facts hold: no copy, no tuple
+    per level), top-level items by ``(SOW key,)``: kept for every level of a big file."""
 
     def __init__(self, checks: ItemChecks) -> None:
         self.checks = checks
-        self.highest: dict[tuple[str, str | None], int] = {}  # (SOW key, parent) -> largest so far
+        self.highest: dict[str | tuple[str], int] = {}  # level -> largest orderIndex so far
         self.database_read = False
 
-    def fill(self, i: int, r: s.ItemRecord) -> None:
-        level, highest = (r.sow_id, r.parent_item_id), self.highest
+    def fill(self, i: int, r: s.ItemRecord, parent_id: str | None) -> None:
+        level = parent_id if parent_id is not None else (r.sow_id,)
+        highest = self.highest
         if r.order_index is None:
             if not self.database_read:
                 self.database_read = True
-                for key, value in self.checks._highest_order_indexes().items():
+                for (sow, parent), value in self.checks._highest_order_indexes().items():
+                    key = parent if parent is not None else (sow,)
                     highest[key] = max(value, highest.get(key, value))
             r.order_index = highest[level] + 1 if level in highest else 0
             if r.order_index > MAX_ORDER_INDEX:
@@ -80,7 +85,7 @@ class ItemChecks:
         db_items = self.db_items
         order_indexes = _OrderIndexes(self)
         getter = _getter(kind)
-        placed: set[str] = set()
+        placed = bytearray()  # per fact: 1 once its row is written (a byte, not a set of ids)
         later: dict[str, int | None] = {}  # id of an item that waits for its parent -> its orderIndex
         rows: list[tuple] = []
         for offset, batch in validated_batches(kind, self.source, self.invalid):
@@ -93,7 +98,8 @@ class ItemChecks:
                     keys = [key] if (key := sow_key_of.get((org, r.sow_id))) is not None else []
                 # A parent named earlier in the file: its id's string, not a copy of it.
                 parent_id = r.parent_item_id
-                if parent_id is not None and (earlier := first.get(parent_id)) is not None:
+                earlier = None if parent_id is None else first.get(parent_id)
+                if earlier is not None:
                     parent_id = facts[earlier].id
                 # (Not ``i``: after a batch refused as invalid, the facts are fewer than the records.)
                 n = len(facts)
@@ -116,13 +122,14 @@ class ItemChecks:
                         sow_problems.add(kind, i, r.id, "sowId", message)
                     else:
                         sow_problems.add(kind, i, r.id, "sowId", f"SOW {r.sow_id} not found")
+                placed.append(0)
                 r.sow_id = facts[n].sow_id
-                order_indexes.fill(i, r)
+                order_indexes.fill(i, r, parent_id)
                 if not new:
                     continue  # refused below (a repeated id, an unknown SOW): never written
-                if parent_id is None or parent_id in placed or parent_id in db_items:
+                if parent_id is None or (earlier is not None and placed[earlier]) or parent_id in db_items:
                     rows.append(getter(r))
-                    placed.add(r.id)
+                    placed[n] = 1
                 else:
                     later[r.id] = r.order_index
             if len(rows) >= BATCH_ROWS:
@@ -144,7 +151,8 @@ class ItemChecks:
                 self.problems.add(kind, i, facts[i].id, "parentItemId", problem)
         self._parents_first(facts, position)
         if later and not self.problems.total:
-            self._write_later_items(facts, later, placed)
+            written = {fact.id for fact, done in zip(facts, placed, strict=True) if done}
+            self._write_later_items(facts, later, written)
         return {**db_items, **{fact.id: fact for fact in facts}}
 
     def _check_parents(self, facts: list[_ItemFact], position: dict[str, int], unplaced: set[int]) -> None:
