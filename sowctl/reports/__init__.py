@@ -30,7 +30,12 @@ class ReportSpec:
 
     @property
     def to_stdout(self) -> bool:
-        return self.path == STDOUT
+        # /dev/stdout is this process's stdout: written through it, not opened again (an
+        # open truncates a file stdout is redirected to, under the command's own output).
+        return self.path == STDOUT or self.path in _STDOUT_PATHS
+
+
+_STDOUT_PATHS = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
 
 def parse_specs(values: list[str] | None) -> tuple[list[ReportSpec], InvalidInput | None]:
@@ -52,7 +57,7 @@ def parse_specs(values: list[str] | None) -> tuple[list[ReportSpec], InvalidInpu
             problem = problem or InvalidInput.for_field(
                 "--report", f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})"
             )
-        elif path == STDOUT and any(spec.to_stdout for spec in specs):
+        elif (path == STDOUT or path in _STDOUT_PATHS) and any(spec.to_stdout for spec in specs):
             problem = problem or InvalidInput.for_field("--report", "only one report can go to stdout (-)")
         else:
             specs.append(ReportSpec(fmt, path))

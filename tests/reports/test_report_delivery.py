@@ -178,3 +178,25 @@ def test_a_regular_report_file_is_still_replaced_whole(cli, failing_sow, tmp_pat
     assert result.exit_code == 1, result.stderr
     assert ci_reports.sarif(path)["runs"][0]["results"][0]["ruleId"] == "critical"
     assert leftovers(tmp_path) == []
+
+
+@pytest.mark.slow  # a sowctl subprocess, for a real stdout redirected to a file
+def test_a_report_to_dev_stdout_redirected_to_a_file_is_the_file_s_content(
+    failing_sow, db_url: str, tmp_path: Path
+) -> None:
+    """``--report markdown=/dev/stdout > out.md``: written through stdout, not by opening
+    /dev/stdout again (which truncates out.md under what was already written)."""
+    out = tmp_path / "out.md"
+    with open(out, "wb") as handle:
+        done = subprocess.run(
+            [sys.executable, "-m", "sowctl", "chain", "check", failing_sow, "--report=markdown=/dev/stdout"],
+            stdout=handle,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "SOWCTL_DB": db_url},
+        )
+    assert done.returncode == 1, done.stderr
+    text = out.read_text()
+    first_line = text.split("\n", 1)[0]
+    assert first_line.startswith("## sowctl chain check of SOW "), text[:200]
+    assert first_line.endswith(": failed"), text[:200]
+    assert text.count("## sowctl chain check") == 1
