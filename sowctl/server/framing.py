@@ -156,6 +156,10 @@ class RequestFramer:
                     expect = value.strip()
                 elif name == b"authorization":  # its value keeps its case: a secret
                     authorization = original.partition(b":")[2].strip().decode("latin-1")
+        # A coding besides chunked (``gzip, chunked``): gunicorn would pass the still-encoded
+        # body to the application; the only transfer coding served is chunked alone.
+        if codings and codings[-1] == b"chunked" and len(codings) > 1 and not lengths:
+            return Refusal(400, "Bad Request", "unsupported transfer coding (only chunked is)")
         # Framing this module does not follow (gunicorn refuses these): hand the head over.
         if codings and (lengths or codings[-1] != b"chunked"):
             return Complete(self.head_end, close_after=True)

@@ -33,7 +33,7 @@ def test_a_request_ends_after_its_head_or_its_announced_body(step: int | None) -
 
 @pytest.mark.parametrize("step", [None, 1, 5])
 def test_a_chunked_body_ends_after_its_last_chunk_and_trailers(step: int | None) -> None:
-    head = b"POST /api/sows HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+    head = b"POST /api/sows HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
     body = b"5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\n\r\n"
     assert feed(head + body[:-2], step=step)[0] is None
     assert feed(head + body + b"next", step=step)[0] == Complete(len(head + body))
@@ -87,6 +87,17 @@ def test_a_chunked_body_is_413_once_it_passes_the_limit() -> None:
 def test_framing_it_does_not_follow_is_left_to_gunicorn_and_closes_the_connection(headers: bytes) -> None:
     head = b"POST /api/sows HTTP/1.1\r\n" + headers + b"\r\n"
     assert feed(head + b"hello")[0] == Complete(len(head), close_after=True)
+
+
+@pytest.mark.parametrize(
+    "codings", [b"gzip, chunked", b"chunked, chunked", b"gzip\r\nTransfer-Encoding: chunked"]
+)
+def test_a_transfer_coding_besides_chunked_is_refused_with_400(codings: bytes) -> None:
+    """The body would reach the application still gzip-encoded; chunked alone is served."""
+    head = b"POST /api/sows HTTP/1.1\r\nTransfer-Encoding: " + codings + b"\r\n\r\n"
+    assert feed(head + b"5\r\nhello\r\n0\r\n\r\n")[0] == Refusal(
+        400, "Bad Request", "unsupported transfer coding (only chunked is)"
+    )
 
 
 def test_a_bad_chunk_size_is_left_to_gunicorn() -> None:
