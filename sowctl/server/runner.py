@@ -16,6 +16,7 @@ whatever lands on it is served by whichever worker is free.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -218,7 +219,18 @@ def _exit_worker(exc: BaseException) -> None:
     elif isinstance(exc, KeyboardInterrupt):
         code = 0
     else:
-        traceback.print_exception(exc)
+        # One line, like every CLI error (the traceback with SOWCTL_DEBUG=1), and redacted:
+        # what failed may quote a request or a token.
+        from sowctl.redaction import redact_text
+
+        if os.environ.get("SOWCTL_DEBUG"):
+            text = "".join(traceback.format_exception(exc))
+        else:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            text = f"error: a server worker stopped: {type(exc).__name__}: {first}"
+            text += " (set SOWCTL_DEBUG=1 for details)\n"
+        with contextlib.suppress(Exception):
+            sys.stderr.write(redact_text(text))
         code = 1
     for stream in (sys.stdout, sys.stderr):
         try:

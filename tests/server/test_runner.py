@@ -167,3 +167,26 @@ def test_access_log_of_an_app_that_raises(
         _AccessLog(app)(environ, lambda status, headers, exc_info=None: None)
     line = capsys.readouterr().err
     assert line.startswith(f'10.0.0.1 - "GET /x HTTP/1.1" {status} 0 '), line
+
+
+def test_a_worker_that_fails_says_one_redacted_line_not_a_traceback(monkeypatch, capsys) -> None:
+    from sowctl.server import runner
+
+    class Exited(Exception):
+        pass
+
+    def fake_exit(code: int) -> None:
+        raise Exited(code)
+
+    monkeypatch.setattr(runner.os, "_exit", fake_exit)
+    monkeypatch.delenv("SOWCTL_DEBUG", raising=False)
+    token = "sowt_" + "A" * 40
+    try:
+        raise RuntimeError(f"cannot open database for {token}\nsecond line")
+    except RuntimeError as failure:
+        with pytest.raises(Exited) as exited:
+            runner._exit_worker(failure)
+    assert exited.value.args == (1,)
+    err = capsys.readouterr().err
+    expected = "error: a server worker stopped: RuntimeError: cannot open database for sowt_***"
+    assert err == expected + " (set SOWCTL_DEBUG=1 for details)\n"
