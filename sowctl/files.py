@@ -20,9 +20,10 @@ import tempfile
 from pathlib import Path
 
 
-def write_file(target: Path, text: str, *, errors: str = "strict") -> None:
+def write_file(target: Path, text: str, *, errors: str = "strict", wait_for_reader: bool = True) -> None:
     """Write ``text`` (UTF-8, ``\\n`` line ends) to ``target`` whole; OSError when it cannot
-    (a full disk or device included)."""
+    (a full disk or device included). ``wait_for_reader=False``: a FIFO without a reader is
+    an OSError (ENXIO) at once instead of a wait for one."""
     try:
         found = os.stat(target)  # follows symlinks
     except FileNotFoundError:  # a new file, or a symlink to one that does not exist yet
@@ -33,7 +34,7 @@ def write_file(target: Path, text: str, *, errors: str = "strict") -> None:
     ):
         # Not a regular file, or one reached through a descriptor (/dev/stdout is the file or
         # pipe the shell opened: a file renamed over would not be what the shell holds).
-        _write_into(target, text, errors)
+        _write_into(target, text, errors, wait_for_reader)
         return
     _replace(resolved, text, errors)
 
@@ -51,10 +52,12 @@ def _is(path: Path, found: os.stat_result) -> bool:
     return (named.st_dev, named.st_ino) == (found.st_dev, found.st_ino)
 
 
-def _write_into(target: Path, text: str, errors: str) -> None:
-    # Opening a FIFO waits for its reader, as a shell's `>` does; the close flushes, so a device
-    # that refuses the bytes (ENOSPC from /dev/full) raises here rather than passing silently.
-    with open(target, "w", encoding="utf-8", errors=errors, newline="\n") as handle:
+def _write_into(target: Path, text: str, errors: str, wait_for_reader: bool) -> None:
+    # Opening a FIFO waits for its reader, as a shell's `>` does (unless told not to); the close
+    # flushes, so a device that refuses the bytes (ENOSPC from /dev/full) raises here.
+    fd = os.open(target, os.O_WRONLY | os.O_TRUNC | (0 if wait_for_reader else os.O_NONBLOCK))
+    os.set_blocking(fd, True)
+    with open(fd, "w", encoding="utf-8", errors=errors, newline="\n") as handle:
         handle.write(text)
 
 

@@ -136,7 +136,10 @@ def _report_failure(sow_id: str, specs: list, exc: Exception) -> None:
         message, code = f"{type(exc).__name__}: {first}", int(ExitCode.FAILURE)
     for spec in specs:
         try:
-            reports.write(spec, reports.render_error(spec.fmt, sow_id, message, code))
+            # A FIFO whose reader has gone (it read the report before the failure) is skipped,
+            # not waited for: the command must end.
+            text = reports.render_error(spec.fmt, sow_id, message, code)
+            reports.write(spec, text, wait_for_reader=False)
         except SowctlError:
             pass  # this path cannot be written; the error line on stderr still says why the check failed
     if _in_github_actions():

@@ -78,7 +78,7 @@ def render_error(fmt: str, sow_id: str, message: str, exit_code: int) -> str:
     return _module(fmt).render_error(sow_id, message, exit_code)
 
 
-def write(spec: ReportSpec, text: str, option: str = "--report") -> None:
+def write(spec: ReportSpec, text: str, option: str = "--report", *, wait_for_reader: bool = True) -> None:
     """Write a report whole: stdout, or PATH (``sowctl.files``: never half a file, links kept)."""
     if spec.to_stdout:
         sys.stdout.write(text)
@@ -88,7 +88,7 @@ def write(spec: ReportSpec, text: str, option: str = "--report") -> None:
     try:
         # errors="replace": a lone surrogate (which no UTF-8 file can hold) becomes "?" rather
         # than losing the whole report.
-        write_file(Path(spec.path), text, errors="replace")
+        write_file(Path(spec.path), text, errors="replace", wait_for_reader=wait_for_reader)
     except OSError as exc:
         raise InvalidInput.for_field(option, f"cannot write {spec.path}: {exc.strerror or exc}") from None
 

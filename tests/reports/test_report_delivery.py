@@ -156,6 +156,26 @@ def test_a_fifo_report_path_is_written_into_for_its_reader(cli, failing_sow, tmp
     assert leftovers(tmp_path) == []
 
 
+def test_an_error_report_never_waits_for_a_fifo_without_a_reader(tmp_path: Path) -> None:
+    """The check failed after its reader had read a report from the FIFO and gone: the error
+    report skips it (it would wait for a reader forever), and the command ends."""
+    import threading
+
+    from sowctl.commands.chain_check import _report_failure
+    from sowctl.errors import NotFound
+    from sowctl.reports import ReportSpec
+
+    fifo, plain = tmp_path / "chain.sarif", tmp_path / "chain.xml"
+    os.mkfifo(fifo)
+    specs = [ReportSpec("sarif", str(fifo)), ReportSpec("junit", str(plain))]
+    failure = NotFound("SOW sow-x not found")
+    worker = threading.Thread(target=_report_failure, args=("sow-x", specs, failure), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive()  # it did not wait for a reader
+    assert "SOW sow-x not found" in plain.read_text()  # the other report still says why
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
 def test_a_device_that_refuses_the_report_is_an_error_naming_it(cli, failing_sow) -> None:
     """/dev/full refuses every write (ENOSPC): exit 2, and the device node is left as it is (the
