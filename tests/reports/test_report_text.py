@@ -15,6 +15,7 @@ from sowctl.schemas.sows import SowCreate
 from sowctl.services import items, sows
 from sowctl.services.access import Caller
 from tests.support import ci_reports
+from tests.support.dataset import store_raw_ordering_edges
 
 MEMBER = Caller(user_id="user-ada", organization_id="acme", role="member")
 # A carriage return and line feed, a tab, a right-to-left override and an escape sequence.
@@ -71,27 +72,12 @@ def node_labels(diagram: str) -> set[str]:
 def test_the_markdown_diagram_labels_nodes_as_chain_show_does(cli, db) -> None:
     """A cycle's finding names item ids only; its items are still drawn as title over id, and "&"
     is escaped for Mermaid so "&amp;" in a title shows as written."""
-    from datetime import datetime
-
-    from sowctl import models as m
 
     sow = sows.create_sow(MEMBER, SowCreate(title="Tower A")).id
     a = items.create_item(MEMBER, sow, ItemCreate(title="Title a", type="task_item")).id
     b = items.create_item(MEMBER, sow, ItemCreate(title='Fish &amp; chips & "#1" <b>', type="task_item")).id
     # Stored data can hold a cycle (an import, an older version): the service refuses to make one.
-    for number, (before, after) in enumerate(((a, b), (b, a))):
-        m.Dependency.create(
-            id=f"raw-{number}",
-            sow=sow,
-            source_item=after,
-            target_item=before,
-            dependency_type="depends_on",
-            risk_level="low",
-            status="active",
-            created_at=datetime(2026, 1, 1),
-            before_item_id=before,
-            after_item_id=after,
-        )
+    store_raw_ordering_edges(sow, [(a, b), (b, a)])
     report = cli("chain", "check", sow, "--report", "markdown=-")
     assert report.exit_code == 1, report.stderr
     diagram = report.stdout.split("```mermaid\n")[1].split("```")[0]

@@ -35,6 +35,7 @@ from sowctl.services import dependencies as service
 from sowctl.services import graph, items, sows
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
+from tests.support.dataset import store_raw_ordering_edges
 
 TYPES = ("depends_on", "blocks", "related_to", "prerequisite", "successor")
 STATUSES = ("active", "resolved", "cancelled", "blocked")
@@ -830,19 +831,7 @@ def test_edges_stored_without_ranks_or_mark_are_noticed(db) -> None:
     """A bulk writer that forgets ``mark_ranks_stale``: an unranked item with edges gives it away."""
     a, b, c = _items(3)
     sow_id = m.Item.get_by_id(a).sow_id
-    for number, (before, after) in enumerate(((a, b), (b, c))):
-        m.Dependency.create(
-            id=f"raw-{number}",
-            sow=sow_id,
-            source_item=after,
-            target_item=before,
-            dependency_type="depends_on",
-            risk_level="low",
-            status="active",
-            created_at=datetime(2026, 1, 1),
-            before_item_id=before,
-            after_item_id=after,
-        )
+    store_raw_ordering_edges(sow_id, [(a, b), (b, c)])
     with pytest.raises(CycleDetected):
         _after(c, a)
     d = _items(1)[0]

@@ -67,3 +67,23 @@ def minimal() -> dict[str, Any]:
             }
         ],
     }
+
+
+def store_raw_ordering_edges(sow: str, edges: list[tuple[str, str]]) -> None:
+    """``depends_on`` dependencies (``after`` waits for ``before``) written straight to the
+    table, as an import or an older version may have left them: no cycle check, no ranks."""
+    from datetime import datetime
+
+    for number, (before, after) in enumerate(edges):
+        m.Dependency.create(
+            id=f"raw-{number}",
+            sow=sow,
+            source_item=after,
+            target_item=before,
+            dependency_type="depends_on",
+            risk_level="low",
+            status="active",
+            created_at=datetime(2026, 1, 1),
+            before_item_id=before,
+            after_item_id=after,
+        )
