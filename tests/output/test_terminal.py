@@ -28,6 +28,11 @@ SOW = demo_data.DEMO_SOW
 PROJECT = str(demo_data.DEMO_PROJECT_ID)
 
 
+def _sowctl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """``sowctl ARGS`` in a fresh process (no terminal), its output as text."""
+    return subprocess.run([sys.executable, "-m", "sowctl", *args], env=env, capture_output=True, text=True)
+
+
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
     env.update({"SOWCTL_CONFIG": str(tmp / "config.toml"), "SOWCTL_PAGER": "", "TZ": "UTC"})
@@ -47,12 +52,7 @@ def demo(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     (tmp / "demo.json").write_text(text)
     env = _env(tmp)
     db = tmp / "demo.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "sowctl", "--db", str(db), "import", str(tmp / "demo.json")],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    done = _sowctl(env, "--db", str(db), "import", str(tmp / "demo.json"))
     assert done.returncode == 0, done.stderr
     return db, env
 
@@ -65,12 +65,7 @@ def _json(demo, *args: str):
     key = (str(db), *args)
     if key in _JSON:
         return _JSON[key]
-    done = subprocess.run(
-        [sys.executable, "-m", "sowctl", "--db", str(db), *args, "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    done = _sowctl(env, "--db", str(db), *args, "--json")
     assert done.returncode == 0, done.stderr
     _JSON[key] = json.loads(done.stdout)
     return _JSON[key]
@@ -239,12 +234,7 @@ def _mixed_dependencies(tmp: Path, env: dict[str, str]) -> Path:
     }
     (tmp / "mixed.json").write_text(json.dumps(data))
     db = tmp / "mixed.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "sowctl", "--db", str(db), "import", str(tmp / "mixed.json")],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    done = _sowctl(env, "--db", str(db), "import", str(tmp / "mixed.json"))
     assert done.returncode == 0, done.stderr
     return db
 
