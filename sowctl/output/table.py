@@ -159,16 +159,26 @@ def print_record(
     names = [text(name) for name, _ in pairs]
     # Every segment of the record gets this width, so the values stay in one column.
     name_width = max((cell_len(name) for name in names), default=0)
+    # Names so long that too little is left beside them (``customer.contact_email`` at 40
+    # columns): every value goes under its name, at the line's width, rather than in a sliver.
+    stacked = console.width - name_width - _GAP < _MIN_VALUE_WIDTH
     table: Table | None = None
     for n, (name, (_, value)) in enumerate(zip(names, pairs, strict=True)):
         shown = Text(text(value), style=(styles[n] if styles else None) or "")
-        if whole and whole[n] and name_width + _GAP + shown.cell_len > console.width:
+        if stacked or (whole and whole[n] and name_width + _GAP + shown.cell_len > console.width):
             if table is not None:
                 console.print(table)
                 table = None
             console.print(Text(name, style="bold cyan"), no_wrap=True, overflow="ellipsis")
-            indent = _GAP if shown.cell_len + _GAP <= console.width else 0
-            console.print(Text(" " * indent) + shown, overflow="fold")
+            # One word (an id, an amount, an e-mail address): unbroken, indented only if it fits so.
+            if (whole and whole[n]) or not any(c.isspace() for c in shown.plain):
+                indent = _GAP if shown.cell_len + _GAP <= console.width else 0
+                console.print(Text(" " * indent) + shown, overflow="fold")
+            else:  # text wraps under itself, every line indented
+                from rich.padding import Padding
+
+                shown.overflow = "fold"
+                console.print(Padding(shown, (0, 0, 0, _GAP)))
             continue
         if table is None:
             table = Table(show_header=False, box=None, pad_edge=False, padding=(0, _GAP, 0, 0))
@@ -180,3 +190,4 @@ def print_record(
 
 
 _GAP = 2  # cells between a name and its value
+_MIN_VALUE_WIDTH = 16  # narrower than this beside the names, values go under them

@@ -190,6 +190,25 @@ def test_records_at_40_columns_put_an_id_that_does_not_fit_beside_its_name_on_it
         assert lines[next(n for n, line in enumerate(lines) if line.strip() == "id") + 2].startswith("title ")
 
 
+def test_a_record_whose_names_leave_no_room_at_40_columns_puts_each_value_under_its_name(demo):
+    """contracts show has names of 36 cells (``payment_terms.retention_percentage``): beside
+    them 2 cells were left, and every value was folded into a sliver ("Nort/hwin/d")."""
+    db, env = demo
+    project = demo_data.demo_dataset(datetime.date(2026, 11, 25))["primeContracts"][0]
+    args = ["--org", demo_data.DEMO_ORG, "--company", demo_data.DEMO_COMPANY]
+    args += ["contracts", "show", str(project["id"]), "--project", str(project["project_id"])]
+    code, screen = run_in_terminal(["--db", str(db), *args], columns=40, env=env)
+    assert code == 0, screen
+    lines = [line.rstrip() for line in screen.splitlines()]
+    assert not [line for line in lines if cell_len(line) > 40], screen
+    name = lines.index("customer.name")
+    assert lines[name + 1] == "  " + project["customer"]["name"]
+    value = lines.index("original_contract_value") + 1
+    assert lines[value].strip().replace(",", "") == f"{project['original_contract_value']:.2f}"
+    email = project["customer"]["contact_email"]
+    assert email in [line.strip() for line in lines]  # whole, on one line
+
+
 # --- deps list on mixed data: internal targets (ids) and external ones (long names) ----------
 
 _EXTERNAL = [
