@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from sowctl import demo_data
-from tests.support.browser import SOW, Tab, chain
+from tests.support.browser import SOW, Tab, chain, wait_for_fields
 
 pytestmark = pytest.mark.slow
 
@@ -126,9 +126,7 @@ def test_a_token_revoked_mid_session_asks_for_a_token_again(tab: Tab, served: Si
     sign_in(served.token)
     page.click(f"svg.graph .edge[data-dep='{dep}'] .line", force=True)
     page.wait_for_selector(f".details h2:text('Dependency {dep}')", timeout=wait)
-    page.wait_for_function(
-        "!document.querySelector('.details').textContent.includes('Loading')", timeout=wait
-    )
+    wait_for_fields(page, timeout=wait)
     assert served.api.get(f"/api/dependencies/{dep}").json()["riskLevel"] in page.text_content(".details")
 
 
@@ -174,7 +172,7 @@ def test_sow_graph_highlights_the_critical_path_and_marks_overdue_and_critical(
     dep = served.api.get(f"/api/dependencies/{overdue[0]}").json()
     page.wait_for_selector(f".details h2:text('Dependency {overdue[0]}')")
     # The heading shows at once; the fields follow once the item's request answers.
-    page.wait_for_function("!document.querySelector('.details').textContent.includes('Loading')")
+    wait_for_fields(page)
     details = page.text_content(".details")
     assert dep["slaDate"] in details and "overdue" in details
     assert f"/dep/{overdue[0]}" in page.url
@@ -185,7 +183,7 @@ def test_sow_graph_highlights_the_critical_path_and_marks_overdue_and_critical(
     page.keyboard.press("Enter")
     page.wait_for_selector(f".details h2:text-is('{first['title']}')")
     # The heading shows at once; the fields follow once the item's request answers.
-    page.wait_for_function("!document.querySelector('.details').textContent.includes('Loading')")
+    wait_for_fields(page)
     details = page.text_content(".details")
     assert "critical path" in details
     assert "null" not in details and "undefined" not in details

@@ -130,3 +130,14 @@ def chain(served: SimpleNamespace) -> dict:
     )
     assert response.status_code == 200, response.text
     return response.json()
+
+
+def wait_for_fields(page, timeout: float = 30_000) -> None:
+    """Until the selection's fields have loaded (the heading shows first, then "Loading…").
+
+    A locator assertion, not ``page.wait_for_function``: that polls with a string evaluated
+    in the page, which the console's Content-Security-Policy (no 'unsafe-eval') refuses
+    whenever the first check does not already pass."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(".details")).not_to_contain_text("Loading", timeout=timeout)
