@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import sys
 from typing import Annotated, Any, NoReturn
@@ -11,11 +10,13 @@ from typing import Annotated, Any, NoReturn
 import typer
 import typer.main
 
+from sowctl.commands import COMMANDS, GROUP_NAMES, GROUPS, command_function, group_app
 from sowctl.context import AppContext
 from sowctl.output.options import OutputGroup
 from sowctl.settings import Settings
 
-app = typer.Typer(
+# The root command: global options and the top-level commands; groups join it per run.
+root_app = typer.Typer(
     name="sowctl",
     help="Work items, dependencies, budgets and purchase orders of the Project Delivery "
     "Service: on a local database, or against a server.",
@@ -25,30 +26,6 @@ app = typer.Typer(
     cls=OutputGroup,  # adds --jq, --columns, --no-pager and plain metavars to the commands
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-# (module, attribute, name): each module holds one command group or one top-level command.
-GROUPS = [
-    ("sowctl.commands.sows", "app", "sows"),
-    ("sowctl.commands.items", "app", "items"),
-    ("sowctl.commands.deps", "app", "deps"),
-    ("sowctl.commands.chain", "app", "chain"),
-    ("sowctl.commands.po", "app", "po"),
-    ("sowctl.commands.budgets", "app", "budgets"),
-    ("sowctl.commands.contracts", "app", "contracts"),
-    ("sowctl.commands.projects", "app", "projects"),
-    ("sowctl.commands.clients", "app", "clients"),
-    ("sowctl.commands.tokens", "app", "tokens"),
-    ("sowctl.commands.keys", "app", "keys"),
-    ("sowctl.commands.config", "app", "config"),
-]
-COMMANDS = [
-    ("sowctl.commands.dataset", "import_command", "import"),
-    ("sowctl.commands.dataset", "export_command", "export"),
-    ("sowctl.commands.serve", "serve", "serve"),
-    ("sowctl.commands.status", "status", "status"),
-    ("sowctl.commands.replay", "replay", "replay"),
-]
-
 
 # The root's options that take a value, by parameter name and by flag.
 _VALUE_OPTION_NAMES = {
@@ -71,7 +48,7 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
+@root_app.callback()
 def root(
     ctx: typer.Context,
     db: Annotated[
@@ -172,17 +149,41 @@ def _source(ctx: typer.Context, name: str) -> str | None:
     return getattr(source, "name", None)
 
 
-def _register() -> None:
-    for module_name, attribute, name in GROUPS + COMMANDS:
-        module = importlib.import_module(module_name)  # a missing command module is a bug: fail loudly
-        target = getattr(module, attribute)
-        if isinstance(target, typer.Typer):
-            app.add_typer(target, name=name)
+for _module, _function, _name in COMMANDS:  # top-level commands: their docstrings are their help
+    root_app.command(_name)(command_function(_module, _function))
+
+
+@functools.cache
+def whole_app() -> typer.Typer:
+    """The root with every command group in full (what shell completion walks); also
+    ``sowctl.cli.app``."""
+    return _with_groups(loaded=GROUP_NAMES)
+
+
+def _with_groups(loaded: frozenset[str], sub: str | None = None) -> typer.Typer:
+    """The root with each group: those in ``loaded`` from their modules (only ``sub`` of
+    their commands in full, when given), every other one an empty stand-in with the same
+    name and help, so its module is not imported."""
+    import copy
+
+    tree = copy.copy(root_app)
+    tree.registered_groups = []
+    for name, help_text in GROUPS:
+        if name in loaded:
+            group = copy.copy(group_app(name))
+            if sub is not None:
+                group.registered_commands = _stand_ins(group.registered_commands, keep=sub)
         else:
-            app.command(name)(target)
+            group = typer.Typer(no_args_is_help=True)
+        tree.add_typer(group, name=name, help=help_text)
+    return tree
 
 
-_register()
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the complete CLI, for callers that walk or run it whole
+        return whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Global options that take a value: the command's name is the first other argument.
 _VALUE_OPTIONS = frozenset(_VALUE_OPTION_NAMES.values())
@@ -207,16 +208,17 @@ def _narrowing(args: list[str]) -> tuple[str | None, str | None]:
     """What the arguments invoke: a top-level name, and the command within it when it
     is a group's (None: the group's help, or not a group)."""
     name = _invoked(args)
-    group = next((info.typer_instance for info in app.registered_groups if info.name == name), None)
-    if group is None or name not in args:
+    if name not in GROUP_NAMES or name not in args:
         return name, None
     sub = _invoked(args[args.index(name) + 1 :])
-    return name, sub if sub in {_command_name(command) for command in group.registered_commands} else None
+    return name, sub if sub in {
+        _command_name(command) for command in group_app(name).registered_commands
+    } else None
 
 
 @functools.lru_cache(maxsize=64)
 def _command(name: str | None, sub: str | None) -> Any:
-    """The click command of ``app`` narrowed to ``name`` and ``sub``, built once per process.
+    """The click command of the CLI narrowed to ``name`` and ``sub``, built once per process.
 
     A person's shell runs ``main`` once per process, but a program that embeds the CLI
     (the test suite runs it thousands of times) would pay several ms per call to rebuild
@@ -227,26 +229,17 @@ def _command(name: str | None, sub: str | None) -> Any:
 
 
 def _narrowed(name: str | None, sub: str | None) -> typer.Typer:
-    """``app`` with only the invoked command's tree in full; the others keep name and help.
+    """The root with only the invoked command's tree in full; the others keep name and help.
 
     Typer builds the parameters of every command of every group before it runs
     one of them; this keeps start-up (and ``sowctl --help``) from paying for the
-    commands that are not run. Help, errors and behaviour are unchanged.
+    commands that are not run, or for importing their modules. Help, errors and
+    behaviour are unchanged.
     """
     import copy
 
-    narrowed = copy.copy(app)
-    groups = []
-    for info in app.registered_groups:
-        info = copy.copy(info)
-        group = info.typer_instance = copy.copy(info.typer_instance)
-        if info.name != name:
-            group.registered_commands, group.registered_groups = [], []
-        elif sub is not None:  # within the invoked group, only the invoked command is built in full
-            group.registered_commands = _stand_ins(group.registered_commands, keep=sub)
-        groups.append(info)
-    narrowed.registered_groups = groups
-    narrowed.registered_commands = _stand_ins(app.registered_commands, keep=name)
+    narrowed = copy.copy(_with_groups(loaded=frozenset({name}) & GROUP_NAMES, sub=sub))
+    narrowed.registered_commands = _stand_ins(root_app.registered_commands, keep=name)
     return narrowed
 
 
@@ -365,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         # A shell asking for completions (the _SOWCTL_COMPLETE protocol) passes its words in
         # the environment, not argv: it gets the whole app.
         whole = "_SOWCTL_COMPLETE" in os.environ
-        command = typer.main.get_command(app) if whole else _command(*_narrowing(args))
+        command = typer.main.get_command(whole_app()) if whole else _command(*_narrowing(args))
         result = command.main(
             args=hoist_global_options(command, args), prog_name="sowctl", standalone_mode=False
         )

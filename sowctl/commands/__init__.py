@@ -1,1 +1,79 @@
-"""One module per command group: registration and thin functions only."""
+"""One module per command group or top-level command: registration and thin functions only.
+
+Each group's help is written here, beside its name, so ``sowctl --help`` lists every
+group without importing its module: a run imports only the group it invokes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# (name, help) of each command group, in the order help lists them; the group is the
+# ``app`` of ``sowctl.commands.<name>``.
+GROUPS: list[tuple[str, str]] = [
+    ("sows", 'Statements of Work.\n\nExample: sowctl sows create "Tower A, phase 1" --id sow-1'),
+    (
+        "items",
+        "Requirements and task items of a SOW, in their hierarchy."
+        "\n\nExample: sowctl items create sow-1 --title Structure --type requirement",
+    ),
+    (
+        "deps",
+        "Dependencies between items, or on external systems and vendors."
+        "\n\nExample: sowctl deps create --source slab --target rebar --type depends_on --risk high",
+    ),
+    (
+        "chain",
+        "The dependency chain of a SOW: show it, or check it in CI.\n\nExample: sowctl chain check sow-1",
+    ),
+    (
+        "po",
+        "Purchase orders of a financial project: create them (exact decimal amounts) and list them."
+        "\n\nExample: sowctl po list --project 101",
+    ),
+    (
+        "budgets",
+        "Budget views and budget view snapshots of a financial project."
+        "\n\nExample: sowctl budgets views --project 101",
+    ),
+    (
+        "contracts",
+        "Prime contracts of a financial project.\n\nExample: sowctl contracts show 31 --project 101",
+    ),
+    ("projects", "Projects (Group C listing).\n\nExample: sowctl projects list --status active"),
+    ("clients", "Clients and their contacts (Group C listing).\n\nExample: sowctl clients list"),
+    (
+        "tokens",
+        "Bearer tokens (stored hashed; local mode only)."
+        "\n\nExample: sowctl tokens create --user ada --org org-1",
+    ),
+    (
+        "keys",
+        "API keys for the external API (stored hashed; local mode only)."
+        "\n\nExample: sowctl keys create --org org-1",
+    ),
+    (
+        "config",
+        "Profiles of connection settings (server, token, api_key, org, company, db, timeout)."
+        "\n\nExample: sowctl config set server http://127.0.0.1:8000 --profile dev",
+    ),
+]
+# (module, function, name) of each top-level command; the function's docstring is its help.
+COMMANDS: list[tuple[str, str, str]] = [
+    ("sowctl.commands.dataset", "import_command", "import"),
+    ("sowctl.commands.dataset", "export_command", "export"),
+    ("sowctl.commands.serve", "serve", "serve"),
+    ("sowctl.commands.status", "status", "status"),
+    ("sowctl.commands.replay", "replay", "replay"),
+]
+GROUP_NAMES = frozenset(name for name, _ in GROUPS)
+
+
+def group_app(name: str) -> Any:
+    """The Typer app of group ``name`` (its module is imported now: a missing one fails loudly)."""
+    return importlib.import_module(f"sowctl.commands.{name}").app
+
+
+def command_function(module: str, function: str) -> Any:
+    return getattr(importlib.import_module(module), function)

@@ -11,11 +11,7 @@ from sowctl.commands._options import Json, Quiet
 from sowctl.context import app_context
 from sowctl.render import Column, emit_json, emit_rows
 
-app = typer.Typer(
-    help="Budget views and budget view snapshots of a financial project."
-    "\n\nExample: sowctl budgets views --project 101",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 Project = Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")]
 MONEY_COLUMNS = [

@@ -23,10 +23,7 @@ from sowctl.render import (
     text,
 )
 
-app = typer.Typer(
-    help="The dependency chain of a SOW: show it, or check it in CI.\n\nExample: sowctl chain check sow-1",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 SowId = SowArgument
 

@@ -9,9 +9,7 @@ from sowctl.commands.projects import Limit, Offset
 from sowctl.context import app_context
 from sowctl.render import Column, emit_rows
 
-app = typer.Typer(
-    help="Clients and their contacts (Group C listing).\n\nExample: sowctl clients list", no_args_is_help=True
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 
 def contacts_summary(client: dict) -> str:

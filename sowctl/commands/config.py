@@ -14,11 +14,7 @@ from sowctl.errors import NotFound, UsageError
 from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_json, emit_rows
 
-app = typer.Typer(
-    help="Profiles of connection settings (server, token, api_key, org, company, db, timeout)."
-    "\n\nExample: sowctl config set server http://127.0.0.1:8000 --profile dev",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 ProfileOption = Annotated[
     str | None,

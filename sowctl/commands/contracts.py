@@ -11,10 +11,7 @@ from sowctl.commands._options import Json
 from sowctl.context import app_context
 from sowctl.render import emit_json, emit_object
 
-app = typer.Typer(
-    help="Prime contracts of a financial project.\n\nExample: sowctl contracts show 31 --project 101",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 MONEY_FIELDS = (
     "original_contract_value",

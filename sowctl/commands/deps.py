@@ -13,11 +13,7 @@ from sowctl.errors import UsageError
 from sowctl.render import Column, emit_message, emit_object, emit_rows
 from sowctl.schemas.vocabulary import DependencyKind, DependencyStatus, DependencyType, RiskLevel
 
-app = typer.Typer(
-    help="Dependencies between items, or on external systems and vendors."
-    "\n\nExample: sowctl deps create --source slab --target rebar --type depends_on --risk high",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 
 def _target(dep: dict) -> str:

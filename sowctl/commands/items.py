@@ -24,11 +24,7 @@ from sowctl.render import Column, emit_json, emit_message, emit_object, emit_row
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
 
-app = typer.Typer(
-    help="Requirements and task items of a SOW, in their hierarchy."
-    "\n\nExample: sowctl items create sow-1 --title Structure --type requirement",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 COLUMNS = [
     Column("ID", "id"),

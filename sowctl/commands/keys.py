@@ -12,11 +12,7 @@ from sowctl.context import app_context
 from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_message, emit_rows
 
-app = typer.Typer(
-    help="API keys for the external API (stored hashed; local mode only)."
-    "\n\nExample: sowctl keys create --org org-1",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 COLUMNS = [
     Column("ID", "id"),

@@ -15,11 +15,7 @@ from sowctl.errors import UsageError
 from sowctl.render import Column, emit_json, emit_object, emit_rows
 from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
-app = typer.Typer(
-    help="Purchase orders of a financial project: create them (exact decimal amounts) and list them."
-    "\n\nExample: sowctl po list --project 101",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
 LINE_HELP = (

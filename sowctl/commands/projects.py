@@ -11,9 +11,7 @@ from sowctl.context import app_context
 from sowctl.render import Column, emit_rows
 from sowctl.schemas.vocabulary import ProjectStatus
 
-app = typer.Typer(
-    help="Projects (Group C listing).\n\nExample: sowctl projects list --status active", no_args_is_help=True
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 COLUMNS = [
     Column("ID", "id"),

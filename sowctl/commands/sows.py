@@ -10,10 +10,7 @@ from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
 from sowctl.context import app_context
 from sowctl.render import Column, emit_rows
 
-app = typer.Typer(
-    help='Statements of Work.\n\nExample: sowctl sows create "Tower A, phase 1" --id sow-1',
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 COLUMNS = [
     Column("ID", "id"),

@@ -13,11 +13,7 @@ from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_message, emit_rows
 from sowctl.schemas.vocabulary import Role
 
-app = typer.Typer(
-    help="Bearer tokens (stored hashed; local mode only)."
-    "\n\nExample: sowctl tokens create --user ada --org org-1",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 COLUMNS = [
     Column("ID", "id"),

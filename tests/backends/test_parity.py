@@ -650,6 +650,23 @@ def test_json_output_imports_neither_rich_nor_httpx(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
+def test_a_command_imports_only_its_own_group(tmp_path):
+    """`sowctl --help` lists every group from sowctl.commands.GROUPS; a run imports one."""
+    code = (
+        "import sys\n"
+        "from sowctl.cli import main\n"
+        "assert main(['--help']) == 0\n"
+        f"assert main(['--db', {str(tmp_path / 's.db')!r}, 'items', 'list', 's-1', '--json']) == 2\n"
+        "from sowctl.commands import GROUPS\n"
+        "loaded = [name for name, _ in GROUPS if f'sowctl.commands.{name}' in sys.modules]\n"
+        "assert loaded == ['items'], loaded\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    env["SOWCTL_CONFIG"] = str(tmp_path / "config.toml")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_remote_mode_imports_neither_peewee_nor_the_services(tmp_path):
     """Remote mode reads only the operations' declarations: no models, no database driver."""
     code = (
