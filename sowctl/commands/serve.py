@@ -211,6 +211,8 @@ def serve(
         cors_origins=tuple(cors or ()),
         # Writes waiting for the database never hold the last thread: reads keep flowing.
         write_slots=max(1, threads - 1),
+        # Likewise whole-SOW reports (the chain): /healthz and ordinary requests find a thread.
+        report_slots=max(1, threads - 1),
         max_buffered_bytes=buffer_cap,
         **double,
     )

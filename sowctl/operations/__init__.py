@@ -89,6 +89,9 @@ class Operation:
     paginated: bool = False  # Group A/B page+limit lists with X-Total-Count
     list_key: str | None = None  # Group C: the body key holding the page's records
     write: bool = False
+    # A whole-SOW report, whose body grows with the SOW's data times the titles it repeats:
+    # the server streams its body and bounds how many run at once (ServerSettings.report_slots).
+    report: bool = False
     # Extension routes are ours, not the service's; documented as such in OpenAPI.
     extension: bool = False
 

@@ -33,6 +33,7 @@ service = LazyModule("sowctl.services.dependencies")
     "(and, with include=criticalPath, the critical path)",
     query=ChainQuery,
     response=ChainFlat | ChainTree,
+    report=True,
 )
 def get_chain(request: Request) -> Result:
     query = request.query

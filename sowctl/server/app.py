@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,7 +21,7 @@ import peewee as pw
 from sowctl import db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
 from sowctl.db_guards import GuardedSqliteDatabase, check_writable
-from sowctl.errors import InvalidInput, ServiceUnavailable, SowctlError
+from sowctl.errors import InvalidInput, SowctlError
 from sowctl.operations import Operation
 from sowctl.redaction import RedactingStream
 from sowctl.schemas.common import build_deferred_models
@@ -58,8 +57,11 @@ from sowctl.server.responses import (
     request_id_line,
 )
 from sowctl.server.settings import ServerSettings
+from sowctl.server.slots import Slots
+from sowctl.server.streaming import StreamedJson
 
 EXPOSED_HEADERS = cors.EXPOSE_HEADERS
+REPORTS_BUSY = "the server is busy with other reports; retry later"
 
 
 def create_app(
@@ -104,12 +106,18 @@ class Dispatcher:
         # Set when a write failed for want of storage (disk full, I/O error): /healthz
         # answers 503 until a probe write succeeds again.
         self.storage_failure: str | None = None
-        slots = settings.write_slots
-        self._write_slots = threading.BoundedSemaphore(slots) if slots else None
-        # Writes that left their slot with an answer (not a database that held them up):
-        # while this moves, waiting for a slot is ordinary queueing, not a stall.
-        self._writes_done = 0
-        self._stalled_at = -1  # _writes_done when a waiter last gave up
+        # Writes stuck behind a database lock, and whole-SOW reports, never hold every
+        # thread of a worker (sowctl.server.slots).
+        self._write_slots = (
+            Slots(settings.write_slots, settings.write_slot_wait, "the database is busy; retry later")
+            if settings.write_slots
+            else None
+        )
+        self._report_slots = (
+            Slots(settings.report_slots, settings.report_slot_wait, REPORTS_BUSY)
+            if settings.report_slots
+            else None
+        )
 
     # --- database -----------------------------------------------------------
 
@@ -136,6 +144,7 @@ class Dispatcher:
     def handle(self, op: Operation, params: dict[str, str]) -> bottle.HTTPResponse:
         environ = bottle.request.environ
         headers: dict[str, str] = {}
+        release: Callable[[], None] | None = None  # a report slot this request holds
         try:
             check_declared_length(environ, self.settings.max_body_bytes)
             self.ensure_connection()
@@ -169,6 +178,9 @@ class Dispatcher:
             )
             if op.write:
                 check_writable(self.database)  # refused alike by every connection, not by chance
+            if op.report and self._report_slots is not None:
+                self._report_slots.acquire()
+                release = self._report_slots.release
             with self._write_slot(op.write):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
@@ -182,8 +194,17 @@ class Dispatcher:
                     limit,
                     total,
                 )
-            payload = json_bytes(result.body)
+            if op.report:
+                # Written as it is sent, and the slot held until the server closes the body
+                # (sent, or the client gone): a report's size is the caller's to choose.
+                streamed = StreamedJson(result.body, environ, release)
+                release = None
+                payload: bytes | StreamedJson = streamed.small() or streamed
+            else:
+                payload = json_bytes(result.body)
         except Exception as exc:
+            if release is not None:
+                release()
             return self.failure_response(environ, op.group, exc, headers)
         finally:
             drain_body(environ, self.settings.drain_bytes)
@@ -217,36 +238,13 @@ class Dispatcher:
     @contextlib.contextmanager
     def _write_slot(self, writes: bool) -> Iterator[None]:
         """Hold one of the worker's write slots (``ServerSettings.write_slots``) while a
-        write runs (never while a body is read: a slow client must not hold one). A slot
-        is waited for while writes keep finishing; after a whole ``write_slot_wait`` in
-        which none did, the database is held up (a lock taken outside sowctl) and the
-        request is refused with 503, so that this thread stays free for the reads."""
+        write runs (never while a body is read: a slow client must not hold one); the
+        rule of waiting and refusing is ``server.slots``'."""
         if not writes or self._write_slots is None:
             yield
             return
-        while True:
-            done = self._writes_done
-            if self._stalled_at == done:
-                # A waiter already saw no write finish for a whole wait, and none has since:
-                # refuse at once, or queued writes would each take the thread for a wait.
-                if self._write_slots.acquire(blocking=False):
-                    break
-                raise ServiceUnavailable("the database is busy; retry later")
-            if self._write_slots.acquire(timeout=self.settings.write_slot_wait):
-                break
-            if self._writes_done == done:
-                self._stalled_at = done
-                raise ServiceUnavailable("the database is busy; retry later")
-        try:
+        with self._write_slots.held():
             yield
-        except SowctlError:
-            self._writes_done += 1  # refused, but answered: the database moves
-            raise
-        else:
-            # Read and bumped without a lock: a lost increment only means one more wait.
-            self._writes_done += 1
-        finally:
-            self._write_slots.release()
 
     def healthz(self) -> bottle.HTTPResponse:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import sys
 import traceback
+from collections.abc import Iterable
 
 import bottle
 
@@ -25,7 +26,10 @@ def new_request_id() -> str:
     return secrets.token_hex(8)
 
 
-def json_response(status: int, payload: bytes, headers: dict[str, str]) -> bottle.HTTPResponse:
+def json_response(
+    status: int, payload: bytes | Iterable[bytes], headers: dict[str, str]
+) -> bottle.HTTPResponse:
+    """A JSON answer; ``payload`` is the body, or an iterable that writes it (``server.streaming``)."""
     response = bottle.HTTPResponse(body=payload, status=status, headers=headers)
     response.content_type = JSON_CONTENT_TYPE
     return response

@@ -70,6 +70,13 @@ class ServerSettings:
     # which this worker cannot see): half a second refused such requests as "busy".
     write_slots: int | None = None
     write_slot_wait: float = 2.0
+    # Whole-SOW reports (operations flagged ``report``: the chain) running at once in one
+    # worker process, their bodies' sending included; ``serve`` sets threads minus one, so
+    # that /healthz and ordinary requests always find a thread. A further one waits for a
+    # slot while reports keep finishing, and is answered 503 after ``report_slot_wait``
+    # seconds in which none did (sowctl.server.slots). None: no limit (in process).
+    report_slots: int | None = None
+    report_slot_wait: float = 0.5
 
     # --- the test double (``serve --admin ...``; sowctl.testdouble.layer) -------------
     # Bearer token of the /_admin API; None: no /_admin routes at all (404).

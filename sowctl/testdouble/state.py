@@ -126,6 +126,14 @@ def body_text(raw: bytes) -> tuple[str | None, bool]:
     return text, False
 
 
+def head_text(head: bytes) -> tuple[str | None, bool]:
+    """(stored text, truncated) of the first bytes of a longer body (a streamed report): its
+    text as far as it goes, masked like a body that is not JSON, and marked truncated."""
+    text = head.decode("utf-8", "ignore")  # the cut may fall inside a character
+    text = redact(_SECRET_TEXT.sub(lambda match: f'{match[1]}"{MASK}"', text))
+    return text[:MAX_BODY_CHARS], True
+
+
 def _body_out(text: str | None, truncated: bool) -> Any:
     if text is None or truncated:
         return text

@@ -1,0 +1,74 @@
+"""Slots: at most N requests of one kind may hold a worker's threads at once.
+
+A worker has ``serve --threads`` threads. Two kinds of request can hold one for long:
+writes waiting for a database lock taken outside sowctl, and whole-SOW reports (the
+chain) on a large SOW or sent to a client that reads slowly. Each kind gets
+``threads - 1`` slots (``ServerSettings.write_slots``, ``report_slots``), so that one
+thread is always left for ``/healthz`` and ordinary requests.
+
+One rule for both (:class:`Slots`): a request that finds every slot taken waits for one
+while holders keep finishing; after a whole ``wait`` in which none did, the holders are
+stuck (a held database, a slow report) and the request is refused with 503 and
+``Retry-After`` (``ServiceUnavailable``, answered in the group's envelope by
+``Dispatcher.failure_response``). Once a waiter gave up, later ones are refused at once
+until a holder finishes: otherwise each queued request would take the free thread for a
+whole wait in turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from sowctl.errors import ServiceUnavailable, SowctlError
+
+
+class Slots:
+    """``count`` slots; ``acquire`` waits as described in the module doc, ``release`` frees one."""
+
+    def __init__(self, count: int, wait: float, busy_message: str) -> None:
+        self._free = threading.BoundedSemaphore(count)
+        self.wait = wait
+        self.busy_message = busy_message
+        # Holders that left their slot with an answer: while this moves, waiting for a
+        # slot is ordinary queueing, not a stall. Read and bumped without a lock: a lost
+        # increment only means one more wait.
+        self._done = 0
+        self._stalled_at = -1  # _done when a waiter last gave up
+
+    def acquire(self) -> None:
+        """Take a slot, or raise ``ServiceUnavailable`` (503 with ``Retry-After``)."""
+        while True:
+            done = self._done
+            if self._stalled_at == done:
+                # A waiter already saw no holder finish for a whole wait, and none has since.
+                if self._free.acquire(blocking=False):
+                    return
+                raise ServiceUnavailable(self.busy_message)
+            if self._free.acquire(timeout=self.wait):
+                return
+            if self._done == done:
+                self._stalled_at = done
+                raise ServiceUnavailable(self.busy_message)
+
+    def release(self, answered: bool = True) -> None:
+        """Free a slot. ``answered``: the holder finished (False: a database error held it
+        up, which is no sign of progress)."""
+        if answered:
+            self._done += 1
+        self._free.release()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """A slot for the duration of the block; a typed refusal counts as an answer."""
+        self.acquire()
+        answered = False
+        try:
+            yield
+            answered = True
+        except SowctlError:
+            answered = True  # refused, but answered: the database moves
+            raise
+        finally:
+            self.release(answered)
