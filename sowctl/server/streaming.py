@@ -21,8 +21,7 @@ from typing import Any
 
 from sowctl.server.responses import log_exception
 
-CHUNK_CHARS = 64 * 1024
-_FIRST_BATCH = 16
+CHUNK_CHARS = 32 * 1024  # 32 to 128 KiB of UTF-8
 _MAX_BATCH = 1024
 
 # The same options as sowctl.server.http.json_bytes, so the bytes are the same.
@@ -61,7 +60,7 @@ def _pieces(value: Any) -> Iterator[str]:
 
 def _list_pieces(items: list | tuple) -> Iterator[str]:
     yield "["
-    batch = _FIRST_BATCH
+    batch = 1  # then as many as make about a chunk
     index, count = 0, len(items)
     while index < count:
         comma = "," if index else ""
@@ -75,11 +74,9 @@ def _list_pieces(items: list | tuple) -> Iterator[str]:
             end += 1
         text = _encode(items[index:end] if isinstance(items, list) else list(items[index:end]))
         yield comma + text[1:-1]  # a JSON array's elements are its text without the brackets
-        # Aim at about a chunk per batch: titles may be a few characters or 10,000.
-        if len(text) > CHUNK_CHARS and batch > 1:
-            batch //= 2
-        elif len(text) < CHUNK_CHARS // 4 and batch < _MAX_BATCH:
-            batch *= 2
+        # About a chunk per batch, judged by the last one: titles may be 1 character or 10,000.
+        each = max(1, len(text) // (end - index))
+        batch = max(1, min(_MAX_BATCH, CHUNK_CHARS // each))
         index = end
     yield "]"
 
