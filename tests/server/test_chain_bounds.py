@@ -12,7 +12,9 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -265,13 +267,13 @@ def test_the_test_double_streams_a_report_logs_its_start_and_frees_its_gate(migr
         assert done == [200]
 
 
-# --- (c) memory -------------------------------------------------------------------------------
+# --- (c) a real server: memory, and a slot held by a client that does not read ------------------
 
 
-@pytest.mark.slow
-def test_a_worker_does_not_hold_a_large_report_whole(tmp_path: Path) -> None:
+@pytest.fixture
+def big_db(tmp_path: Path) -> tuple[Path, str, str]:
+    """A SQLite file whose chain report is about 72 MB: (file, SOW id, member token)."""
     from sowctl.db import open_database
-    from tests.support.server import Server
 
     db = tmp_path / "big.db"
     database = open_database(str(db))
@@ -281,7 +283,30 @@ def test_a_worker_does_not_hold_a_large_report_whole(tmp_path: Path) -> None:
         _dep(a, b, "related_to", "critical", slaDate="2020-01-01")
     token = credentials.create_token("user-ada", "acme", "member").secret
     database.close()
+    return db, sow_id, token
 
+
+def _get(server_url: str, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], int]:
+    """(status, headers, body size) over http.client, the body read in pieces and dropped (httpx's
+    wire guard would hold the whole body in this process)."""
+    url = httpx.URL(server_url)
+    connection = http.client.HTTPConnection(url.host, url.port, timeout=NO_HANG * 3)
+    try:
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        size = 0
+        while chunk := response.read(1 << 20):
+            size += len(chunk)
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, size
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_a_worker_does_not_hold_a_large_report_whole(big_db: tuple[Path, str, str]) -> None:
+    from tests.support.server import Server
+
+    db, sow_id, token = big_db
     server = Server(db)
     try:
         worker = int(
@@ -289,22 +314,40 @@ def test_a_worker_does_not_hold_a_large_report_whole(tmp_path: Path) -> None:
         )
         assert server.client.get("/healthz").status_code == 200
         before = _status_kib(worker, "VmRSS")
-        # http.client, not httpx: the wire guard would hold the whole body in this process.
-        url = httpx.URL(server.url)
-        connection = http.client.HTTPConnection(url.host, url.port, timeout=NO_HANG * 3)
-        connection.request("GET", f"/api/dependencies/chain?sowId={sow_id}", headers=bearer(token))
-        response = connection.getresponse()
-        assert response.status == 200 and response.getheader("Transfer-Encoding") == "chunked"
-        size = 0
-        while chunk := response.read(1 << 20):
-            size += len(chunk)
-        connection.close()
+        status, headers, size = _get(server.url, f"/api/dependencies/chain?sowId={sow_id}", bearer(token))
         peak = _status_kib(worker, "VmHWM")
     finally:
         server.stop()
-    assert size > 70_000_000
+    assert status == 200 and headers["transfer-encoding"] == "chunked" and size > 70_000_000
     # Built whole, the body was held as text and as bytes: more than twice its size.
     assert (peak - before) * 1024 < 30_000_000, (before, peak)
+
+
+@pytest.mark.slow
+def test_a_client_that_stops_reading_holds_its_slot_and_frees_it_when_it_goes(
+    big_db: tuple[Path, str, str],
+) -> None:
+    from tests.support.server import Server
+
+    db, sow_id, token = big_db
+    path = f"/api/dependencies/chain?sowId={sow_id}"
+    server = Server(db, "--threads", "2")  # one report slot
+    try:
+        url = httpx.URL(server.url)
+        stalled = socket.create_connection((url.host, url.port), timeout=NO_HANG)
+        stalled.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+        assert stalled.recv(64).startswith(b"HTTP/1.1 200")  # and then it reads no more
+        status, headers, _ = _get(server.url, path, bearer(token))
+        assert status == 503 and headers["retry-after"] == "1"
+        assert server.client.get("/healthz").status_code == 200
+        assert server.client.get("/api/sows", headers=bearer(token)).status_code == 200
+        stalled.close()  # the server's next write fails: the body is closed, the slot freed
+        deadline = time.monotonic() + NO_HANG
+        while (status := _get(server.url, path, bearer(token))[0]) == 503 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert status == 200
+    finally:
+        server.stop()
 
 
 def _status_kib(pid: int, field: str) -> int:
