@@ -15,6 +15,10 @@ Two cases, each on a fresh SQLite file served by ``sowctl serve --quiet`` (1 wor
   requests at once, each on its own connection, while ``/healthz`` is asked every 100 ms
   on another: the slowest and median ``/healthz`` answers, and how the chains were answered.
 
+* ``encode`` (in process): a 50,000-dependency report (``chain_heavy_sow(10000, 50000)``,
+  ``include=criticalPath``), flat and tree, written by ``json_bytes`` and by the streaming
+  ``iter_json``; best of 5.
+
 Data is inserted directly (``bench_graph.load``), as the importer would leave it.
 """
 
@@ -195,18 +199,46 @@ def healthz(deps: int, parallel: int) -> None:
     )
 
 
+def encode() -> None:
+    from sowctl.server.http import json_bytes
+    from sowctl.server.streaming import iter_json
+    from sowctl.services import chain
+    from sowctl.services.access import Caller
+
+    with tempfile.TemporaryDirectory() as tmp:
+        database = open_database(str(Path(tmp) / "encode.db"))
+        sow = load(chain_heavy_sow(10_000, 50_000, today=datetime.date.today()))
+        for fmt in ("flat", "tree"):
+            body = chain.chain_report(Caller.local(), sow, fmt, ("criticalPath",))
+            whole, streamed = [], []
+            for _ in range(5):
+                started = time.perf_counter()
+                size = len(json_bytes(body))
+                whole.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                assert sum(len(chunk) for chunk in iter_json(body)) == size
+                streamed.append(time.perf_counter() - started)
+            print(
+                f"encode {fmt}: {size / 1e6:.1f} MB, json_bytes {min(whole) * 1000:.0f} ms, "
+                f"iter_json {min(streamed) * 1000:.0f} ms (best of 5)"
+            )
+        database.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--titles", type=int, default=10_000)
     parser.add_argument("--dups", type=int, default=2_000)
     parser.add_argument("--deps", type=int, default=40_000)
     parser.add_argument("--parallel", type=int, default=8)
-    parser.add_argument("--only", choices=("amplify", "healthz"))
+    parser.add_argument("--only", choices=("amplify", "healthz", "encode"))
     args = parser.parse_args()
     if args.only in (None, "amplify"):
         amplify(args.titles, args.dups)
     if args.only in (None, "healthz"):
         healthz(args.deps, args.parallel)
+    if args.only in (None, "encode"):
+        encode()
 
 
 if __name__ == "__main__":
