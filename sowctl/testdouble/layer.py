@@ -30,7 +30,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -47,6 +47,7 @@ from sowctl.server.responses import REQUEST_ID_KEY, log
 from sowctl.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
 from sowctl.testdouble.gate import Gate
 from sowctl.testdouble.recorder import MUTATING, Recorder
+from sowctl.testdouble.watched import LOGGED_BYTES, Watched
 
 if TYPE_CHECKING:
     from sowctl.server.app import SowctlBottle
@@ -186,7 +187,7 @@ class TestDouble:
             return body
         # A streamed body (a chain report) writes its log row when the server closes it:
         # the gate is held until then.
-        return _Watched(body, gate.close)
+        return Watched(body, gate.close)
 
     def _api(
         self, environ: dict, start_response: Callable[..., Any], path: str, method: str, started: float
@@ -244,43 +245,28 @@ class TestDouble:
             body: Iterable[bytes] = self._fault_response(environ, capture, group, fault["status"])
         else:
             body = self.inner(environ, capture)
+
+        def finish(payload: bytes, complete: bool) -> None:
+            """Log and record the answer; ``complete``: ``payload`` is its whole body."""
+            status = int(str(seen.get("status", "500")).split(" ", 1)[0])
+            headers = dict(seen.get("headers") or [])
+            if log:
+                response = (payload, started, fault, complete)
+                self._log(environ, path, method, group, status, headers, tee.captured, *response)
+            if record and fault is None and 200 <= status < 300 and complete:
+                self._record(environ, path, method, group, status, tee.captured, payload, at)
+
         if not isinstance(body, list):
             # Streamed (a report of any size): passed on as it comes, and logged on close from
             # its first bytes, which are all the request log keeps of a body.
-            def finish(head: bytes, complete: bool) -> None:
-                status = int(str(seen.get("status", "500")).split(" ", 1)[0])
-                headers = dict(seen.get("headers") or [])
-                if log:
-                    self._log(
-                        environ,
-                        path,
-                        method,
-                        group,
-                        status,
-                        headers,
-                        tee.captured,
-                        head,
-                        started,
-                        fault,
-                        complete,
-                    )
-                if record and fault is None and 200 <= status < 300 and complete:
-                    self._record(environ, path, method, group, status, tee.captured, head, at)
-
-            return _Watched(body, None, finish, _LOGGED_BYTES)
+            return Watched(body, None, finish, LOGGED_BYTES)
         try:
             chunks = list(body)
         finally:
             close = getattr(body, "close", None)
             if close is not None:
                 close()
-        payload = b"".join(chunks)
-        status = int(str(seen.get("status", "500")).split(" ", 1)[0])
-        headers = dict(seen.get("headers") or [])
-        if log:
-            self._log(environ, path, method, group, status, headers, tee.captured, payload, started, fault)
-        if record and fault is None and 200 <= status < 300:
-            self._record(environ, path, method, group, status, tee.captured, payload, at)
+        finish(b"".join(chunks), True)
         return chunks
 
     # --- faults ----------------------------------------------------------------------------
@@ -520,50 +506,3 @@ class _Tee:
 
     def __iter__(self):
         return iter(self.readline, b"")
-
-
-# Of a streamed response, the request log keeps what its first bytes give (it stores at most
-# state.MAX_BODY_CHARS characters of a body, of up to 4 bytes each).
-_LOGGED_BYTES = 4 * 4096 + 4
-
-
-class _Watched:
-    """A streamed response body passed on chunk by chunk. Keeps its first ``keep`` bytes and,
-    when the server closes it, calls ``finish(first_bytes, complete)`` (complete: the whole
-    body is in ``first_bytes``), then ``release``."""
-
-    def __init__(
-        self,
-        body: Iterable[bytes],
-        release: Callable[[], None] | None,
-        finish: Callable[[bytes, bool], None] | None = None,
-        keep: int = 0,
-    ) -> None:
-        self._body = body
-        self._release = release
-        self._finish = finish
-        self._keep = keep
-        self._head = bytearray()
-        self._overflow = False
-        self._ended = False  # iterated to its end (not cut short by a client that went away)
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._body:
-            if self._finish is not None:
-                room = self._keep - len(self._head)
-                if len(chunk) > room:
-                    self._overflow = True
-                self._head += chunk[: max(0, room)]
-            yield chunk
-        self._ended = True
-
-    def close(self) -> None:
-        try:
-            close = getattr(self._body, "close", None)
-            if close is not None:
-                close()
-            if self._finish is not None:
-                self._finish(bytes(self._head), self._ended and not self._overflow)
-        finally:
-            if self._release is not None:
-                self._release()
