@@ -40,7 +40,9 @@ from sowctl.errors import (
     RateLimited,
     RemoteError,
     ServiceUnavailable,
+    SowctlError,
     Unauthorized,
+    UsageError,
 )
 
 if TYPE_CHECKING:
@@ -77,8 +79,6 @@ def retry_count() -> int:
     try:
         return max(0, int(text))
     except ValueError:
-        from sowctl.errors import UsageError
-
         raise UsageError(f"SOWCTL_RETRIES must be a whole number, not {text!r}") from None
 
 
@@ -110,8 +110,6 @@ class RemoteBackend:
 
     def __init__(self, settings: Settings, transport: httpx.BaseTransport | None = None) -> None:
         if not settings.server:
-            from sowctl.errors import UsageError
-
             raise UsageError("remote mode needs --server (or SOWCTL_SERVER)")
         self.settings = settings
         self.base_url = settings.server.rstrip("/")
@@ -177,8 +175,9 @@ class RemoteBackend:
         if op.group in ("A", "C"):
             return {"Authorization": f"Bearer {_need(s.token, '--token', 'SOWCTL_TOKEN')}"}
         key = _need(s.api_key, "--api-key", "SOWCTL_API_KEY")
-        org = _need(s.org, "--org", "SOWCTL_ORG")
-        company = _need(s.company, "--company", "SOWCTL_COMPANY")
+        # Without the organization or company header the server answers 400, not 401.
+        org = _need(s.org, "--org", "SOWCTL_ORG", UsageError)
+        company = _need(s.company, "--company", "SOWCTL_COMPANY", UsageError)
         return group_b_headers(op, key, org, company)
 
     # --- paging -------------------------------------------------------------------------
@@ -355,9 +354,9 @@ class RemoteBackend:
         )
 
 
-def _need(value: str | None, option: str, env: str) -> str:
+def _need(value: str | None, option: str, env: str, error: type[SowctlError] = Unauthorized) -> str:
     if not value:
-        raise Unauthorized(f"remote mode needs {option} (or {env}) for this command")
+        raise error(f"remote mode needs {option} (or {env}) for this command")
     return value
 
 

@@ -557,6 +557,16 @@ def test_missing_credentials_exit_4_before_any_request(cli, env):
     assert result.stderr == "error: remote mode needs --token (or SOWCTL_TOKEN) for this command\n"
 
 
+def test_missing_org_or_company_is_a_usage_error_like_the_servers_400(cli, env):
+    base = ["--server", env.url, "--api-key", env.api_key]
+    result = cli(*base, "budgets", "views", "--project", str(PROJECT))
+    assert result.exit_code == 2
+    assert result.stderr == "error: remote mode needs --org (or SOWCTL_ORG) for this command\n"
+    result = cli(*base, "--org", ORG, "budgets", "views", "--project", str(PROJECT))
+    assert result.exit_code == 2
+    assert result.stderr == "error: remote mode needs --company (or SOWCTL_COMPANY) for this command\n"
+
+
 def test_status_against_the_live_server(cli, env):
     result = cli(*remote_args(env), "status", "--json")
     assert result.exit_code == 0, result.stderr
