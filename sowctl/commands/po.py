@@ -131,7 +131,8 @@ def list_pos(
         "TITLE": "Total",
         "TOTAL": money.display(money.total(Decimal(o["total_amount"]) for o in orders)),
     }
-    emit_rows(orders, LIST_COLUMNS, json_mode=json_, quiet=quiet, body=result, footer=footer)
+    # --json: every page's orders as one array, as for the other paged lists
+    emit_rows(orders, LIST_COLUMNS, json_mode=json_, quiet=quiet, footer=footer)
 
 
 def show_order(order: dict, json_: bool) -> None:

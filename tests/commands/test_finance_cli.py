@@ -165,7 +165,7 @@ def test_bad_line_syntax(text):
 def test_po_list_json_quiet_and_piped(cli, fin):
     first = ok(cli(*CREATE, "--line", "A:0.10:3", "--json")).json()
     second = ok(cli(*CREATE, "--line", "B:1000.00:3", "--line", "C:0.05:4", "--json")).json()
-    assert ok(cli("po", "list", "--project", "101", "--json")).json() == {"data": [first, second]}
+    assert ok(cli("po", "list", "--project", "101", "--json")).json() == [first, second]
     assert ok(cli("po", "list", "--project", "101", "-q")).stdout == f"{first['id']}\n{second['id']}\n"
     assert ok(cli("po", "list", "--project", "101")).stdout.splitlines() == [
         f"{first['id']}\tPO-101-0001\tdraft\tSteel\tKeystone Steel\t1\t0.10",
@@ -395,7 +395,7 @@ def test_remote_po_create_and_list(cli, remote):
     options = remote()
     order = ok(cli(*options, *CREATE, "--line", "A:0.10:3", "--line", "B:0.20:3", "--json")).json()
     assert order["total_amount"] == "0.30"
-    assert ok(cli(*options, "po", "list", "--project", "101", "--json")).json() == {"data": [order]}
+    assert ok(cli(*options, "po", "list", "--project", "101", "--json")).json() == [order]
     result = cli(*options, *CREATE, "--line", "A:1.00:5")
     assert result.exit_code == 3
     assert result.stderr.strip() == "error: cost code 5 not found (line_items[0].cost_code_id)"
