@@ -170,16 +170,13 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
                 raise InvalidInput.for_field(
                     "orderIndex", f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
                 )
-        item_id = data.id or clock.new_id()
-        if data.id is not None:
-            if caller.organization_id is not None:
-                # Item ids are one namespace across organizations: on a shared server a
-                # chosen id could collide with, and so reveal, another organization's item.
-                raise InvalidInput.for_field(
-                    "id", "can be chosen in local mode only; a server generates item ids"
-                )
-            if m.Item.get_or_none(m.Item.id == item_id) is not None:
-                raise InvalidInput.for_field("id", f"item {item_id} already exists")
+        # Item ids are one namespace across organizations: a chosen id could collide with,
+        # and so reveal, another organization's item. Only full rights (local mode) choose
+        # one; a scoped caller's is ignored, as the service ignores fields it does not take.
+        chosen = data.id if caller.organization_id is None else None
+        item_id = chosen or clock.new_id()
+        if chosen is not None and m.Item.get_or_none(m.Item.id == item_id) is not None:
+            raise InvalidInput.for_field("id", f"item {item_id} already exists")
         moment = clock.now()
         item = m.Item.create(
             id=item_id,

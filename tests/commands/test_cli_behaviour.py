@@ -360,13 +360,15 @@ def test_items_create_with_a_chosen_id_and_quiet_output(modes):
     assert ok(modes.local("items", "create", "sow-1", "--title", "A", "--id", "a", "-q")).stdout == "a\n"
     result = modes.local("items", "create", "sow-1", "--title", "A", "--id", "a")
     assert (result.exit_code, result.stderr) == (2, "error: invalid --id 'a': item a already exists\n")
-    # A server refuses a chosen item id: item ids are one namespace across organizations.
+    # A server ignores a chosen item id (ids are one namespace across organizations), so
+    # remote mode refuses --id before sending anything rather than create "b" under another id.
     result = modes.remote("items", "create", "sow-1", "--title", "B", "--id", "b", "-q")
     assert (result.exit_code, result.stderr) == (
         2,
         "error: invalid --id 'b': can be chosen in local mode only; a server generates item ids\n",
     )
     assert m.Item.select().where(m.Item.id == "b").count() == 0
+    assert m.Item.select().where(m.Item.title == "B").count() == 0
     created = ok(modes.remote("items", "create", "sow-1", "--title", "B", "-q")).stdout.strip()
     assert m.Item.get_by_id(created).title == "B"
 
