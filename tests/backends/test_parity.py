@@ -499,6 +499,9 @@ def scenario_purchase_orders(run: Transcript) -> None:
         "--vendor", "7", "--line", "Bolts:1.00:3", "--json")  # fmt: skip
     run("po", "create", "--project", "999", "--commitment", "5001", "--title", "No project",
         "--vendor", "7", "--line", "Bolts:1.00:3", "--json")  # fmt: skip
+    unknown = run("po", "create", "--project", "abc", "--commitment", "5001", "--title", "Not a number",
+        "--vendor", "7", "--line", "Bolts:1.00:3", "--json")  # fmt: skip
+    assert (unknown.exit_code, unknown.stderr) == (3, "error: project abc not found\n")
     run("po", "list", "--project", project, "--json")
 
 

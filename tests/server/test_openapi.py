@@ -113,6 +113,13 @@ def test_group_b_routes_document_headers_and_rate_limits(document: dict, registr
         assert "X-RateLimit-Remaining" in spec["responses"][str(op.status)]["headers"]
 
 
+def test_a_purchase_order_s_project_id_is_any_string_id(document: dict) -> None:
+    """Any string is taken (one that names no project is a 404), so a generated client must
+    not refuse one that is not digits before sending it."""
+    project_id = document["components"]["schemas"]["PurchaseOrderIn"]["properties"]["project_id"]
+    assert project_id["type"] == "string" and "pattern" not in project_id
+
+
 def test_group_c_routes_use_the_group_c_envelope(registry) -> None:
     fake = operations.Operation(
         name="test.list",
