@@ -129,8 +129,16 @@ def list_items(
     rows, total = item_pages.read_page(
         sow.key, item_type=item_type, parent_id=parent_id, offset=offset, limit=limit
     )
+    if parent_id is not None and total == 0 and not _in_sow(parent_id, sow.key):
+        # A filter naming no item of the SOW is a 404 (create's wording); an item with no
+        # children lists none. Only an empty answer needs the lookup.
+        raise NotFound(f"parent item {parent_id} not found in SOW {sow_id}")
     statuses = _shown_statuses(sow.key, rows) if rows else {}
     return item_pages.dump_page(rows, statuses, sow.id), total
+
+
+def _in_sow(item_id: str, sow_key: str) -> bool:
+    return m.Item.select().where((m.Item.id == item_id) & (m.Item.sow == sow_key)).exists()
 
 
 def get_item(caller: Caller, item_id: str) -> ItemOut:

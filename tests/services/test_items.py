@@ -298,7 +298,28 @@ def test_list_filters_by_type_and_parent(sow):
     assert sorted(ids(type="requirement")) == sorted([r1["id"], r2["id"], r11["id"]])
     assert ids(parentId=r1["id"]) == [t1["id"], r11["id"]]
     assert ids(parentId=r1["id"], type="requirement") == [r11["id"]]
-    assert ids(parentId="nope") == []
+    assert ids(parentId=t1["id"]) == []  # an item of the SOW with no children
+
+
+def test_list_by_a_parent_that_is_no_item_of_the_sow_is_not_found(sow):
+    """Like an unknown SOW, and in create's words: a filter naming no item is a 404, not an
+    empty list that looks like an item without children."""
+    api("sows.create", body={"title": "Other", "id": "sow-2"})
+    elsewhere = create("sow-2", "in sow-2")
+    make_org("org-x", "sow-x")
+    foreign = api("items.create", {"sowId": "sow-x"}, body={"title": "x", "type": "task_item"})
+    for parent in ("nope", elsewhere["id"], foreign["id"], ""):
+        with pytest.raises(NotFound) as info:
+            api("items.list", {"sowId": sow}, {"parentId": parent})
+        assert info.value.message == f"parent item {parent} not found in SOW {sow}"
+        with pytest.raises(NotFound):
+            api("items.list", {"sowId": sow}, {"parentId": parent, "type": "requirement"})
+    # A caller of another organization is told about the SOW, never about the parent.
+    member = Caller(user_id="u", organization_id="org-x", role="member")
+    with pytest.raises(NotFound, match="SOW sow-1 not found"):
+        api("items.list", {"sowId": sow}, {"parentId": "nope"}, caller=member)
+    with pytest.raises(NotFound, match=f"parent item {elsewhere['id']} not found in SOW sow-x"):
+        api("items.list", {"sowId": "sow-x"}, {"parentId": elsewhere["id"]}, caller=member)
 
 
 def test_list_of_an_unknown_sow_is_not_found(db):
