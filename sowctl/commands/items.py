@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,7 +19,7 @@ from sowctl.commands._options import (
     needs_confirmation,
 )
 from sowctl.context import app_context
-from sowctl.errors import UsageError
+from sowctl.errors import InvalidInput, UsageError
 from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
@@ -104,8 +104,29 @@ def create_item(
         orderIndex=order_index,
         id=item_id,
     )
-    item = app_context(ctx).call("items.create", {"sowId": sow_id}, body=body)
+    context = app_context(ctx)
+    if item_id is not None and context.settings.remote:
+        # A server ignores a chosen id (item ids are one namespace across organizations):
+        # sent, the item would get another id than the one typed, without a word.
+        from sowctl.commands._fields import refuse_empty, speak_cli
+
+        refuse_empty({"sowId": sow_id})
+        raise speak_cli(_chosen_id_refusal(body), body, {"sowId": sow_id})
+    item = context.call("items.create", {"sowId": sow_id}, body=body)
     emit_created(item, json_mode=json_, quiet=quiet)
+
+
+def _chosen_id_refusal(body: dict[str, Any]) -> InvalidInput:
+    """Why remote mode does not send this body with its chosen id: what local mode says
+    of a bad field (a malformed id, say), else that only local mode chooses item ids."""
+    from sowctl.schemas.common import parse
+    from sowctl.schemas.items import ItemCreate
+
+    try:
+        parse(ItemCreate, body)
+    except InvalidInput as exc:
+        return exc
+    return InvalidInput.for_field("id", "can be chosen in local mode only; a server generates item ids")
 
 
 @app.command("update")

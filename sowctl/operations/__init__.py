@@ -170,6 +170,8 @@ def build_request(
             raise NotFound(f"{name} {escape_unstorable(value)} not found")
     raw_query = {key: value for key, value in (query or {}).items() if value is not None}
     parsed_query = parse(op.query, raw_query) if op.query is not None else None
+    if op.body is not None and caller.organization_id is not None and isinstance(body, dict):
+        body = _without_full_rights_fields(op.body, body)
     parsed_body = parse(op.body, body) if op.body is not None else None
     return Request(
         caller=caller,
@@ -179,6 +181,17 @@ def build_request(
         body=parsed_body,
         **extra,
     )
+
+
+def _without_full_rights_fields(model: type[BaseModel], body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without the fields only a full-rights (local mode) caller may set. A client
+    of the service sends what it read back (an item's ``id``) and the service ignores what
+    it does not take, so a scoped caller's value is dropped before validation, whatever
+    its type, rather than refused."""
+    dropped = getattr(model, "full_rights_only", frozenset())
+    if not dropped or not dropped & body.keys():
+        return body
+    return {key: value for key, value in body.items() if key not in dropped}
 
 
 def call_local(

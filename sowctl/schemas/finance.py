@@ -67,14 +67,6 @@ def _parse_body_text_id(value: Any) -> str:
     return value
 
 
-def _parse_project_id(value: Any) -> int:
-    """The purchase order's project_id: a string (spec 2.3) naming a numeric project."""
-    text = _parse_body_text_id(value)
-    if not text.isascii() or not text.isdigit():
-        raise ValueError('must be a string of digits naming a project, such as "101"')
-    return _id_in_range(int(text) if len(text) < 25 else MAX_ID + 1)
-
-
 def _parse_money(value: Any) -> Decimal:
     if value is None:
         raise _missing()
@@ -102,11 +94,12 @@ BodyId = Annotated[
     PlainValidator(_parse_body_id),
     WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_ID}),
 ]
-# project_id is a string in the purchase-order request (spec 2.3), an integer elsewhere.
+# project_id is a string in the purchase-order request (spec 2.3), an integer elsewhere;
+# any string is taken, and one that names no project is 404 (services.finance.project_for).
 ProjectIdIn = Annotated[
-    int,
-    PlainValidator(_parse_project_id),
-    WithJsonSchema({"type": "string", "pattern": r"^\d+$", "example": "101"}),
+    str,
+    PlainValidator(_parse_body_text_id),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 64, "example": "101"}),
 ]
 CommitmentId = Annotated[
     str,

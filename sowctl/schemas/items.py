@@ -25,10 +25,14 @@ Description = Annotated[StrictStr, Field(max_length=100_000)]
 
 class ItemCreate(CamelBody):
     """``parentItemId`` null or absent: a top-level item. ``id`` is for local mode only
-    (``items create --id`` on a database file): a server refuses it, so it is left out of
-    the API's description; absent, a uuid is generated."""
+    (``items create --id`` on a database file); absent, a uuid is generated. A caller
+    scoped to an organization (every server request) has it ignored like any field the
+    service does not have, so it is left out of the API's description."""
 
     null_allowed = frozenset({"parent_item_id"})
+    # Wire names dropped from the body of a caller scoped to an organization before it is
+    # validated: ignored whatever their value, as an unknown field is (operations.build_request).
+    full_rights_only: ClassVar[frozenset[str]] = frozenset({"id"})
 
     title: NonEmptyStr
     type: ItemType

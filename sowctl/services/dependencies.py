@@ -29,7 +29,7 @@ from sowctl.schemas.items import Message
 from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DEPENDENCY_STATUSES
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
-from sowctl.services.access import Caller, sow_for
+from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.lookup import insert_row
 
 
@@ -84,8 +84,8 @@ def list_dependencies(
 ) -> tuple[list[DependencyOut], int]:
     """Dependencies the caller may see, oldest first, with the total before paging.
 
-    ``item_id`` filters by source item; ``sow_id`` by the source item's SOW (an
-    unknown or foreign SOW is a 404, as for items); ``kind`` is ``critical``,
+    ``item_id`` filters by source item, ``sow_id`` by the source item's SOW (an unknown
+    or foreign item or SOW is a 404, as for items); ``kind`` is ``critical``,
     ``overdue`` or ``external`` as contract §7.2 defines them.
     """
     if status is not None and status not in DEPENDENCY_STATUSES:
@@ -110,7 +110,13 @@ def list_dependencies(
     if offset:
         query = query.offset(offset)
     rows = list(query)
-    return [to_out(row) for row in rows], total if total is not None else len(rows)
+    total = total if total is not None else len(rows)
+    if item_id is not None and total == 0:
+        # A filter naming no item is a 404, as an unknown SOW is (its own or another
+        # organization's alike); an item with no dependencies lists none. Only an empty
+        # answer needs the lookup: a listed dependency's source item is the caller's.
+        item_for(caller, item_id)
+    return [to_out(row) for row in rows], total
 
 
 def kind_condition(kind: str) -> pw.Expression:

@@ -16,6 +16,7 @@ from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import NotFound
 from sowctl.schemas.finance import (
+    MAX_ID,
     BudgetViewList,
     BudgetViewOut,
     CommitmentRef,
@@ -96,11 +97,25 @@ def company_for(caller: Caller, company_id: str) -> m.Company:
     return company
 
 
-def project_for(caller: Caller, company_id: str | None, project_id: int) -> m.FinancialProject:
-    """The financial project if it is in the caller's organization and the named company."""
+def project_number(text: str) -> int | None:
+    """The numeric project id a purchase order's ``project_id`` (a string) names, or None
+    when it names none: not ASCII digits, or past the largest id. Such a string is well
+    typed, so it is an unknown project (404), not a bad request. (The request model bounds
+    it to 64 characters; the bound here keeps int() cheap whoever calls.)"""
+    if not text.isascii() or not text.isdigit() or len(text) > 64:
+        return None
+    number = int(text)
+    return number if number <= MAX_ID else None
+
+
+def project_for(caller: Caller, company_id: str | None, project_id: int | str) -> m.FinancialProject:
+    """The financial project if it is in the caller's organization and the named company.
+    ``project_id`` as a string is a purchase order's (``"101"``); one that is no project
+    number (``"abc"``) is not found like an unknown number, after the company is checked."""
     if company_id is not None:
         company_for(caller, company_id)
-    row = _PROJECT.first(project_id)
+    number = project_id if isinstance(project_id, int) else project_number(project_id)
+    row = _PROJECT.first(number) if number is not None else None
     project = None
     if row is not None:
         width = len(_PROJECT_FIELDS)

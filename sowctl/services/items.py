@@ -129,8 +129,16 @@ def list_items(
     rows, total = item_pages.read_page(
         sow.key, item_type=item_type, parent_id=parent_id, offset=offset, limit=limit
     )
+    if parent_id is not None and total == 0 and not _in_sow(parent_id, sow.key):
+        # A filter naming no item of the SOW is a 404 (create's wording); an item with no
+        # children lists none. Only an empty answer needs the lookup.
+        raise NotFound(f"parent item {parent_id} not found in SOW {sow_id}")
     statuses = _shown_statuses(sow.key, rows) if rows else {}
     return item_pages.dump_page(rows, statuses, sow.id), total
+
+
+def _in_sow(item_id: str, sow_key: str) -> bool:
+    return m.Item.select().where((m.Item.id == item_id) & (m.Item.sow == sow_key)).exists()
 
 
 def get_item(caller: Caller, item_id: str) -> ItemOut:
@@ -170,16 +178,13 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
                 raise InvalidInput.for_field(
                     "orderIndex", f"must be given: a sibling already has the largest one ({MAX_ORDER_INDEX})"
                 )
-        item_id = data.id or clock.new_id()
-        if data.id is not None:
-            if caller.organization_id is not None:
-                # Item ids are one namespace across organizations: on a shared server a
-                # chosen id could collide with, and so reveal, another organization's item.
-                raise InvalidInput.for_field(
-                    "id", "can be chosen in local mode only; a server generates item ids"
-                )
-            if m.Item.get_or_none(m.Item.id == item_id) is not None:
-                raise InvalidInput.for_field("id", f"item {item_id} already exists")
+        # Item ids are one namespace across organizations: a chosen id could collide with,
+        # and so reveal, another organization's item. Only full rights (local mode) choose
+        # one; a scoped caller's is ignored, as the service ignores fields it does not take.
+        chosen = data.id if caller.organization_id is None else None
+        item_id = chosen or clock.new_id()
+        if chosen is not None and m.Item.get_or_none(m.Item.id == item_id) is not None:
+            raise InvalidInput.for_field("id", f"item {item_id} already exists")
         moment = clock.now()
         item = m.Item.create(
             id=item_id,

@@ -208,6 +208,8 @@ READS = [
     (("items", "list", SOW, "--type", "requirement", "--json"), 0),
     (("items", "list", SOW, "--type", "task_item", "--json"), 0),
     (("items", "list", SOW, "--parent", "item-005", "--json"), 0),
+    (("items", "list", SOW, "--parent", "item-nope", "--json"), 3),
+    (("items", "list", SOW, "--parent", "item-nope"), 3),
     (("items", "list", SOW, "--type", "epic", "--json"), 2),
     (("items", "list", "sow-does-not-exist", "--json"), 3),
     (("items", "list", demo.GLOBEX_SOW, "--json"), 3),
@@ -232,6 +234,8 @@ READS = [
     (("deps", "list"), 0),
     (("deps", "list", "--sow", SOW, "--json"), 0),
     (("deps", "list", "--item", "item-014", "--json"), 0),
+    (("deps", "list", "--item", "item-nope", "--json"), 3),
+    (("deps", "list", "--item", "item-nope"), 3),
     (("deps", "list", "--type", "critical", "--json"), 0),
     (("deps", "list", "--type", "overdue", "--json"), 0),
     (("deps", "list", "--type", "external", "--json"), 0),
@@ -298,6 +302,8 @@ def test_read_parity(both, args, exit_code):
 def test_other_organizations_records_are_invisible_in_both(both, env):
     # Remotely hidden from org-acme's token; locally absent from org-acme's file.
     assert_same(both("items", "get", env.globex_item, "--json"), 3)
+    assert_same(both("deps", "list", "--item", env.globex_item, "--json"), 3)
+    assert_same(both("items", "list", SOW, "--parent", env.globex_item, "--json"), 3)
     if env.globex_dep:
         assert_same(both("deps", "get", env.globex_dep, "--json"), 3)
 
@@ -499,6 +505,9 @@ def scenario_purchase_orders(run: Transcript) -> None:
         "--vendor", "7", "--line", "Bolts:1.00:3", "--json")  # fmt: skip
     run("po", "create", "--project", "999", "--commitment", "5001", "--title", "No project",
         "--vendor", "7", "--line", "Bolts:1.00:3", "--json")  # fmt: skip
+    unknown = run("po", "create", "--project", "abc", "--commitment", "5001", "--title", "Not a number",
+        "--vendor", "7", "--line", "Bolts:1.00:3", "--json")  # fmt: skip
+    assert (unknown.exit_code, unknown.stderr) == (3, "error: project abc not found\n")
     run("po", "list", "--project", project, "--json")
 
 

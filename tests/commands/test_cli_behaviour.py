@@ -360,15 +360,44 @@ def test_items_create_with_a_chosen_id_and_quiet_output(modes):
     assert ok(modes.local("items", "create", "sow-1", "--title", "A", "--id", "a", "-q")).stdout == "a\n"
     result = modes.local("items", "create", "sow-1", "--title", "A", "--id", "a")
     assert (result.exit_code, result.stderr) == (2, "error: invalid --id 'a': item a already exists\n")
-    # A server refuses a chosen item id: item ids are one namespace across organizations.
+    # A server ignores a chosen item id (ids are one namespace across organizations), so
+    # remote mode refuses --id before sending anything rather than create "b" under another id.
     result = modes.remote("items", "create", "sow-1", "--title", "B", "--id", "b", "-q")
     assert (result.exit_code, result.stderr) == (
         2,
         "error: invalid --id 'b': can be chosen in local mode only; a server generates item ids\n",
     )
     assert m.Item.select().where(m.Item.id == "b").count() == 0
+    assert m.Item.select().where(m.Item.title == "B").count() == 0
     created = ok(modes.remote("items", "create", "sow-1", "--title", "B", "-q")).stdout.strip()
     assert m.Item.get_by_id(created).title == "B"
+
+
+def test_a_filter_naming_no_item_is_not_found_in_both_modes(modes):
+    ok(modes.local("items", "create", "sow-1", "--title", "Leaf", "--id", "leaf"))
+    for args, message in [
+        (("deps", "list", "--item", "nope"), "error: item nope not found\n"),
+        (("deps", "list", "--item", "nope", "--json"), "error: item nope not found\n"),
+        (("items", "list", "sow-1", "--parent", "nope"), "error: parent item nope not found in SOW sow-1\n"),
+        (
+            ("items", "list", "sow-1", "--parent", "nope", "--json"),
+            "error: parent item nope not found in SOW sow-1\n",
+        ),
+    ]:
+        assert same(modes.both(*args)) == (3, "", message), args
+    # An item with nothing under it lists nothing.
+    for args in (
+        ("deps", "list", "--item", "leaf", "--json"),
+        ("items", "list", "sow-1", "--parent", "leaf", "--json"),
+    ):
+        code, stdout, stderr = same(modes.both(*args))
+        assert (code, json.loads(stdout), stderr) == (0, [], ""), args
+    # An empty filter stays a usage error naming the option, never a lookup.
+    for args, option in (
+        (("deps", "list", "--item", ""), "--item"),
+        (("items", "list", "sow-1", "--parent", ""), "--parent"),
+    ):
+        assert same(modes.both(*args)) == (2, "", f"error: invalid {option} '': must not be empty\n")
 
 
 def test_create_commands_print_only_the_new_id_with_q(modes):

@@ -619,7 +619,7 @@ CLI_CASES = [
             "--line",
             "Bolts:10.00:3",
         ],
-        2,
+        3,  # a string naming no project: not found, and nothing written
     ),
     (
         [
@@ -704,7 +704,7 @@ CLI_CASES = [
             "--line",
             "Bolts:10.00:3",
         ],
-        2,
+        3,  # a string naming no project: not found, and nothing written
     ),
     (
         [

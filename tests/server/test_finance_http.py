@@ -303,8 +303,31 @@ def test_unknown_project(api, path, query):
     assert_error(api.call(path, {**query, "project_id": "999"}), 404, "project 999 not found")
 
 
-def test_unknown_project_for_a_purchase_order(api):
-    assert_error(api.call(PO_PATH, body=po_body(project_id="999")), 404, "project 999 not found")
+@pytest.mark.parametrize("project_id", ["999", "abc", "Tower A", "-101", "101.0", "9" * 30])
+def test_unknown_project_for_a_purchase_order(api, project_id):
+    """project_id is a string: one that is no project number is an unknown project (404),
+    in the same words as an unknown number, and nothing is written."""
+    response = api.call(PO_PATH, body=po_body(project_id=project_id))
+    assert_error(response, 404, "")
+    assert response.json() == {"error": f"project {project_id} not found"}
+    assert stored_orders() == (0, 0)
+    # the scope is checked first, whatever the project
+    response = api.call(PO_PATH, company="comp-nope", body=po_body(project_id=project_id))
+    assert response.json() == {"error": "company comp-nope not found"}
+    assert stored_orders() == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("project_id", "text"),
+    [
+        (101, "Invalid parameter project_id: must be a string"),
+        (None, "Invalid parameter project_id: must not be null"),
+        ("", "Invalid parameter project_id: must be a non-empty id"),
+    ],
+)
+def test_a_project_id_that_is_no_string_id_is_a_bad_request(api, project_id, text):
+    assert_error(api.call(PO_PATH, body=po_body(project_id=project_id)), 400, text)
+    assert stored_orders() == (0, 0)
 
 
 def test_another_organizations_key_sees_only_its_own(api):

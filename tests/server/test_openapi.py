@@ -71,6 +71,8 @@ def test_create_documents_body_status_and_errors(document: dict, registry) -> No
     item_create = document["components"]["schemas"]["ItemCreate"]
     assert set(item_create["required"]) == {"title", "type"}
     assert "parentItemId" in item_create["properties"]
+    # a server ignores an id in the body (only local mode chooses one): not offered
+    assert "id" not in item_create["properties"]
     assert set(spec["responses"]) == {"201", "400", "401", "403", "404", "413", "500", "503"}
     assert spec["responses"]["400"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorA"
@@ -109,6 +111,13 @@ def test_group_b_routes_document_headers_and_rate_limits(document: dict, registr
         assert spec["security"] == [{"apiKey": []}]
         assert "Retry-After" in spec["responses"]["429"]["headers"]
         assert "X-RateLimit-Remaining" in spec["responses"][str(op.status)]["headers"]
+
+
+def test_a_purchase_order_s_project_id_is_any_string_id(document: dict) -> None:
+    """Any string is taken (one that names no project is a 404), so a generated client must
+    not refuse one that is not digits before sending it."""
+    project_id = document["components"]["schemas"]["PurchaseOrderIn"]["properties"]["project_id"]
+    assert project_id["type"] == "string" and "pattern" not in project_id
 
 
 def test_group_c_routes_use_the_group_c_envelope(registry) -> None:

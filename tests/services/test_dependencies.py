@@ -259,7 +259,8 @@ def test_another_organization_sees_nothing(abc) -> None:
     )
     refused(NotFound, "chain.get", OUTSIDER, query={"sowId": sow_id})
     assert call("deps.list", OUTSIDER) == []
-    assert call("deps.list", OUTSIDER, query={"itemId": a}) == []
+    # Filtering by another organization's item: as if it did not exist (a 404, not []).
+    assert refused(NotFound, "deps.list", OUTSIDER, query={"itemId": a}).message == f"item {a} not found"
     # The owner and the local admin see it.
     assert [d["id"] for d in call("deps.list")] == [dep["id"]]
     assert [d["id"] for d in call("deps.list", Caller.local())] == [dep["id"]]
@@ -568,9 +569,20 @@ def test_list_filters(listed: dict[str, str], query: dict, expected: list[str]) 
     assert _ids(real) == [listed[name] for name in expected]
 
 
-def test_list_unknown_item_is_empty_and_unknown_sow_is_404(listed) -> None:
-    assert _ids({"itemId": "nope"}) == []
+def test_list_unknown_item_or_sow_is_404_and_an_item_without_dependencies_is_empty(listed) -> None:
+    assert refused(NotFound, "deps.list", query={"itemId": "nope"}).message == "item nope not found"
+    assert refused(NotFound, "deps.list", query={"itemId": ""}).message == "item  not found"
+    assert refused(NotFound, "deps.list", query={"itemId": "nope", "status": "active"}).status == 404
     assert refused(NotFound, "deps.list", query={"sowId": "nope"}).message == "SOW nope not found"
+    assert refused(NotFound, "deps.list", query={"sowId": "nope", "itemId": "nope"}).message == (
+        "SOW nope not found"
+    )
+    (lone,) = new_items(listed["sow"], 1)
+    assert _ids({"itemId": lone}) == []
+    assert _ids({"itemId": listed["a"], "status": "blocked"}) == []  # the item has others
+    assert _ids({"itemId": listed["a"], "sowId": listed["other_sow"]}) == []
+    # Full rights (local mode) see every organization's items.
+    assert _ids({"itemId": lone}, Caller.local()) == []
 
 
 @pytest.mark.parametrize(

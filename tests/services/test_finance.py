@@ -599,7 +599,9 @@ def test_bad_line_field_is_named(fin, changes, expected):
         ({"title": ""}, "Invalid parameter title: must not be empty"),
         ({"vendor_id": "seven"}, "Invalid parameter vendor_id: must be an integer"),
         ({"vendor_id": True}, "Invalid parameter vendor_id: must be an integer"),
-        ({"project_id": "Tower A"}, "Invalid parameter project_id: must be a string of digits"),
+        ({"project_id": 101}, "Invalid parameter project_id: must be a string"),
+        ({"project_id": None}, "Invalid parameter project_id: must not be null"),
+        ({"project_id": ""}, "Invalid parameter project_id: must be a non-empty id"),
         ({"commitment_id": ["5001"]}, "Invalid parameter commitment_id: must be a string"),
         ({"line_items": []}, "Invalid parameter line_items: must contain at least one line item"),
         ({"line_items": "x"}, "Invalid parameter line_items: "),
@@ -631,6 +633,14 @@ def test_body_must_be_an_object(fin):
         ({"commitment_id": "nope"}, "commitment nope not found in project 101"),
         ({"project_id": "103"}, "project 103 not found"),  # scoped to comp-acme-llc below
         ({"project_id": "999"}, "project 999 not found"),
+        # project_id is a string: one that is no project number names no project either
+        ({"project_id": "abc"}, "project abc not found"),
+        ({"project_id": "Tower A"}, "project Tower A not found"),
+        ({"project_id": "-101"}, "project -101 not found"),
+        ({"project_id": "101.0"}, "project 101.0 not found"),
+        ({"project_id": " 101"}, "project  101 not found"),
+        ({"project_id": "\u0661\u0660\u0661"}, "project \u0661\u0660\u0661 not found"),  # Arabic-Indic digits
+        ({"project_id": "9" * 30}, f"project {'9' * 30} not found"),  # past the largest id
     ],
 )
 def test_unknown_reference_is_not_found_and_nothing_is_written(fin, changes, expected):

@@ -99,6 +99,41 @@ def test_create_ignores_a_status_in_the_body(sow):
     assert m.Item.get_by_id(item["id"]).status == "pending"
 
 
+def test_full_rights_choose_an_item_id(sow):
+    assert create(sow, "T", id="chosen")["id"] == "chosen"
+    assert m.Item.get_by_id("chosen").title == "T"
+    before = snapshot()
+    with pytest.raises(InvalidInput) as info:
+        create(sow, "again", id="chosen")
+    assert info.value.message == "id: item chosen already exists"
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("sent", ["zz", None, 5, "a/b", "", "taken"])
+def test_a_scoped_caller_s_id_is_ignored_like_an_unknown_field(sow, sent):
+    """Item ids are one namespace across organizations: a caller scoped to one (every
+    server request) never chooses one, whatever it sends, nor learns that one is taken."""
+    make_org("org-x", "sow-x")
+    taken = create("sow-x", "another organization's", id="taken")
+    member = Caller(user_id="ada", organization_id="local", role="member")
+    body = {"title": "T", "type": "task_item", "id": sent}
+    item = api("items.create", {"sowId": sow}, body=body, caller=member)
+    assert item["id"] != sent and len(item["id"]) == 36  # a generated uuid
+    assert m.Item.get_by_id(item["id"]).title == "T"
+    assert m.Item.select().where(m.Item.id == "zz").count() == 0
+    assert m.Item.get_by_id("taken").title == taken["title"] == "another organization's"
+    assert m.Item.select().count() == 2
+
+
+def test_the_service_ignores_a_scoped_caller_s_id_too(sow):
+    from sowctl.schemas.items import ItemCreate
+    from sowctl.services import items as item_service
+
+    member = Caller(user_id="ada", organization_id="local", role="member")
+    item = item_service.create_item(member, sow, ItemCreate(title="T", type="task_item", id="zz"))
+    assert item.id != "zz" and m.Item.select().where(m.Item.id == "zz").count() == 0
+
+
 def test_create_records_the_calling_user(sow):
     member = Caller(user_id="ada", organization_id="local", role="member")
     item = api("items.create", {"sowId": sow}, body={"title": "T", "type": "task_item"}, caller=member)
@@ -263,7 +298,28 @@ def test_list_filters_by_type_and_parent(sow):
     assert sorted(ids(type="requirement")) == sorted([r1["id"], r2["id"], r11["id"]])
     assert ids(parentId=r1["id"]) == [t1["id"], r11["id"]]
     assert ids(parentId=r1["id"], type="requirement") == [r11["id"]]
-    assert ids(parentId="nope") == []
+    assert ids(parentId=t1["id"]) == []  # an item of the SOW with no children
+
+
+def test_list_by_a_parent_that_is_no_item_of_the_sow_is_not_found(sow):
+    """Like an unknown SOW, and in create's words: a filter naming no item is a 404, not an
+    empty list that looks like an item without children."""
+    api("sows.create", body={"title": "Other", "id": "sow-2"})
+    elsewhere = create("sow-2", "in sow-2")
+    make_org("org-x", "sow-x")
+    foreign = api("items.create", {"sowId": "sow-x"}, body={"title": "x", "type": "task_item"})
+    for parent in ("nope", elsewhere["id"], foreign["id"], ""):
+        with pytest.raises(NotFound) as info:
+            api("items.list", {"sowId": sow}, {"parentId": parent})
+        assert info.value.message == f"parent item {parent} not found in SOW {sow}"
+        with pytest.raises(NotFound):
+            api("items.list", {"sowId": sow}, {"parentId": parent, "type": "requirement"})
+    # A caller of another organization is told about the SOW, never about the parent.
+    member = Caller(user_id="u", organization_id="org-x", role="member")
+    with pytest.raises(NotFound, match="SOW sow-1 not found"):
+        api("items.list", {"sowId": sow}, {"parentId": "nope"}, caller=member)
+    with pytest.raises(NotFound, match=f"parent item {elsewhere['id']} not found in SOW sow-x"):
+        api("items.list", {"sowId": "sow-x"}, {"parentId": elsewhere["id"]}, caller=member)
 
 
 def test_list_of_an_unknown_sow_is_not_found(db):
