@@ -8,21 +8,11 @@ it lists nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from sowctl import models as m
 from sowctl.services.access import Caller
-from tests.server.test_server_api import Api, assert_group_a_error, create_item, make_api
-
-
-@pytest.fixture
-def api(migrated_db_url: str) -> Iterator[Api]:
-    api = make_api(migrated_db_url)
-    yield api
-    api.client.close()
-    m.database_proxy.obj.close()
+from tests.support.server_api import Api, assert_group_a_error, create_item
 
 
 def other_org_item() -> str:
@@ -153,7 +143,7 @@ def test_an_item_of_another_sow_of_the_organization_is_no_parent_here(api: Api) 
     from sowctl.schemas.sows import SowCreate
     from sowctl.services import items as item_service
     from sowctl.services import sows as sow_service
-    from tests.server.test_server_api import PROJECT_A
+    from tests.support.server_api import PROJECT_A
 
     local = Caller.local()
     sow_service.create_sow(local, SowCreate(title="Phase 2", project_id=PROJECT_A, id="sow-a2"))
