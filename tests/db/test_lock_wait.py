@@ -157,9 +157,10 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
                 writer.start()
             writers[0].join(timeout=1.0)  # give them time to reach the lock (not an assertion)
             for _ in range(5):
-                # Well inside the writers' 20 s: a read that waited for them would time out.
-                # (5 s timed out once on a CI machine loaded by two suites at once.)
-                read = httpx.get(server.url + items_url, headers=auth, timeout=10)
+                # Inside the writers' 20 s: a read that waited for them would time out.
+                # (5 s, then 10 s, timed out once each on a CI machine running two suites
+                # on four pytest workers and two CPUs; the writers' wait is what matters.)
+                read = httpx.get(server.url + items_url, headers=auth, timeout=17)
                 assert read.status_code == 200
             assert not any(reply.status_code in (200, 201) for reply in replies + counted)  # still held
         for writer in writers:
