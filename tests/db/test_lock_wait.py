@@ -137,7 +137,7 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
     auth = {"Authorization": f"Bearer {token}"}
     items_url = f"/api/sow/{demo_data.DEMO_SOW}/items"
     # The server's writers would wait 20 s: longer than this test holds the lock.
-    server = Server(path, env={"SOWCTL_DB_LOCK_TIMEOUT": "20"})
+    server = Server(path, quiet=False, env={"SOWCTL_DB_LOCK_TIMEOUT": "20"})  # its log, if it fails
     replies: list[httpx.Response] = []
     counted: list[httpx.Response] = []
 
@@ -160,7 +160,12 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
                 # Inside the writers' 20 s: a read that waited for them would time out.
                 # (5 s, then 10 s, timed out once each on a CI machine running two suites
                 # on four pytest workers and two CPUs; the writers' wait is what matters.)
-                read = httpx.get(server.url + items_url, headers=auth, timeout=17)
+                try:
+                    read = httpx.get(server.url + items_url, headers=auth, timeout=17)
+                except httpx.TimeoutException:
+                    pytest.fail(
+                        "a read waited for the writers; the server's log:\n" + "\n".join(server.stderr)
+                    )
                 assert read.status_code == 200
             assert not any(reply.status_code in (200, 201) for reply in replies + counted)  # still held
         for writer in writers:
