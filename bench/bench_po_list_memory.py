@@ -11,8 +11,9 @@ JSON. The demo dataset is imported into a fresh SQLite file and 100 orders of 1,
 directly, as the importer would leave them. ``sowctl serve --quiet`` (1 worker,
 ``--threads``, default 9 so that 8 clients all run at once) answers ``--clients`` such
 requests sent at once, each read as a stream and dropped. Printed: the worker's resident
-memory after a warm-up request of one order (VmRSS) and its peak (VmHWM), the statuses, the body size and its SHA-256
-(the same before and after a change: the bytes did not change), and the wall time.
+memory after a warm-up request of one order (VmRSS) and its peak (VmHWM), the answers by
+status, the body size and its SHA-256 (the same before and after a change: the bytes did not
+change), and the wall time.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -153,11 +155,11 @@ def main() -> None:
             peak = served.memory("VmHWM")
         finally:
             served.stop()
-    statuses = sorted({status for status, *_ in results})
+    statuses = dict(sorted(Counter(status for status, *_ in results).items()))
     sizes = sorted({(size, digest, total) for status, size, digest, total in results if status == 200})
     print(
         f"{args.clients} clients x page of {args.orders} orders x {args.lines:,} lines "
-        f"({args.threads} threads): statuses {statuses}, "
+        f"({args.threads} threads): answers by status {statuses}, "
         + ", ".join(f"{n / 1e6:,.1f} MB sha256 {digest} X-Total-Count {total}" for n, digest, total in sizes)
     )
     print(

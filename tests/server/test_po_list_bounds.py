@@ -259,6 +259,28 @@ def test_a_failure_after_the_first_chunk_cuts_the_answer_and_is_logged(
         json.loads(b"".join(sent))
 
 
+def test_a_page_being_sent_holds_a_report_slot_and_one_more_gets_503(
+    site: dict[str, Any], migrated_db_url: str
+) -> None:
+    settings = ServerSettings(
+        report_slots=1, report_slot_wait=0.2, rate_per_minute=1000, rate_per_day=100_000
+    )
+    app = create_app(migrated_db_url, settings)
+    chunks, status, close = raw_get(app, "project_id=101&limit=100", site["headers"])
+    try:
+        assert status[0].startswith("200") and next(chunks).startswith(b'{"data":[')
+        with wsgi_client(app, headers=site["headers"]) as client:
+            refused = client.get(PATH, params={"project_id": "101", "limit": "1"})
+            assert refused.status_code == 503
+            assert refused.json() == {"error": "the server is busy with other reports; retry later"}
+            assert refused.headers["retry-after"] == "1" and refused.headers["x-ratelimit-remaining"] == "998"
+            assert client.get("/api/external/budget-views", params={"project_id": "101"}).status_code == 200
+    finally:
+        close()  # the client went away: its slot is free
+    with wsgi_client(app, headers=site["headers"]) as client:
+        assert client.get(PATH, params={"project_id": "101", "limit": "1"}).content == reference(limit=1)
+
+
 # --- the streamed encoding of lazy arrays ---------------------------------------------------
 
 json_values = st.recursive(
