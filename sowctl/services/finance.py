@@ -383,8 +383,10 @@ def list_purchase_orders(
     lines, ``_ORDER_BATCH`` at a time (two queries a batch) as the array is read. A page is
     up to 100 orders of up to 1,000 lines each, some 100 MB of JSON from data a caller wrote
     in 1 MiB requests: the server writes it as it is made and so holds one batch, not the
-    page. Orders are never changed or deleted once written (and their lines are written
-    with them), so the batches read later find what the ids named."""
+    page. Orders are never changed once written, and their lines are written with them; only
+    the test double's reset deletes them, and it waits for the body to close (its gate). So
+    the batches read later find what the ids named. They run outside any transaction: none
+    is held open while a slow client reads."""
     project = project_for(caller, company_id, project_id)
     of_project = m.PurchaseOrder.financial_project == project.id
     ids_query = m.PurchaseOrder.select(m.PurchaseOrder.id).where(of_project).order_by(m.PurchaseOrder.id)
