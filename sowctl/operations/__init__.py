@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from sowctl.errors import NotFound
 from sowctl.schemas.common import escape_unstorable, has_unstorable, parse
+from sowctl.schemas.lazy import materialize
 
 if TYPE_CHECKING:
     from sowctl.services.access import Caller
@@ -89,8 +90,10 @@ class Operation:
     paginated: bool = False  # Group A/B page+limit lists with X-Total-Count
     list_key: str | None = None  # Group C: the body key holding the page's records
     write: bool = False
-    # A whole-SOW report, whose body grows with the SOW's data times the titles it repeats:
-    # the server streams its body and bounds how many run at once (ServerSettings.report_slots).
+    # An answer whose size the caller chooses: a whole-SOW report, whose body grows with the
+    # SOW's data times the titles it repeats, or a page of purchase orders of up to 1,000 lines
+    # each (its orders a ``schemas.lazy.LazyArray``, made as they are written). The server
+    # streams its body and bounds how many run at once (ServerSettings.report_slots).
     report: bool = False
     # Extension routes are ours, not the service's; documented as such in OpenAPI.
     extension: bool = False
@@ -202,10 +205,10 @@ def call_local(
     body: Any = None,
     **extra: Any,
 ) -> Any:
-    """Run an operation in process, unpaged, and return its JSON body."""
+    """Run an operation in process, unpaged, and return its JSON body (lazy arrays made lists)."""
     op = get(name)
     missing = [p for p in op.path_params if not (params or {}).get(p)]
     if missing:
         raise NotFound(f"missing path parameter {missing[0]}")
     request = build_request(op, caller, params, query, body, unpaged=True, **extra)
-    return op.run(request).body
+    return materialize(op.run(request).body)

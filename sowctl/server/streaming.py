@@ -11,6 +11,8 @@ shared by the entries) plus a chunk, whatever the body's size.
 Arrays and objects are walked member by member; runs of small members (``_is_small``: no
 array of containers inside, so their size is that of the stored strings they hold, not a
 count of repeats) are encoded together by the C encoder, in batches of about a chunk.
+A ``LazyArray`` (a page of purchase orders) is written member by member as its members are
+made, so only the member being written is held, not the array.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from sowctl.schemas.lazy import LazyArray
 from sowctl.server.responses import log_exception
 
 CHUNK_CHARS = 32 * 1024  # 32 to 128 KiB of UTF-8
 _MAX_BATCH = 1024
-_CONTAINERS = frozenset({dict, list, tuple})
+_CONTAINERS = frozenset({dict, list, tuple, LazyArray})
 
 # The same options as sowctl.server.http.json_bytes, so the bytes are the same.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -60,6 +63,9 @@ def iter_json(value: Any, chunk_chars: int = CHUNK_CHARS) -> Iterator[bytes]:
 def _container(value: Any) -> Iterator[str | tuple[Any]]:
     """The text of a large array or object: its small members in runs (one C-encoder call each,
     batched to make about a chunk), commas, brackets; each large member as ``(member,)``."""
+    if type(value) is LazyArray:
+        yield from _lazy(value)
+        return
     if isinstance(value, dict):
         items = list(value.items())
         values: Sequence[Any] = [item for _name, item in items]
@@ -88,6 +94,21 @@ def _container(value: Any) -> Iterator[str | tuple[Any]]:
     yield "]" if items is None else "}"
 
 
+def _lazy(value: LazyArray) -> Iterator[str | tuple[Any]]:
+    """The text of a lazy array: each member as it is made, encoded whole when small (its members
+    are made in batches already, and are not kept to be encoded together)."""
+    yield "["
+    comma = ""
+    for member in value:
+        if _is_small(member):
+            yield comma + _encode(member)
+        else:
+            yield comma
+            yield (member,)
+        comma = ","
+    yield "]"
+
+
 def _key(key: Any) -> str:
     """An object key as json writes it (a non-string key becomes a string, as in json.dumps)."""
     return _encode({key: None})[1:-6]
@@ -100,9 +121,13 @@ def _is_small(value: Any) -> bool:
     types, not isinstance: twice as fast on the report's many entries; a subclass is encoded
     whole, correctly.)"""
     kind = type(value)
+    if kind is LazyArray:
+        return False
     if kind is dict:
         for item in value.values():
             kind = type(item)
+            if kind is LazyArray:
+                return False
             if kind is dict:
                 for inner in item.values():
                     if type(inner) in _CONTAINERS:

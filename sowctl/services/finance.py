@@ -8,13 +8,15 @@ record outside that scope is "not found", exactly as if it did not exist.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
+from typing import Any
 
 from sowctl import clock, money
 from sowctl import models as m
-from sowctl.db import write_transaction
+from sowctl.db import with_retries, write_transaction
 from sowctl.errors import NotFound
+from sowctl.schemas.common import dump
 from sowctl.schemas.finance import (
     MAX_ID,
     BudgetViewList,
@@ -27,7 +29,6 @@ from sowctl.schemas.finance import (
     PrimeContractResponse,
     PurchaseOrderIn,
     PurchaseOrderLineOut,
-    PurchaseOrderList,
     PurchaseOrderOptions,
     PurchaseOrderOut,
     SnapshotDetail,
@@ -39,11 +40,14 @@ from sowctl.schemas.finance import (
     UserRef,
     VendorRef,
 )
+from sowctl.schemas.lazy import LazyArray
 from sowctl.services.access import Caller, organization_exists, organization_not_found
 from sowctl.services.lookup import Lookup, hydrate
 
 MONEY_COLUMNS = ("original_budget", "current_budget", "committed", "spent", "projected_total")
 _CHUNK = 500
+# Purchase orders read and answered at a time: up to 10 x 1,000 lines (bench/bench_po_list_memory.py).
+_ORDER_BATCH = 10
 
 
 # --- scope --------------------------------------------------------------------
@@ -359,65 +363,111 @@ def create_purchase_order(caller: Caller, company_id: str | None, data: Purchase
             )
             for index, line in enumerate(data.line_items)
         ]
-    return _order_out(order, vendor, [(line, cost_codes[line.cost_code_id]) for line in lines])
+    order_values = (order.id, order.number, order.status, order.title, vendor.id, vendor.name)
+    amounts = (order.original_amount, order.revised_amount, order.total_amount)
+    codes = [cost_codes[line.cost_code_id] for line in lines]
+    line_values = [
+        (line.id, line.description, line.amount, code.id, code.full_code, code.name)
+        for line, code in zip(lines, codes, strict=True)
+    ]
+    return _order_out((*order_values, *amounts), line_values)
 
 
 def list_purchase_orders(
     caller: Caller, company_id: str | None, project_id: int, *, offset: int = 0, limit: int | None = None
-) -> tuple[PurchaseOrderList, int]:
-    """A page of the project's purchase orders, oldest first, and how many there are
-    (a sowctl extension; ``limit=None`` is every order, for local mode)."""
+) -> tuple[LazyArray, int]:
+    """A page of the project's purchase orders, oldest first, as JSON objects, and how many
+    there are (a sowctl extension; ``limit=None`` is every order, for local mode).
+
+    The scope and the page's order ids are read here; the orders themselves, with their
+    lines, ``_ORDER_BATCH`` at a time (two queries a batch) as the array is read. A page is
+    up to 100 orders of up to 1,000 lines each, some 100 MB of JSON from data a caller wrote
+    in 1 MiB requests: the server writes it as it is made and so holds one batch, not the
+    page. Orders are never changed once written, and their lines are written with them; only
+    the test double's reset deletes them, and it waits for the body to close (its gate). So
+    the batches read later find what the ids named. They run outside any transaction: none
+    is held open while a slow client reads."""
     project = project_for(caller, company_id, project_id)
     of_project = m.PurchaseOrder.financial_project == project.id
-    query = m.PurchaseOrder.select(m.PurchaseOrder, m.Vendor).join(m.Vendor).where(of_project)
-    orders = list(query.order_by(m.PurchaseOrder.id).offset(offset or None).limit(limit))
-    if limit is None or (offset == 0 and len(orders) < limit):
-        total = offset + len(orders)
+    ids_query = m.PurchaseOrder.select(m.PurchaseOrder.id).where(of_project).order_by(m.PurchaseOrder.id)
+    ids = [order_id for (order_id,) in ids_query.offset(offset or None).limit(limit).tuples()]
+    if limit is None or (offset == 0 and len(ids) < limit):
+        total = offset + len(ids)
     else:
         total = m.PurchaseOrder.select().where(of_project).count()
-    lines = _lines_of([order.id for order in orders])
-    page = PurchaseOrderList(data=[_order_out(order, order.vendor, lines[order.id]) for order in orders])
-    return page, total
+    return LazyArray(_orders_in_batches(ids)), total
 
 
-def _lines_of(order_ids: Sequence[int]) -> dict[int, list[tuple[m.PurchaseOrderLine, m.CostCode]]]:
-    found: dict[int, list[tuple[m.PurchaseOrderLine, m.CostCode]]] = defaultdict(list)
-    for chunk in _chunks(order_ids):
-        rows = (
-            m.PurchaseOrderLine.select(m.PurchaseOrderLine, m.CostCode)
-            .join(m.CostCode)
-            .where(m.PurchaseOrderLine.purchase_order.in_(chunk))
-            .order_by(
-                m.PurchaseOrderLine.purchase_order, m.PurchaseOrderLine.position, m.PurchaseOrderLine.id
-            )
-        )
-        for row in rows:
-            found[row.purchase_order_id].append((row, row.cost_code))
-    return found
+def _orders_in_batches(ids: Sequence[int]) -> Iterator[dict[str, Any]]:
+    for batch in _chunks(ids, _ORDER_BATCH):
+        orders, lines = with_retries(lambda batch=batch: _read_batch(batch))
+        for row in orders:
+            yield dump(_order_out(row, lines.pop(row[0], ())))
 
 
-def _order_out(
-    order: m.PurchaseOrder,
-    vendor: m.Vendor,
-    lines: Iterable[tuple[m.PurchaseOrderLine, m.CostCode]],
-) -> PurchaseOrderOut:
+def _read_batch(ids: Sequence[int]) -> tuple[list[tuple], dict[int, list[tuple]]]:
+    """The orders of ``ids`` (``_ORDER_COLUMNS``, by id) and their lines (``_LINE_COLUMNS``
+    by order, in position order): one query each, rows as tuples, not model instances."""
+    po, line = m.PurchaseOrder, m.PurchaseOrderLine
+    orders = list(
+        po.select(*_ORDER_COLUMNS).join(m.Vendor).where(po.id.in_(list(ids))).order_by(po.id).tuples()
+    )
+    found: dict[int, list[tuple]] = defaultdict(list)
+    rows = (
+        line.select(line.purchase_order, *_LINE_COLUMNS)
+        .join(m.CostCode)
+        .where(line.purchase_order.in_(list(ids)))
+        .order_by(line.purchase_order, line.position, line.id)
+        .tuples()
+    )
+    for order_id, *values in rows:
+        found[order_id].append(values)
+    return orders, found
+
+
+# The columns _order_out reads, in its order.
+_ORDER_COLUMNS = (
+    m.PurchaseOrder.id,
+    m.PurchaseOrder.number,
+    m.PurchaseOrder.status,
+    m.PurchaseOrder.title,
+    m.Vendor.id,
+    m.Vendor.name,
+    m.PurchaseOrder.original_amount,
+    m.PurchaseOrder.revised_amount,
+    m.PurchaseOrder.total_amount,
+)
+_LINE_COLUMNS = (
+    m.PurchaseOrderLine.id,
+    m.PurchaseOrderLine.description,
+    m.PurchaseOrderLine.amount,
+    m.CostCode.id,
+    m.CostCode.full_code,
+    m.CostCode.name,
+)
+
+
+def _order_out(order: Sequence[Any], lines: Iterable[Sequence[Any]]) -> PurchaseOrderOut:
+    """The answer for one order: ``order`` holds the values of ``_ORDER_COLUMNS``, each line
+    those of ``_LINE_COLUMNS``."""
+    order_id, number, status, title, vendor_id, vendor_name, original, revised, total = order
     return PurchaseOrderOut(
-        id=order.id,
-        number=order.number,
-        status=order.status,
-        title=order.title,
-        vendor={"id": vendor.id, "name": vendor.name},
-        original_amount=Decimal(order.original_amount),
-        revised_amount=Decimal(order.revised_amount),
-        total_amount=Decimal(order.total_amount),
+        id=order_id,
+        number=number,
+        status=status,
+        title=title,
+        vendor=VendorRef(id=vendor_id, name=vendor_name),
+        original_amount=Decimal(original),
+        revised_amount=Decimal(revised),
+        total_amount=Decimal(total),
         line_items=[
             PurchaseOrderLineOut(
-                id=line.id,
-                description=line.description,
-                amount=Decimal(line.amount),
-                cost_code=CostCodeRef(id=code.id, full_code=code.full_code, name=code.name),
+                id=line_id,
+                description=description,
+                amount=Decimal(amount),
+                cost_code=CostCodeRef(id=code_id, full_code=full_code, name=name),
             )
-            for line, code in lines
+            for line_id, description, amount, code_id, full_code, name in lines
         ],
     )
 

@@ -1,0 +1,314 @@
+"""What one API key can make a worker hold with the purchase-order list: a page is made a
+batch of orders at a time and written as it is made, with the same bytes and headers.
+
+Before: a page of 100 orders of 1,000 lines each (about 106 MB of JSON, from orders created
+in 1 MiB requests) was built whole, and 8 such requests took a worker to 1-4 GB
+(bench/bench_po_list_memory.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sowctl import models as m
+from sowctl import money, operations
+from sowctl.schemas.finance import PurchaseOrderIn
+from sowctl.schemas.lazy import LazyArray
+from sowctl.server.app import create_app
+from sowctl.server.http import json_bytes
+from sowctl.server.settings import ServerSettings
+from sowctl.server.streaming import CHUNK_CHARS, iter_json
+from sowctl.services import finance
+from sowctl.services.access import Caller
+from tests.support.client import SERVER, route_remote_in_process, wsgi_client
+from tests.support.finance import COMPANY, ORG, build_finance, po_body
+
+ORDERS = 25  # three batches of finance._ORDER_BATCH (10)
+LINES = 40
+PATH = "/api/external/purchase-orders"
+
+
+@pytest.fixture
+def site(migrated_db_url: str) -> Iterator[dict[str, Any]]:
+    """An app on project 101 with ``ORDERS`` orders of ``LINES`` lines of long, non-ASCII
+    descriptions (a page of them is many chunks), and a key of its organization."""
+    app = create_app(migrated_db_url, ServerSettings(rate_per_minute=1000, rate_per_day=100_000))
+    data = build_finance()
+    for n in range(ORDERS):
+        lines = [
+            {
+                "description": f"{n}.{p} é\u2028\U0001f600 " + "x" * 900,
+                "amount": f"{p}.05",
+                "cost_code_id": 3 + p % 2,
+            }
+            for p in range(LINES)
+        ]
+        body = po_body(title=f'Order {n} "quoted"', line_items=lines, status="issued" if n % 2 else "draft")
+        finance.create_purchase_order(Caller.local(ORG), COMPANY, PurchaseOrderIn.model_validate(body))
+    headers = {"x-api-key": data.key, "x-organization-id": ORG, "x-company-id": COMPANY}
+    client = wsgi_client(app, headers=headers)
+    yield {"app": app, "client": client, "headers": headers}
+    client.close()
+
+
+def reference(project: int = 101, offset: int = 0, limit: int = 100) -> bytes:
+    """The page as JSON, built from the stored rows here, independently of the service."""
+    orders = (
+        m.PurchaseOrder.select()
+        .where(m.PurchaseOrder.financial_project == project)
+        .order_by(m.PurchaseOrder.id)
+        .offset(offset)
+        .limit(limit)
+    )
+    data = []
+    for order in orders:
+        lines = order.lines.order_by(m.PurchaseOrderLine.position, m.PurchaseOrderLine.id)
+        data.append(
+            {
+                "id": order.id,
+                "number": order.number,
+                "status": order.status,
+                "title": order.title,
+                "vendor": {"id": order.vendor.id, "name": order.vendor.name},
+                "original_amount": money.to_string(order.original_amount),
+                "revised_amount": money.to_string(order.revised_amount),
+                "total_amount": money.to_string(order.total_amount),
+                "line_items": [
+                    {
+                        "id": line.id,
+                        "description": line.description,
+                        "amount": money.to_string(line.amount),
+                        "cost_code": {
+                            "id": line.cost_code.id,
+                            "full_code": line.cost_code.full_code,
+                            "name": line.cost_code.name,
+                        },
+                    }
+                    for line in lines
+                ],
+            }
+        )
+    return json_bytes({"data": data})
+
+
+def raw_get(app: Any, query: str, headers: dict[str, str]) -> tuple[Iterator[bytes], tuple[str, list], Any]:
+    """GET the list from ``app`` as a WSGI server does; (body iterator, (status, headers), close)."""
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": PATH,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "test",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.errors": io.StringIO(),
+        **{"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()},
+    }
+    seen: list[tuple[str, list]] = []
+    body = app(environ, lambda status, headers, exc_info=None: seen.append((status, headers)))
+    return iter(body), seen[0], getattr(body, "close", lambda: None)
+
+
+# --- the bytes and headers ------------------------------------------------------------------
+
+
+def test_a_large_page_is_streamed_with_the_bytes_json_would_give(site: dict[str, Any]) -> None:
+    expected = reference(limit=20)
+    assert len(expected) > 8 * CHUNK_CHARS  # many chunks
+    response = site["client"].get(PATH, params={"project_id": "101", "limit": "20"})
+    assert response.status_code == 200
+    assert response.content == expected
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["x-total-count"] == str(ORDERS)
+    link = response.headers["link"]
+    assert 'page=2&limit=20>; rel="next"' in link and 'page=2&limit=20>; rel="last"' in link
+    assert response.headers["x-ratelimit-remaining"] == "999"  # charged once, before the body
+
+    chunks, status, close = raw_get(site["app"], "project_id=101&limit=20", site["headers"])
+    try:
+        sizes = [len(chunk) for chunk in chunks]
+    finally:
+        close()
+    header_names = {name.lower() for name, _ in status[1]}
+    assert status[0].startswith("200") and "content-length" not in header_names
+    assert {"x-total-count", "link", "x-ratelimit-remaining"} <= header_names
+    assert len(sizes) > 3 and max(sizes) < 4 * (2 * CHUNK_CHARS + 20_000)
+
+
+def test_every_page_and_the_totals_match_the_stored_orders(site: dict[str, Any]) -> None:
+    pages = []
+    for page in (1, 2, 3):
+        response = site["client"].get(PATH, params={"project_id": "101", "page": str(page), "limit": "10"})
+        assert response.content == reference(offset=(page - 1) * 10, limit=10)
+        assert response.headers["x-total-count"] == str(ORDERS)
+        pages.append(response)
+    assert len(pages[2].json()["data"]) == ORDERS - 20
+    assert 'rel="prev"' in pages[2].headers["link"] and 'rel="next"' not in pages[2].headers["link"]
+    assert 'rel="next"' in pages[0].headers["link"] and 'rel="prev"' not in pages[0].headers["link"]
+
+
+def test_a_small_page_is_answered_whole_with_content_length(site: dict[str, Any]) -> None:
+    order = site["client"].post(
+        "/api/external/create-purchase-order",
+        json=po_body(project_id="102", commitment_id="5002", vendor_id=8),
+        headers={"organization-id": ORG, "company-id": COMPANY},
+    )
+    assert order.status_code == 200, order.text
+    response = site["client"].get(PATH, params={"project_id": "102"})
+    assert response.json() == {"data": [order.json()]}
+    assert response.content == reference(project=102)
+    assert response.headers["content-length"] == str(len(response.content))
+    assert response.headers["x-total-count"] == "1"
+
+
+@pytest.mark.parametrize(("project", "page", "total"), [("102", "1", "0"), ("101", "9", str(ORDERS))])
+def test_an_empty_page(site: dict[str, Any], project: str, page: str, total: str) -> None:
+    response = site["client"].get(PATH, params={"project_id": project, "page": page, "limit": "10"})
+    assert response.status_code == 200
+    assert response.content == b'{"data":[]}'
+    assert response.headers["content-length"] == "11"
+    assert response.headers["x-total-count"] == total
+
+
+def test_local_mode_gets_every_order_as_a_list(site: dict[str, Any]) -> None:
+    body = operations.call_local("finance.list_pos", Caller.local(ORG), query={"project_id": "101"})
+    assert isinstance(body["data"], list) and len(body["data"]) == ORDERS
+    assert json_bytes(body) == reference()
+
+
+# --- made as it is written --------------------------------------------------------------------
+
+
+def test_the_page_is_read_a_batch_at_a_time_as_it_is_written(
+    site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[list[int]] = []
+    real = finance._read_batch
+
+    def recording(ids: Any) -> Any:
+        read.append(list(ids))
+        return real(ids)
+
+    monkeypatch.setattr(finance, "_read_batch", recording)
+    chunks, status, close = raw_get(site["app"], "project_id=101&limit=100", site["headers"])
+    try:
+        assert status[0].startswith("200")
+        assert len(read) == 1  # what the answer's first two chunks needed: one batch
+        first = next(chunks)
+        assert len(read) == 1 and first.startswith(b'{"data":[{"id":')
+        rest = b"".join(chunks)
+    finally:
+        close()
+    ids = [
+        order_id
+        for (order_id,) in m.PurchaseOrder.select(m.PurchaseOrder.id).order_by(m.PurchaseOrder.id).tuples()
+    ]
+    assert read == [ids[0:10], ids[10:20], ids[20:25]]  # two queries a batch: no query per order
+    assert first + rest == reference()
+
+
+def test_a_failure_before_the_first_chunk_is_an_answer_in_the_envelope(
+    site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(ids: Any) -> Any:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(finance, "_read_batch", broken)
+    response = site["client"].get(PATH, params={"project_id": "101"})
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal server error"}
+    assert "secret internals" not in response.text
+    assert response.headers["x-ratelimit-remaining"] == "999"
+
+
+def test_a_failure_after_the_first_chunk_cuts_the_answer_and_is_logged(
+    site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status and headers are sent by then: the server can only cut the connection (a
+    client sees a body that ends early, never a whole-looking wrong one)."""
+    real = finance._read_batch
+    calls: list[int] = []
+
+    def fails_third(ids: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("secret internals")
+        return real(ids)
+
+    monkeypatch.setattr(finance, "_read_batch", fails_third)
+    chunks, status, close = raw_get(site["app"], "project_id=101&limit=100", site["headers"])
+    sent = []
+    try:
+        assert status[0].startswith("200")
+        with pytest.raises(RuntimeError):
+            for chunk in chunks:
+                sent.append(chunk)
+    finally:
+        close()
+    assert sent and reference().startswith(b"".join(sent))  # what was sent is the page's start
+    assert len(b"".join(sent)) < len(reference())
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(b"".join(sent))
+
+
+def test_a_page_being_sent_holds_a_report_slot_and_one_more_gets_503(
+    site: dict[str, Any], migrated_db_url: str
+) -> None:
+    settings = ServerSettings(
+        report_slots=1, report_slot_wait=0.2, rate_per_minute=1000, rate_per_day=100_000
+    )
+    app = create_app(migrated_db_url, settings)
+    chunks, status, close = raw_get(app, "project_id=101&limit=100", site["headers"])
+    try:
+        assert status[0].startswith("200") and next(chunks).startswith(b'{"data":[')
+        with wsgi_client(app, headers=site["headers"]) as client:
+            refused = client.get(PATH, params={"project_id": "101", "limit": "1"})
+            assert refused.status_code == 503
+            assert refused.json() == {"error": "the server is busy with other reports; retry later"}
+            assert refused.headers["retry-after"] == "1" and refused.headers["x-ratelimit-remaining"] == "998"
+            assert client.get("/api/external/budget-views", params={"project_id": "101"}).status_code == 200
+    finally:
+        close()  # the client went away: its slot is free
+    with wsgi_client(app, headers=site["headers"]) as client:
+        assert client.get(PATH, params={"project_id": "101", "limit": "1"}).content == reference(limit=1)
+
+
+# --- the streamed encoding of lazy arrays ---------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=4), inner, max_size=5),
+    max_leaves=40,
+)
+
+
+@given(st.lists(json_values, max_size=8), st.sampled_from([1, 5, 64]))
+def test_a_lazy_array_is_written_as_json_would_write_the_list(members: list, chunk_chars: int) -> None:
+    assert b"".join(iter_json(LazyArray(members), chunk_chars)) == json_bytes(members)
+    wrapped = {"total": 1, "data": LazyArray(members), "after": [1, {"a": "b"}]}
+    expected = json_bytes({"total": 1, "data": members, "after": [1, {"a": "b"}]})
+    assert b"".join(iter_json(wrapped, chunk_chars)) == expected
+    assert b"".join(iter_json([0, LazyArray(members)], chunk_chars)) == json_bytes([0, members])
+
+
+def test_po_list_json_is_one_array_in_local_and_remote_mode(
+    site: dict[str, Any], cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = json.loads(reference())["data"]
+    local = cli("po", "list", "--project", "101", "--json")
+    assert (local.exit_code, local.stderr) == (0, "")
+    assert json.loads(local.stdout) == expected
+    route_remote_in_process(monkeypatch, site["app"])
+    monkeypatch.delenv("SOWCTL_DB")
+    scope = ["--api-key", site["headers"]["x-api-key"], "--org", ORG, "--company", COMPANY]
+    remote = cli("--server", SERVER, *scope, "po", "list", "--project", "101", "--json")
+    assert (remote.exit_code, remote.stderr) == (0, "")
+    assert remote.stdout == local.stdout  # every page (20 orders each), as one array
