@@ -61,7 +61,7 @@ from sowctl.server.slots import Slots
 from sowctl.server.streaming import StreamedJson
 
 EXPOSED_HEADERS = cors.EXPOSE_HEADERS
-REPORTS_BUSY = "the server is busy with other reports; retry later"
+REPORTS_BUSY = "the server is busy with other large answers; retry later"
 
 
 def create_app(

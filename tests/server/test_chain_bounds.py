@@ -210,7 +210,7 @@ def test_with_every_report_slot_held_other_requests_go_on_and_one_more_report_ge
         refused = client.get(_chain_url(site))
         assert refused.status_code == 503
         assert refused.headers["retry-after"] == "1"
-        assert refused.json() == {"error": "the server is busy with other reports; retry later"}
+        assert refused.json() == {"error": "the server is busy with other large answers; retry later"}
         assert refused.headers["x-request-id"] and refused.headers["x-content-type-options"] == "nosniff"
     blocked.set()
 

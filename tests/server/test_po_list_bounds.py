@@ -272,7 +272,7 @@ def test_a_page_being_sent_holds_a_report_slot_and_one_more_gets_503(
         with wsgi_client(app, headers=site["headers"]) as client:
             refused = client.get(PATH, params={"project_id": "101", "limit": "1"})
             assert refused.status_code == 503
-            assert refused.json() == {"error": "the server is busy with other reports; retry later"}
+            assert refused.json() == {"error": "the server is busy with other large answers; retry later"}
             assert refused.headers["retry-after"] == "1" and refused.headers["x-ratelimit-remaining"] == "998"
             assert client.get("/api/external/budget-views", params={"project_id": "101"}).status_code == 200
     finally:
