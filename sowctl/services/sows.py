@@ -70,27 +70,45 @@ def _insert(sow_id: str, organization_id: str, project_id: str, title: str) -> m
         return m.Sow.create(key=clock.new_id(), created_at=clock.now(), **fields)
 
 
-def list_sows(caller: Caller, project_id: str | None = None) -> list[SowOut]:
-    count = pw.fn.COUNT(m.Item.id)
-    query = (
-        m.Sow.select(m.Sow, count.alias("item_count"))
-        .join(m.Project)
-        .switch(m.Sow)
-        .join(m.Item, pw.JOIN.LEFT_OUTER)
-        .group_by(m.Sow.key)
-        .order_by(m.Sow.created_at, m.Sow.id, m.Sow.key)
-    )
+def list_sows(
+    caller: Caller, project_id: str | None = None, *, offset: int = 0, limit: int | None = None
+) -> tuple[list[SowOut], int]:
+    """A page of the caller's SOWs, oldest first, and the number of all matches (``limit``
+    None and no ``offset``: every SOW, as local mode lists them).
+
+    Item counts are read for the page's SOWs only, so a page costs the same whatever the
+    organization holds besides it."""
+    query = m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.project, m.Sow.title, m.Sow.created_at).join(m.Project)
     if caller.organization_id is not None:
         query = query.where(m.Sow.organization == caller.organization_id)
     if project_id is not None:
         query = query.where(m.Sow.project == project_id)
-    return [
+    paged = bool(offset) or limit is not None
+    total = query.count() if paged else None
+    page = query.order_by(m.Sow.created_at, m.Sow.id, m.Sow.key)
+    if limit is not None:
+        page = page.limit(limit)
+    if offset:
+        page = page.offset(offset)
+    sows = list(page)
+    # Unpaged, the keys are every match: the filter itself selects them, not a parameter each.
+    keys = [sow.key for sow in sows] if paged else query.select(m.Sow.key)
+    counts = _item_counts(keys) if sows else {}
+    out = [
         SowOut(
             id=sow.id,
             project_id=sow.project_id,
             title=sow.title,
             created_at=sow.created_at,
-            item_count=sow.item_count,
+            item_count=counts.get(sow.key, 0),
         )
-        for sow in query
+        for sow in sows
     ]
+    return out, total if total is not None else len(out)
+
+
+def _item_counts(keys: list[str] | pw.SelectQuery) -> dict[str, int]:
+    """Items per SOW key, for the SOWs ``keys`` names (a list, or a query of keys)."""
+    count = pw.fn.COUNT(m.Item.id)
+    query = m.Item.select(m.Item.sow, count).where(m.Item.sow.in_(keys)).group_by(m.Item.sow)
+    return {key: number for key, number in query.tuples()}
