@@ -69,8 +69,8 @@ def test_sow_ids_past_the_first_page_in_both_modes(modes, monkeypatch):
     expected = ["sow-1", *(f"sow-x{index:02}" for index in range(24))]
     assert sorted(complete(monkeypatch, "items tree ")) == expected
     monkeypatch.delenv("SOWCTL_DB")
-    found = complete(monkeypatch, "items tree ", "bash", "--server", "http://sowctl.test", "--token", modes.token)
-    assert sorted(found) == expected
+    remote_mode = ("--server", "http://sowctl.test", "--token", modes.token)
+    assert sorted(complete(monkeypatch, "items tree ", "bash", *remote_mode)) == expected
 
 
 def test_a_missing_database_offers_nothing_and_stays_missing(cli, tmp_path, monkeypatch):

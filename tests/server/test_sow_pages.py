@@ -88,7 +88,7 @@ def test_limit_above_100_is_clamped_to_100(many) -> None:
 
 
 def test_the_project_filter_is_counted_and_kept_in_the_links(many) -> None:
-    api, ids = many
+    api, _ = many
     now = clock.now()
     m.Project.create(id="p-2", organization="org-a", name="Two", created_at=now, updated_at=now)
     second = add_sows(3, start=500, project_id="p-2")
