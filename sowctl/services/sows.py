@@ -76,24 +76,26 @@ def list_sows(
     """A page of the caller's SOWs, oldest first, and the number of all matches (``limit``
     None and no ``offset``: every SOW, as local mode lists them).
 
-    Item counts are read for the page's SOWs only, so a page costs the same whatever the
-    organization holds besides it."""
-    query = m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.project, m.Sow.title, m.Sow.created_at).join(m.Project)
+    A page is chosen by its keys alone (sorted without the titles, which may be long), then
+    its rows are read; item counts are read for the page's SOWs only. So a page costs about
+    the same whatever the organization holds besides it."""
+    matches = m.Sow.select(m.Sow.key).join(m.Project)
     if caller.organization_id is not None:
-        query = query.where(m.Sow.organization == caller.organization_id)
+        matches = matches.where(m.Sow.organization == caller.organization_id)
     if project_id is not None:
-        query = query.where(m.Sow.project == project_id)
+        matches = matches.where(m.Sow.project == project_id)
+    order = (m.Sow.created_at, m.Sow.id, m.Sow.key)
     paged = bool(offset) or limit is not None
-    total = query.count() if paged else None
-    page = query.order_by(m.Sow.created_at, m.Sow.id, m.Sow.key)
+    total = matches.count() if paged else None
+    keys = matches.order_by(*order)
     if limit is not None:
-        page = page.limit(limit)
+        keys = keys.limit(limit)
     if offset:
-        page = page.offset(offset)
-    sows = list(page)
-    # Unpaged, the keys are every match: the filter itself selects them, not a parameter each.
-    keys = [sow.key for sow in sows] if paged else query.select(m.Sow.key)
-    counts = _item_counts(keys) if sows else {}
+        keys = keys.offset(offset)
+    columns = (m.Sow.key, m.Sow.id, m.Sow.project, m.Sow.title, m.Sow.created_at)
+    # Unpaged, every match is wanted: the filter itself names them, not a parameter each.
+    sows = list(m.Sow.select(*columns).where(m.Sow.key.in_(keys if paged else matches)).order_by(*order))
+    counts = _item_counts([sow.key for sow in sows] if paged else matches) if sows else {}
     out = [
         SowOut(
             id=sow.id,
