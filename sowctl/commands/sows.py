@@ -52,7 +52,7 @@ def list_sows(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """List SOWs with their item counts.
+    """List every SOW, oldest first, with its item count (from a server: every page).
 
     Example: sowctl sows list --json
     """

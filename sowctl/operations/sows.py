@@ -18,13 +18,17 @@ class SowListQuery(CamelModel):
     method="GET",
     path="/api/sows",
     group="A",
-    summary="List SOWs (sowctl extension)",
+    summary="List the SOWs of the caller's organization, oldest first (sowctl extension)",
     query=SowListQuery,
     response=list[SowOut],
+    paginated=True,
     extension=True,
 )
 def list_sows(request: Request) -> Result:
-    return Result(dump(service.list_sows(request.caller, request.query.project_id)))
+    sows, total = service.list_sows(
+        request.caller, request.query.project_id, offset=request.offset, limit=request.limit
+    )
+    return Result(dump(sows), total)
 
 
 @operation(

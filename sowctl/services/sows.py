@@ -70,27 +70,47 @@ def _insert(sow_id: str, organization_id: str, project_id: str, title: str) -> m
         return m.Sow.create(key=clock.new_id(), created_at=clock.now(), **fields)
 
 
-def list_sows(caller: Caller, project_id: str | None = None) -> list[SowOut]:
-    count = pw.fn.COUNT(m.Item.id)
-    query = (
-        m.Sow.select(m.Sow, count.alias("item_count"))
-        .join(m.Project)
-        .switch(m.Sow)
-        .join(m.Item, pw.JOIN.LEFT_OUTER)
-        .group_by(m.Sow.key)
-        .order_by(m.Sow.created_at, m.Sow.id, m.Sow.key)
-    )
+def list_sows(
+    caller: Caller, project_id: str | None = None, *, offset: int = 0, limit: int | None = None
+) -> tuple[list[SowOut], int]:
+    """A page of the caller's SOWs, oldest first, and the number of all matches (``limit``
+    None and no ``offset``: every SOW, as local mode lists them).
+
+    A page is chosen by its keys alone (sorted without the titles, which may be long), then
+    its rows are read; item counts are read for the page's SOWs only. So a page costs about
+    the same whatever the organization holds besides it."""
+    matches = m.Sow.select(m.Sow.key).join(m.Project)
     if caller.organization_id is not None:
-        query = query.where(m.Sow.organization == caller.organization_id)
+        matches = matches.where(m.Sow.organization == caller.organization_id)
     if project_id is not None:
-        query = query.where(m.Sow.project == project_id)
-    return [
+        matches = matches.where(m.Sow.project == project_id)
+    order = (m.Sow.created_at, m.Sow.id, m.Sow.key)
+    paged = bool(offset) or limit is not None
+    total = matches.count() if paged else None
+    keys = matches.order_by(*order)
+    if limit is not None:
+        keys = keys.limit(limit)
+    if offset:
+        keys = keys.offset(offset)
+    columns = (m.Sow.key, m.Sow.id, m.Sow.project, m.Sow.title, m.Sow.created_at)
+    # Unpaged, every match is wanted: the filter itself names them, not a parameter each.
+    sows = list(m.Sow.select(*columns).where(m.Sow.key.in_(keys if paged else matches)).order_by(*order))
+    counts = _item_counts([sow.key for sow in sows] if paged else matches) if sows else {}
+    out = [
         SowOut(
             id=sow.id,
             project_id=sow.project_id,
             title=sow.title,
             created_at=sow.created_at,
-            item_count=sow.item_count,
+            item_count=counts.get(sow.key, 0),
         )
-        for sow in query
+        for sow in sows
     ]
+    return out, total if total is not None else len(out)
+
+
+def _item_counts(keys: list[str] | pw.SelectQuery) -> dict[str, int]:
+    """Items per SOW key, for the SOWs ``keys`` names (a list, or a query of keys)."""
+    count = pw.fn.COUNT(m.Item.id)
+    query = m.Item.select(m.Item.sow, count).where(m.Item.sow.in_(keys)).group_by(m.Item.sow)
+    return {key: number for key, number in query.tuples()}

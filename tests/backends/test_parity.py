@@ -313,6 +313,7 @@ def test_other_organizations_records_are_invisible_in_both(both, env):
     [
         ("items", "list", SOW, "--json"),
         ("deps", "list", "--json"),
+        ("sows", "list", "--json"),
         ("projects", "list", "--json"),
         ("clients", "list", "--json"),
         ("budgets", "views", "--project", str(PROJECT), "--json"),

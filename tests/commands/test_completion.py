@@ -56,6 +56,23 @@ def test_sow_ids_in_remote_mode(modes, monkeypatch):
     )
 
 
+def test_sow_ids_past_the_first_page_in_both_modes(modes, monkeypatch):
+    """GET /api/sows answers 20 SOWs unless asked for more: completion offers every one."""
+    from sowctl.backends import remote
+    from sowctl.schemas.sows import SowCreate
+    from sowctl.services.access import Caller
+    from sowctl.services.sows import create_sow
+
+    for index in range(24):
+        create_sow(Caller.local(), SowCreate(title="T", id=f"sow-x{index:02}"))
+    monkeypatch.setattr(remote, "PAGE_SIZE", 10)
+    expected = ["sow-1", *(f"sow-x{index:02}" for index in range(24))]
+    assert sorted(complete(monkeypatch, "items tree ")) == expected
+    monkeypatch.delenv("SOWCTL_DB")
+    remote_mode = ("--server", "http://sowctl.test", "--token", modes.token)
+    assert sorted(complete(monkeypatch, "items tree ", "bash", *remote_mode)) == expected
+
+
 def test_a_missing_database_offers_nothing_and_stays_missing(cli, tmp_path, monkeypatch):
     missing = tmp_path / "none.db"
     assert complete(monkeypatch, "items tree ", "bash", "--db", str(missing)) == []

@@ -378,3 +378,23 @@ def test_narrow_window_scrolls_the_graph_not_the_page(tab: Tab, served: SimpleNa
     tab.page.wait_for_selector("svg.graph")
     assert tab.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     tab.shot("sow-graph-narrow")
+
+
+def test_every_sow_is_listed_past_the_api_s_first_page(tab: Tab, served: SimpleNamespace) -> None:
+    """GET /api/sows answers 20 SOWs a page unless asked for more: the projects page shows all,
+    and a SOW past the first page opens."""
+    before = int(served.api.get("/api/sows").headers["x-total-count"])
+    created = []
+    for index in range(max(0, 25 - before)):
+        answer = served.api.post("/api/sows", json={"title": f"Paged {index:02}", "id": f"paged-{index:02}"})
+        assert answer.status_code == 201, answer.text
+        created.append(answer.json()["id"])
+    listed = served.api.get("/api/sows", params={"limit": 100}).json()
+    every = [sow["id"] for sow in listed]
+    assert len(every) >= 25 and created[-1] == every[-1]
+    tab.open_link()
+    shown = tab.page.eval_on_selector_all("a[data-sow]", "links => links.map((a) => a.dataset.sow)")
+    assert sorted(shown) == sorted(every)
+    tab.page.click(f"a[data-sow='{every[-1]}']")
+    # The SOW page takes its title from the SOW list (its id when the SOW is not in it).
+    tab.page.wait_for_function("title => document.title.startsWith(title)", arg=listed[-1]["title"] + " ·")
