@@ -305,13 +305,26 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def _version_if_known(database: pw.Database) -> int | None:
+    """The schema version, read outside any lock; None before the first migration."""
+    if not database.table_exists(models.Meta._meta.table_name):
+        return None
+    return schema_version()
+
+
 def schema_version() -> int:
     row = models.Meta.get_or_none(models.Meta.key == "schema_version")
     return int(row.value) if row else 0
 
 
 def apply_migrations(database: pw.Database) -> int:
-    """Apply every pending migration in one transaction; safe when workers race."""
+    """Apply every pending migration in one transaction; safe when workers race.
+
+    A database already at this version is only read, without the write lock: a reader (a
+    CLI command, a server worker starting or restarting) must not wait for, or fail on,
+    a write lock that another program holds on the SQLite file."""
+    if _version_if_known(database) == SCHEMA_VERSION:
+        return SCHEMA_VERSION
     with _serialised(database, "migrations"):
         database.create_tables([models.Meta], safe=True)
         current = schema_version()

@@ -25,6 +25,7 @@ from sowctl.db import open_database
 from sowctl.operations import get as get_op
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
+from tests.support.cli import run_main
 from tests.support.raw_wsgi import dump, make_env
 from tests.support.server import Server
 
@@ -116,6 +117,55 @@ def test_a_write_finding_the_write_slots_taken_and_stalled_is_refused_at_once(
         m.database_proxy.obj.close()
 
 
+def _demo_file(path: Path) -> str:
+    """A demo database at ``path``, closed; the bearer token of a member."""
+    open_database(str(path))
+    import_dataset(demo_data.demo_dataset(datetime.date.today()))
+    token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
+    m.database_proxy.obj.close()
+    return token
+
+
+def test_a_reader_opens_a_file_whose_write_lock_another_program_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a database at the current schema version takes no write lock: a CLI read
+    while another program writes is answered at once (it waited for the lock, then
+    failed with "cannot migrate database", before)."""
+    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 0.3)
+    path = tmp_path / "busy.db"
+    _demo_file(path)
+    with outside_write_lock(path):
+        listed = run_main("--db", str(path), "items", "list", demo_data.DEMO_SOW, "--json")
+        assert listed.exit_code == 0, listed.stderr
+        assert {item["sowId"] for item in listed.json()} == {demo_data.DEMO_SOW}
+        written = run_main("--db", str(path), "sows", "create", "Locked out", "--id", "sow-locked", "-q")
+        assert written.exit_code != 0 and "Traceback" not in written.stderr
+    open_database(str(path))
+    try:
+        assert not m.Sow.select().where(m.Sow.id == "sow-locked").exists()
+    finally:
+        m.database_proxy.obj.close()
+
+
+@pytest.mark.slow
+def test_serve_starts_and_answers_reads_while_another_program_holds_the_write_lock(tmp_path: Path) -> None:
+    """``serve`` and its worker open a migrated file without its write lock, so a server
+    (re)started while another program writes answers reads (each waited for the lock
+    before: the master 20 s here, then every worker as it booted)."""
+    path = tmp_path / "held.db"
+    token = _demo_file(path)
+    with outside_write_lock(path):
+        server = Server(path, env={"SOWCTL_DB_LOCK_TIMEOUT": "20"})
+        try:
+            read = server.client.get(
+                f"/api/sow/{demo_data.DEMO_SOW}/items", headers={"Authorization": f"Bearer {token}"}
+            )
+            assert read.status_code == 200 and read.json()
+        finally:
+            server.stop()
+
+
 @pytest.mark.slow
 def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path: Path) -> None:
     """A real ``serve`` (4 threads): six writes and four Group B requests (each counted
@@ -123,9 +173,8 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
     which are answered while the lock is still held; the writes that waited are stored
     when it goes, the others were refused with 503 and ``Retry-After``."""
     path = tmp_path / "served.db"
+    token = _demo_file(path)
     open_database(str(path))
-    import_dataset(demo_data.demo_dataset(datetime.date.today()))
-    token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
     key = credentials.create_key(demo_data.DEMO_ORG).secret
     m.database_proxy.obj.close()
     group_b = {
