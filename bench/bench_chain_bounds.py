@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_graph import load
 from gen_dataset import ORG_ID, USER_ID, chain_heavy_sow
+from served import Served
 
 from sowctl.db import open_database
 from sowctl.services import credentials
@@ -89,39 +88,6 @@ def build(path: Path, data: dict) -> tuple[str, str]:
     finally:
         database.close()
     return sow_id, token
-
-
-class Served:
-    def __init__(self, db: Path) -> None:
-        command = [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0", "--quiet"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-        )
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("Listening on "):
-                self.url = line.split()[-1]
-                break
-        deadline = time.monotonic() + 10
-        while not self.children() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.worker = self.children()[0]
-
-    def children(self) -> list[int]:
-        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return [int(pid) for pid in path.read_text().split()] if path.exists() else []
-
-    def memory(self, field: str) -> int:
-        """A /proc/PID/status field of the worker, in KiB."""
-        for line in Path(f"/proc/{self.worker}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise KeyError(field)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=20)
 
 
 def fetch(url: str, token: str, timeout: float = 120) -> tuple[int, int, float]:

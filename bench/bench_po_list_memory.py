@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,6 +30,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from served import Served
 
 from sowctl import models as m
 from sowctl.db import open_database
@@ -80,40 +82,6 @@ def seed(path: Path, orders: int, lines: int, chars: int) -> str:
         return credentials.create_key(ORG).secret
     finally:
         database.close()
-
-
-class Served:
-    def __init__(self, db: Path, threads: int) -> None:
-        command = [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0", "--quiet"]
-        command += ["--threads", str(threads)]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-        )
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("Listening on "):
-                self.url = line.split()[-1]
-                break
-        deadline = time.monotonic() + 10
-        while not self.children() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.worker = self.children()[0]
-
-    def children(self) -> list[int]:
-        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return [int(pid) for pid in path.read_text().split()] if path.exists() else []
-
-    def memory(self, field: str) -> int:
-        """A /proc/PID/status field of the worker, in KiB."""
-        for line in Path(f"/proc/{self.worker}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise KeyError(field)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=20)
 
 
 def fetch(url: str, key: str, out: list) -> None:
