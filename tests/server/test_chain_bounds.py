@@ -10,7 +10,6 @@ Before: a member token made 2,000 duplicate dependencies between two items with
 from __future__ import annotations
 
 import http.client
-import io
 import json
 import socket
 import threading
@@ -35,6 +34,7 @@ from sowctl.server.settings import ServerSettings
 from sowctl.services import chain, credentials, graph, items, sows
 from sowctl.services.access import Caller
 from tests.support.client import bearer, wsgi_client
+from tests.support.raw_wsgi import start_get
 
 MEMBER = Caller(user_id="user-ada", organization_id="acme", role="member")
 LONG = "\U0001f600" * 2_000  # titles that make each entry some 16 KB of JSON
@@ -154,22 +154,7 @@ def test_the_streamed_encoding_is_json_bytes_exactly(value: Any, chunk_chars: in
 
 def _raw_get(app: Any, url: str, token: str) -> tuple[Iterator[bytes], tuple[str, list], Any]:
     """GET ``url`` from ``app`` as a WSGI server does; (body iterator, (status, headers), close)."""
-    path, _, query = url.partition("?")
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "SERVER_NAME": "test",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "HTTP_AUTHORIZATION": f"Bearer {token}",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(b""),
-        "wsgi.errors": io.StringIO(),
-    }
-    seen: list[tuple[str, list]] = []
-    body = app(environ, lambda status, headers, exc_info=None: seen.append((status, headers)))
-    return iter(body), seen[0], getattr(body, "close", lambda: None)
+    return start_get(app, url, {"Authorization": f"Bearer {token}"})
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ in 1 MiB requests) was built whole, and 8 such requests took a worker to 1-4 GB
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +28,7 @@ from sowctl.services import finance
 from sowctl.services.access import Caller
 from tests.support.client import SERVER, route_remote_in_process, wsgi_client
 from tests.support.finance import COMPANY, ORG, build_finance, po_body
+from tests.support.raw_wsgi import start_get
 
 ORDERS = 25  # three batches of finance._ORDER_BATCH (10)
 LINES = 40
@@ -100,21 +100,7 @@ def reference(project: int = 101, offset: int = 0, limit: int = 100) -> bytes:
 
 def raw_get(app: Any, query: str, headers: dict[str, str]) -> tuple[Iterator[bytes], tuple[str, list], Any]:
     """GET the list from ``app`` as a WSGI server does; (body iterator, (status, headers), close)."""
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": PATH,
-        "QUERY_STRING": query,
-        "SERVER_NAME": "test",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(b""),
-        "wsgi.errors": io.StringIO(),
-        **{"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()},
-    }
-    seen: list[tuple[str, list]] = []
-    body = app(environ, lambda status, headers, exc_info=None: seen.append((status, headers)))
-    return iter(body), seen[0], getattr(body, "close", lambda: None)
+    return start_get(app, f"{PATH}?{query}", headers)
 
 
 # --- the bytes and headers ------------------------------------------------------------------

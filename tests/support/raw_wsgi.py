@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes, urlencode
@@ -203,3 +204,26 @@ def make_env(db_url: str) -> Env:
     import_dataset(demo_data.demo_dataset(datetime.date.today()))
     token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
     return Env(app, token, credentials.create_key(demo_data.DEMO_ORG).secret)
+
+
+def start_get(
+    app: Any, url: str, headers: dict[str, str]
+) -> tuple[Iterator[bytes], tuple[str, list], Callable[[], None]]:
+    """GET ``url`` from ``app`` as a WSGI server does, without reading the body:
+    (body iterator, (status, headers), the body's close)."""
+    path, _, query = url.partition("?")
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "test",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.errors": io.StringIO(),
+        **{"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()},
+    }
+    seen: list[tuple[str, list]] = []
+    body = app(environ, lambda status, headers, exc_info=None: seen.append((status, headers)))
+    return iter(body), seen[0], getattr(body, "close", lambda: None)
