@@ -121,6 +121,8 @@ def main() -> None:
                 thread.join()
             seconds = time.perf_counter() - started
             peak = served.memory("VmHWM")
+            time.sleep(0.5)  # the last bodies' close (and what it frees) runs after the client read them
+            after = served.memory("VmRSS")
         finally:
             served.stop()
     statuses = dict(sorted(Counter(status for status, *_ in results).items()))
@@ -132,7 +134,7 @@ def main() -> None:
     )
     print(
         f"worker RSS {before / 1024:,.0f} MiB before, peak {peak / 1024:,.0f} MiB "
-        f"(+{(peak - before) / 1024:,.0f} MiB), {seconds:.1f} s"
+        f"(+{(peak - before) / 1024:,.0f} MiB), {after / 1024:,.0f} MiB after, {seconds:.1f} s"
     )
 
 

@@ -23,10 +23,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sowctl.schemas.lazy import LazyArray
+from sowctl.server.memory import release_free_memory
 from sowctl.server.responses import log_exception
 
 CHUNK_CHARS = 32 * 1024  # 32 to 128 KiB of UTF-8
 _MAX_BATCH = 1024
+# An answer this large made and freed enough memory to be worth handing back (server.memory).
+TRIM_AFTER_BYTES = 1024 * 1024
 _CONTAINERS = frozenset({dict, list, tuple, LazyArray})
 
 # The same options as sowctl.server.http.json_bytes, so the bytes are the same.
@@ -155,6 +158,7 @@ class StreamedJson:
         self._environ = environ
         self._on_close = on_close
         self._ahead: list[bytes] = []  # read by ``small``, not yet sent
+        self._sent = 0  # bytes handed to the server
 
     def small(self) -> bytes | None:
         """The whole body when it fits in one chunk (the body is then closed), else None.
@@ -176,7 +180,9 @@ class StreamedJson:
         if self._chunks is None:
             raise StopIteration
         try:
-            return next(self._chunks)
+            chunk = next(self._chunks)
+            self._sent += len(chunk)
+            return chunk
         except StopIteration:
             self.close()
             raise
@@ -195,3 +201,5 @@ class StreamedJson:
         finally:
             if on_close is not None:
                 on_close()
+            if chunks is not None and self._sent >= TRIM_AFTER_BYTES:
+                release_free_memory()

@@ -20,6 +20,7 @@ from sowctl import models as m
 from sowctl import money, operations
 from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.schemas.lazy import LazyArray
+from sowctl.server import memory, streaming
 from sowctl.server.app import create_app
 from sowctl.server.http import json_bytes
 from sowctl.server.settings import ServerSettings
@@ -153,6 +154,29 @@ def test_a_small_page_is_answered_whole_with_content_length(site: dict[str, Any]
     assert response.content == reference(project=102)
     assert response.headers["content-length"] == str(len(response.content))
     assert response.headers["x-total-count"] == "1"
+
+
+def test_memory_is_given_back_after_a_streamed_page_only(
+    site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a page of a megabyte or more the worker returns its free heap to the system
+    (glibc's malloc_trim): it stayed at its peak for good; a small answer does not pay for it."""
+    trims: list[int] = []
+    monkeypatch.setattr(streaming, "release_free_memory", lambda: trims.append(1))
+    monkeypatch.setattr(streaming, "TRIM_AFTER_BYTES", 256 * 1024)  # 1 MiB: larger than this site
+    small = site["client"].get(PATH, params={"project_id": "101", "limit": "1"})
+    assert small.status_code == 200 and trims == []
+    assert len(reference(limit=20)) > streaming.TRIM_AFTER_BYTES
+    chunks, _status, close = raw_get(site["app"], "project_id=101&limit=20", site["headers"])
+    sent = 0
+    while sent < streaming.TRIM_AFTER_BYTES:
+        sent += len(next(chunks))
+    assert trims == []  # not while it is being sent
+    close()  # a client that went away after a megabyte
+    assert trims == [1]
+    assert site["client"].get(PATH, params={"project_id": "101", "limit": "20"}).status_code == 200
+    assert trims == [1, 1]
+    memory.release_free_memory()  # the real call, on this platform
 
 
 @pytest.mark.parametrize(("project", "page", "total"), [("102", "1", "0"), ("101", "9", str(ORDERS))])
