@@ -39,7 +39,7 @@ import errno
 import selectors
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from functools import partial
 from typing import Any
@@ -52,6 +52,7 @@ from gunicorn.workers.gthread import ThreadWorker
 from sowctl.errors import SowctlError
 from sowctl.server.auth import uncharged_rate_headers
 from sowctl.server.errors import HttpStatusError, InternalError, envelope, group_of_path
+from sowctl.server.fairness import TakingTurns, caller_of
 from sowctl.server.framing import Complete, Limits, Refusal, RequestFramer
 from sowctl.server.http import EVERY_RESPONSE_HEADERS, MALFORMED_CHUNKED_BODY, json_bytes, too_large
 from sowctl.server.responses import new_request_id
@@ -156,6 +157,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             )
             self.next_sweep = 0.0
             self.buffered = 0  # bytes counted against settings.max_buffered_bytes
+            self.turns = TakingTurns(self.cfg.threads)  # complete requests waiting for a thread
             super().init_process()
 
         # --- the loop ----------------------------------------------------------------
@@ -282,8 +284,14 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 conn.framer = self.new_framer()
                 conn.state = BUSY
                 self.poller.unregister(conn.sock)
-                future = self.tpool.submit(self.run_request, conn, request)
-                future.add_done_callback(lambda done: self.method_queue.defer(self.finished, conn, done))
+                head = request[: settings.max_request_line + settings.max_header_bytes]
+                caller = caller_of(head, conn.client)
+                self.turns.submit(caller, partial(self.start, conn, request, caller))
+
+        def start(self, conn: _Conn, request: bytes, caller: Hashable) -> None:
+            """Run a complete request in a pool thread (a thread is free: ``self.turns``)."""
+            future = self.tpool.submit(self.run_request, conn, request)
+            future.add_done_callback(lambda done: self.method_queue.defer(self.finished, conn, done, caller))
 
         def sweep(self) -> None:
             now = time.monotonic()
@@ -391,8 +399,9 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 pass
             return status
 
-        def finished(self, conn: _Conn, done: Future) -> None:
+        def finished(self, conn: _Conn, done: Future, caller: Hashable) -> None:
             """Back on the loop's thread after a request ran."""
+            self.turns.done(caller)
             try:
                 keep_alive = not done.cancelled() and done.exception() is None and done.result()
             except Exception:
