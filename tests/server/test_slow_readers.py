@@ -30,11 +30,16 @@ import httpx
 import pytest
 
 from sowctl import operations
+from sowctl.db import close_database
+from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
-from sowctl.server.http import json_bytes
-from sowctl.services import chain, credentials, items, sows
+from sowctl.server.app import create_app
+from sowctl.server.settings import ServerSettings
+from sowctl.services import credentials, finance, items, sows
 from sowctl.services.access import Caller
+from tests.support.client import wsgi_client
+from tests.support.finance import COMPANY, ORG, PROJECT, build_finance, po_body
 
 pytestmark = pytest.mark.slow  # a real server in a subprocess: the full suite only
 
@@ -61,12 +66,11 @@ serve(partial(create_app, db, settings), port=0, threads=2, on_ready=print, sett
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A SQLite file whose chain report is about 12 MB: its path, URL path, token and bytes."""
-    from sowctl.db import open_database
-
+def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A SQLite file (``db``) whose chain report and page of purchase orders are each about 12 MB:
+    for each, its path, headers and bytes (the application's, in process)."""
     db = tmp_path_factory.mktemp("slowread") / "big.db"
-    database = open_database(str(db))
+    app = create_app(str(db), ServerSettings())  # opens the database
     try:
         sow_id = sows.create_sow(MEMBER, SowCreate(title="Big", id="sow-big")).id
         a, b = (
@@ -78,11 +82,27 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for _ in range(50):  # each one listed under dependencies, critical and overdue: 240 KB
             operations.call_local("deps.create", MEMBER, body=body)
         token = credentials.create_token("user-ada", "acme", "member").secret
-        expected = json_bytes(chain.chain_report(MEMBER, sow_id))
+        key = build_finance().key
+        lines = [{"description": "\U0001f602" * 10_000, "amount": "1.05", "cost_code_id": 3}] * 10
+        for _ in range(30):  # 400 KB each
+            order = PurchaseOrderIn.model_validate(po_body(line_items=lines))
+            finance.create_purchase_order(Caller.local(ORG), COMPANY, order)
+        targets = {
+            "chain": (f"/api/dependencies/chain?sowId={sow_id}", {"Authorization": f"Bearer {token}"}),
+            "po": (
+                f"/api/external/purchase-orders?project_id={PROJECT}&limit=100",
+                {"x-api-key": key, "x-organization-id": ORG, "x-company-id": COMPANY},
+            ),
+        }
+        found: dict[str, Any] = {"db": db}
+        with wsgi_client(app) as client:
+            for name, (path, headers) in targets.items():
+                expected = client.get(path, headers=headers)
+                assert expected.status_code == 200 and len(expected.content) > 10 * MIB
+                found[name] = {"path": path, "headers": headers, "body": expected.content}
     finally:
-        database.close()
-    assert len(expected) > 10 * MIB
-    return {"db": db, "path": f"/api/dependencies/chain?sowId={sow_id}", "token": token, "body": expected}
+        close_database()
+    return found
 
 
 @contextlib.contextmanager
@@ -111,12 +131,12 @@ def _text(file: IO[bytes]) -> str:
     return file.read().decode(errors="replace")
 
 
-def _get(url: str, path: str, token: str, pause: float = 0.0) -> tuple[int, bytes]:
+def _get(url: str, answer: dict[str, Any], pause: float = 0.0) -> tuple[int, bytes]:
     """(status, body) over http.client, the body read 256 KiB at a time with ``pause`` between."""
     parsed = httpx.URL(url)
     connection = http.client.HTTPConnection(parsed.host, parsed.port, timeout=NO_HANG)
     try:
-        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        connection.request("GET", answer["path"], headers=answer["headers"])
         response = connection.getresponse()
         pieces = []
         while piece := response.read(256 * KIB):
@@ -128,15 +148,16 @@ def _get(url: str, path: str, token: str, pause: float = 0.0) -> tuple[int, byte
 
 
 class SlowReader:
-    """A raw client of ``path`` that reads ``SLOW_PIECE`` bytes every ``SLOW_PAUSE`` seconds."""
+    """A raw client of ``answer`` that reads ``SLOW_PIECE`` bytes every ``SLOW_PAUSE`` seconds."""
 
-    def __init__(self, url: str, path: str, token: str) -> None:
+    def __init__(self, url: str, answer: dict[str, Any]) -> None:
         parsed = httpx.URL(url)
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SLOW_PIECE)  # no large window
         self.sock.settimeout(NO_HANG)
         self.sock.connect((parsed.host, parsed.port))
-        self.sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+        headers = "".join(f"{name}: {value}\r\n" for name, value in answer["headers"].items())
+        self.sock.sendall(f"GET {answer['path']} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
         self.received = bytearray(self.sock.recv(SLOW_PIECE))
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -160,13 +181,16 @@ class SlowReader:
         return bytes(self.received)
 
 
-def test_a_reader_below_the_rate_is_cut_off_and_its_report_slot_freed(report: dict[str, Any]) -> None:
-    path, token = report["path"], report["token"]
-    with server(report["db"]) as (url, log):
-        slow = SlowReader(url, path, token)
+@pytest.mark.parametrize("name", ["chain", "po"])
+def test_a_reader_below_the_rate_is_cut_off_and_its_report_slot_freed(
+    answers: dict[str, Any], name: str
+) -> None:
+    answer = answers[name]
+    with server(answers["db"]) as (url, log):
+        slow = SlowReader(url, answer)
         assert slow.received.startswith(b"HTTP/1.1 200")
-        # It holds the only report slot while it reads: another report is refused.
-        status, body = _get(url, path, token)
+        # It holds the only report slot while it reads: another large answer is refused.
+        status, body = _get(url, answer)
         assert status == 503 and b"busy with other large answers" in body
         # It takes every piece in time, but less than RATE on average: the server cuts it off.
         deadline = time.monotonic() + NO_HANG
@@ -174,30 +198,32 @@ def test_a_reader_below_the_rate_is_cut_off_and_its_report_slot_freed(report: di
             time.sleep(0.2)
         cut = [line for line in _text(log).splitlines() if "cut-short" in line]
         assert len(cut) == 1, _text(log)
-        line = cut[0]
-        assert f'"GET {path} HTTP/1.1" 200 ' in line and line.endswith("ms cut-short:too-slow"), line
-        # The slot is free again: the next report is answered whole.
-        status, body = _get(url, path, token)
-        assert status == 200 and body == report["body"]
+        assert f'"GET {answer["path"]} HTTP/1.1" 200 ' in cut[0], cut
+        assert cut[0].endswith("ms cut-short:too-slow"), cut
+        # The slot is free again: the next one is answered whole.
+        status, body = _get(url, answer)
+        assert status == 200 and body == answer["body"]
         # The slow client got what the server had sent, then the connection closed: a body that
-        # ends early (no final chunk), short of the report.
+        # ends early (no final chunk), short of the answer.
         received = slow.rest()
         assert not received.endswith(b"\r\n0\r\n\r\n")
-        assert len(received) < len(report["body"])
+        assert len(received) < len(answer["body"])
         assert httpx.get(f"{url}/healthz").status_code == 200
         assert "Traceback" not in _text(log)
 
 
-def test_a_reader_that_keeps_up_gets_the_whole_body(report: dict[str, Any]) -> None:
-    with server(report["db"]) as (url, log):
+@pytest.mark.parametrize("name", ["chain", "po"])
+def test_a_reader_that_keeps_up_gets_the_whole_body(answers: dict[str, Any], name: str) -> None:
+    answer = answers[name]
+    with server(answers["db"]) as (url, log):
         # About 5 MiB/s, with pauses longer than a send of a piece takes: above RATE on average.
-        status, body = _get(url, report["path"], report["token"], pause=0.05)
-        assert status == 200 and body == report["body"]
+        status, body = _get(url, answer, pause=0.05)
+        assert status == 200 and body == answer["body"]
         for _ in range(2):  # the slot was freed: again, at full speed
-            status, body = _get(url, report["path"], report["token"])
-            assert status == 200 and body == report["body"]
+            status, body = _get(url, answer)
+            assert status == 200 and body == answer["body"]
         deadline = time.monotonic() + 5
         while _text(log).count(" 200 ") < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
-        lines = [line for line in _text(log).splitlines() if "/api/dependencies/chain" in line]
+        lines = [line for line in _text(log).splitlines() if answer["path"].split("?")[0] in line]
         assert len(lines) == 3 and not any("cut-short" in line for line in lines), lines
