@@ -8,9 +8,10 @@ worker. :class:`PacedSocket` adds a bound on the whole: the time spent waiting f
 client to take the response may not pass ``send_timeout`` plus one second per
 ``min_send_rate`` bytes sent (the piece being sent included). Past it, or when one piece
 (what the writer hands over, cut to ``PIECE_BYTES``) is not taken within ``send_timeout``,
-the send fails with :class:`TooSlow` (a
-``TimeoutError``), the server stops writing and closes the connection, and the thread and
-any slot are free again; the client sees a body that ends early.
+the send fails with :class:`TooSlow` (a ``TimeoutError``, which the worker treats as a
+client gone), the server stops writing and closes the connection, and the thread and any
+slot are free again; the client sees a body that ends early. The access log marks the line
+``cut-short:too-slow`` (``too_slow``, read through ``environ["gunicorn.socket"]``).
 
 Only the time blocked in sends counts, not the time the application takes to make the
 next piece (a database read between two batches of purchase orders): the bound is on

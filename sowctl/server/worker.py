@@ -30,8 +30,8 @@ before their body is read (``SowctlBottle.body_limit``).
 Only a complete request goes to the thread pool, where gunicorn parses it from memory and
 runs the application; the thread writes the response (each piece bounded by ``send_timeout``,
 the whole by ``min_send_rate``: ``sowctl.server.pacing``) and the connection comes back to
-the loop for the next request. Slow or idle clients therefore
-cost a selector entry and a buffer, never a thread.
+the loop for the next request. Slow or idle clients therefore cost a selector entry and a
+buffer, never a thread, or only for as long as they keep taking the response.
 """
 
 from __future__ import annotations
@@ -351,13 +351,13 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             try:
                 conn.sock.setblocking(True)
                 conn.sock.settimeout(settings.send_timeout)  # a client that does not read
-                # ... or reads too slowly: the whole response is bounded (sowctl.server.pacing).
-                paced = PacedSocket(conn.sock, settings.send_timeout, settings.min_send_rate)
                 # In pieces, so that a large body is not copied whole at every step of parsing.
                 pieces = [request[at : at + _PARSE_PIECE] for at in range(0, len(request), _PARSE_PIECE)]
                 req = next(http.get_parser(self.cfg, pieces, conn.client))
                 # The loop already answered Expect: 100-continue, or read the whole body.
                 req._expected_100_continue = False
+                # The response goes through a PacedSocket: a client that reads too slowly is cut off.
+                paced = PacedSocket(conn.sock, settings.send_timeout, settings.min_send_rate)
                 writing = Writing(paced, conn.client, conn.server)
                 return bool(self.handle_request(req, writing)) and not conn.close_after
             except (StopIteration, http.errors.NoMoreData):
