@@ -47,6 +47,7 @@ class PacedSocket:
         self.sent = 0  # bytes handed to the kernel, headers included
         self.waited = 0.0  # seconds spent blocked in sends
         self.too_slow = False  # the connection was cut for it
+        self._timeout = sock.gettimeout()
 
     def allowance(self, size: int) -> float:
         """Seconds the next send of ``size`` bytes may take."""
@@ -68,7 +69,9 @@ class PacedSocket:
         if allowed <= 0:
             self.too_slow = True
             raise TooSlow("the client takes the response too slowly")
-        self._sock.settimeout(allowed)
+        if allowed != self._timeout:  # mostly send_timeout, as set already: no system calls
+            self._sock.settimeout(allowed)
+            self._timeout = allowed
         started = time.monotonic()
         try:
             self._sock.sendall(data)
@@ -78,6 +81,10 @@ class PacedSocket:
         finally:
             self.waited += time.monotonic() - started
         self.sent += size
+
+    def settimeout(self, seconds: float | None) -> None:
+        self._sock.settimeout(seconds)
+        self._timeout = seconds
 
     def sendfile(self, file: BinaryIO, offset: int = 0, count: int | None = None) -> int:
         """Like ``socket.sendfile``, through ``sendall``: bounded the same way."""

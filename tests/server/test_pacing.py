@@ -78,6 +78,9 @@ class _Recorder:
         self.sends: list[bytes] = []
         self.timeouts: list[float] = []
 
+    def gettimeout(self) -> float | None:
+        return None
+
     def settimeout(self, seconds: float) -> None:
         self.timeouts.append(seconds)
 
@@ -92,7 +95,11 @@ def test_a_large_write_is_sent_in_pieces_each_with_its_own_timeout() -> None:
     paced.sendall(data)
     assert b"".join(recorder.sends) == data
     assert [len(piece) for piece in recorder.sends] == [PIECE_BYTES, PIECE_BYTES, 4]
-    assert recorder.timeouts == [pytest.approx(30.0)] * 3 and paced.sent == len(data)
+    # Each piece may take send_timeout (the rate allows more): set once, not per piece.
+    assert recorder.timeouts == [30.0] and paced.sent == len(data)
+    paced.waited = 33.0  # behind: 30 + 8 + 64 KiB / 64 KiB/s - 33 s = 6 s for the next piece
+    paced.sendall(b"x" * 64 * KIB)
+    assert recorder.timeouts == [30.0, pytest.approx(6.0, abs=0.01)]
 
 
 def _logged(capsys: pytest.CaptureFixture[str], body: list[bytes], read: int, environ: dict) -> str:
