@@ -3,6 +3,10 @@
 ``127.0.0.1 - "GET /api/items/x?q=1 HTTP/1.1" 200 123 1.2ms``. Requests the application
 answers are logged by the WSGI middleware :class:`AccessLog`; requests the worker refuses
 itself (408, 413, 414, 431, and those gunicorn cannot parse) by :func:`log_refusal`.
+A body that was not sent to its end ends the line with ``cut-short`` (the client went
+away, or the application failed mid-body), or ``cut-short:too-slow`` when the server cut
+a client that took it too slowly (``sowctl.server.pacing``); the size is then what the
+application had handed over, not what the client received.
 Secrets anywhere in the line are cut by the one redaction rule.
 """
 
@@ -63,14 +67,25 @@ class AccessLog:
         except BaseException:
             self._write(environ, "500", 0, started)
             raise
-        return LoggedBody(body, lambda size: self._write(environ, status, size, started))
+        return LoggedBody(
+            body, lambda size, whole: self._write(environ, status, size, started, _cut(environ, whole))
+        )
 
-    def _write(self, environ: dict[str, Any], status: str, size: int, started: float) -> None:
+    def _write(self, environ: dict[str, Any], status: str, size: int, started: float, cut: str = "") -> None:
         target = redact_target(
             environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
         )
         request = (environ.get("REQUEST_METHOD", "-"), target, environ.get("SERVER_PROTOCOL", "-"))
-        _write_line(environ.get("REMOTE_ADDR", "-"), request, status, size, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        _write_line(environ.get("REMOTE_ADDR", "-"), request, status, size, seconds, cut)
+
+
+def _cut(environ: dict[str, Any], whole: bool) -> str:
+    """The line's mark for a body not sent whole ("" for one that was)."""
+    # The worker writes through a PacedSocket, which says whether it cut a slow reader.
+    if getattr(environ.get("gunicorn.socket"), "too_slow", False) is True:
+        return "cut-short:too-slow"
+    return "" if whole else "cut-short"
 
 
 def log_refusal(client: Any, request_line: str, status: int) -> None:
@@ -87,10 +102,13 @@ def log_refusal(client: Any, request_line: str, status: int) -> None:
     _write_line(remote, (method, target, protocol), str(status), 0, 0.0)
 
 
-def _write_line(remote: str, request: tuple[str, str, str], status: str, size: int, seconds: float) -> None:
+def _write_line(
+    remote: str, request: tuple[str, str, str], status: str, size: int, seconds: float, cut: str = ""
+) -> None:
     # The method and version too: a refused request may carry anything there (a token).
     method, target, protocol = (_UNSAFE.sub(_percent_escape, redact(part)) for part in request)
-    line = f'{remote} - "{method} {target} {protocol}" {status} {size} {seconds * 1000:.1f}ms\n'
+    mark = f" {cut}" if cut else ""
+    line = f'{remote} - "{method} {target} {protocol}" {status} {size} {seconds * 1000:.1f}ms{mark}\n'
 
     with _lock:
         try:
@@ -101,22 +119,25 @@ def _write_line(remote: str, request: tuple[str, str, str], status: str, size: i
 
 
 class LoggedBody:
-    """The app's response iterable, counting bytes; logs on close().
+    """The app's response iterable, counting bytes; logs on close() with the size and
+    whether the body was iterated to its end.
 
     A class rather than a generator: a server may close() without ever
     iterating (client gone), and the line and the app's own close() must
     still happen.
     """
 
-    def __init__(self, body: Iterable[bytes], log: Callable[[int], None]) -> None:
+    def __init__(self, body: Iterable[bytes], log: Callable[[int, bool], None]) -> None:
         self._body = body
         self._log = log
         self._size = 0
+        self._whole = False
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._body:
             self._size += len(chunk)
             yield chunk
+        self._whole = True
 
     def close(self) -> None:
         try:
@@ -124,4 +145,4 @@ class LoggedBody:
             if close is not None:
                 close()
         finally:
-            self._log(self._size)
+            self._log(self._size, self._whole)

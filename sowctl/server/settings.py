@@ -39,6 +39,12 @@ class ServerSettings:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     send_timeout: float = 30.0
+    # Bytes per second a client must take a response at, on average (sowctl.server.pacing):
+    # the server waits for it at most send_timeout plus one second per min_send_rate bytes
+    # sent, then closes the connection. 64 KiB/s (about 525 kbit/s): a client on a 1 Mbit/s link
+    # never falls behind, and a slow reader holds a thread (and a report slot) only for as
+    # long as it keeps taking the body at that rate. 0: no bound beyond send_timeout.
+    min_send_rate: int = 64 * KIB
     # Open connections per worker process; past it the worker accepts no more until some
     # close (the others wait in the listen backlog).
     max_connections: int = 1000

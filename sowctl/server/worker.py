@@ -28,9 +28,10 @@ dataset upload larger than the cap). Such uploads are authenticated from their h
 before their body is read (``SowctlBottle.body_limit``).
 
 Only a complete request goes to the thread pool, where gunicorn parses it from memory and
-runs the application; the thread writes the response (bounded by ``send_timeout``) and the
-connection comes back to the loop for the next request. Slow or idle clients therefore
-cost a selector entry and a buffer, never a thread.
+runs the application; the thread writes the response (each piece bounded by ``send_timeout``,
+the whole by ``min_send_rate``: ``sowctl.server.pacing``) and the connection comes back to
+the loop for the next request. Slow or idle clients therefore cost a selector entry and a
+buffer, never a thread, or only for as long as they keep taking the response.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from sowctl.server.errors import HttpStatusError, InternalError, envelope, group
 from sowctl.server.fairness import TakingTurns, caller_of
 from sowctl.server.framing import Complete, Limits, Refusal, RequestFramer
 from sowctl.server.http import EVERY_RESPONSE_HEADERS, MALFORMED_CHUNKED_BODY, json_bytes, too_large
+from sowctl.server.pacing import PacedSocket, Writing
 from sowctl.server.responses import new_request_id
 from sowctl.server.settings import ServerSettings
 
@@ -362,7 +364,10 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 req = next(http.get_parser(self.cfg, pieces, conn.client))
                 # The loop already answered Expect: 100-continue, or read the whole body.
                 req._expected_100_continue = False
-                return bool(self.handle_request(req, conn)) and not conn.close_after
+                # The response goes through a PacedSocket: a client that reads too slowly is cut off.
+                paced = PacedSocket(conn.sock, settings.send_timeout, settings.min_send_rate)
+                writing = Writing(paced, conn.client, conn.server)
+                return bool(self.handle_request(req, writing)) and not conn.close_after
             except (StopIteration, http.errors.NoMoreData):
                 return False
             except OSError as exc:
