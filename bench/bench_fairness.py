@@ -101,7 +101,7 @@ def main() -> None:
             def loop() -> None:
                 with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {a}"}, timeout=300) as c:
                     while not stop.is_set():
-                        done.append(c.post(f"/api/sow/{a_sow}/items/reorder", json=body).status_code)
+                        done.append(c.put(f"/api/sow/{a_sow}/items/reorder", json=body).status_code)
 
             loopers = [threading.Thread(target=loop) for _ in range(LOOPERS)]
             for thread in loopers:

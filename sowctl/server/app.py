@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import bottle
@@ -34,6 +35,7 @@ from sowctl.server.errors import (
     group_of_path,
     is_storage_error,
 )
+from sowctl.server.fairness import caller_of_environ
 from sowctl.server.http import (
     EVERY_RESPONSE_HEADERS,
     JSON_CONTENT_TYPE,
@@ -150,7 +152,7 @@ class Dispatcher:
             self.ensure_connection()
             if op.group == "B":
                 # Counting the request against its key's rate limit is a write.
-                with self._write_slot(True):
+                with self._write_slot(True, environ):
                     caller, company_id = auth.external_caller(environ, op.path, self.settings, headers)
             else:
                 caller, company_id = auth.bearer_caller(environ.get("HTTP_AUTHORIZATION")), None
@@ -179,9 +181,9 @@ class Dispatcher:
             if op.write:
                 check_writable(self.database)  # refused alike by every connection, not by chance
             if op.report and self._report_slots is not None:
-                self._report_slots.acquire()
-                release = self._report_slots.release
-            with self._write_slot(op.write):
+                self._report_slots.acquire(caller_of_environ(environ))
+                release = partial(self._report_slots.release, caller=caller_of_environ(environ))
+            with self._write_slot(op.write, environ):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
                 total = result.total if result.total is not None else _length(result.body)
@@ -236,14 +238,14 @@ class Dispatcher:
         return with_retries(lambda: op.handler(request), attempts=self.settings.read_attempts)
 
     @contextlib.contextmanager
-    def _write_slot(self, writes: bool) -> Iterator[None]:
+    def _write_slot(self, writes: bool, environ: dict) -> Iterator[None]:
         """Hold one of the worker's write slots (``ServerSettings.write_slots``) while a
         write runs (never while a body is read: a slow client must not hold one); the
         rule of waiting and refusing is ``server.slots``'."""
         if not writes or self._write_slots is None:
             yield
             return
-        with self._write_slots.held():
+        with self._write_slots.held(caller_of_environ(environ)):
             yield
 
     def healthz(self) -> bottle.HTTPResponse:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable
 
@@ -23,51 +24,66 @@ Job = Callable[[], None]
 _CREDENTIAL = re.compile(rb"\r?\n(?:authorization|x-api-key)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 
 
+def _digest(credential: bytes) -> bytes:
+    return hashlib.blake2b(credential, digest_size=16).digest()
+
+
+def caller_of_environ(environ: dict) -> Hashable:
+    """``caller_of`` for a request the application runs: the same digest of its credential
+    (the header first in the request; here ``Authorization``, then ``x-api-key``), else
+    its client's host."""
+    for name in ("HTTP_AUTHORIZATION", "HTTP_X_API_KEY"):
+        value = environ.get(name, "").strip()
+        if value:
+            return _digest(value.encode("latin-1"))
+    return environ.get("REMOTE_ADDR")
+
+
 def caller_of(head: bytes, client: object) -> Hashable:
     """Who sent a request: a digest of its credential header, else its client's address
     (the host only: one machine's connections are one caller)."""
     found = _CREDENTIAL.search(head)
     if found is not None and found.group(1).strip():
-        return hashlib.blake2b(found.group(1).strip(), digest_size=16).digest()
+        return _digest(found.group(1).strip())
     return client[0] if isinstance(client, tuple) and client else client
 
 
 class TakingTurns:
-    """At most ``capacity`` jobs running; a freed thread goes to the waiting caller with the
-    fewest jobs running, the one that waited longest among equals.
+    """Jobs waiting for a thread, each caller's in a line of its own.
 
-    Not thread-safe: the worker's event loop alone submits jobs and reports them done.
+    The worker adds a job and submits one ``run_next`` to its thread pool for it; the
+    thread that runs ``run_next`` takes the job of the waiting caller with the fewest jobs
+    running (the one that waited longest among equals), so the choice is made when a
+    thread frees, without a round trip through the event loop. Thread-safe.
     """
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.running = 0
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._running_by: Counter[Hashable] = Counter()
         self._waiting: OrderedDict[Hashable, deque[Job]] = OrderedDict()  # callers in turn order
 
-    def submit(self, caller: Hashable, job: Job) -> None:
-        """Start ``job`` now if a thread is free, else when its caller's turn comes."""
-        self._waiting.setdefault(caller, deque()).append(job)
-        self._start_next()
+    def add(self, caller: Hashable, job: Job) -> None:
+        """Queue ``job``; the caller must then have one ``run_next`` run for it."""
+        with self._lock:
+            self._waiting.setdefault(caller, deque()).append(job)
 
-    def done(self, caller: Hashable) -> None:
-        """One of ``caller``'s jobs finished: its thread goes to the next caller in turn."""
-        self.running -= 1
-        self._running_by[caller] -= 1
-        if self._running_by[caller] <= 0:
-            del self._running_by[caller]
-        self._start_next()
-
-    def waiting(self) -> int:
-        return sum(len(jobs) for jobs in self._waiting.values())
-
-    def _start_next(self) -> None:
-        while self.running < self.capacity and self._waiting:
-            caller = min(self._waiting, key=self._running_by.__getitem__)  # the first of the least served
+    def run_next(self) -> None:
+        """Run the job whose turn it is (in this thread)."""
+        with self._lock:
+            caller = min(self._waiting, key=self._running_by.__getitem__)  # first of the least served
             jobs = self._waiting.pop(caller)
             job = jobs.popleft()
             if jobs:
                 self._waiting[caller] = jobs  # to the back of the turn order
-            self.running += 1
             self._running_by[caller] += 1
+        try:
             job()
+        finally:
+            with self._lock:
+                self._running_by[caller] -= 1
+                if self._running_by[caller] <= 0:
+                    del self._running_by[caller]
+
+    def waiting(self) -> int:
+        with self._lock:
+            return sum(len(jobs) for jobs in self._waiting.values())

@@ -13,13 +13,20 @@ stuck (a held database, a slow report) and the request is refused with 503 and
 ``Dispatcher.failure_response``). Once a waiter gave up, later ones are refused at once
 until a holder finishes: otherwise each queued request would take the free thread for a
 whole wait in turn.
+
+One caller (a credential, ``server.fairness.caller_of_environ``) holds at most all slots
+but one (``share``, when there are two or more): a caller looping long writes or reports
+leaves a slot free for everyone else, instead of making them queue behind its requests
+and be refused when none of its requests finishes within the wait. Its own further
+requests wait for one of its slots the same way (a whole ``wait``, then 503).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Hashable, Iterator
 
 from sowctl.errors import ServiceUnavailable, SowctlError
 
@@ -36,9 +43,34 @@ class Slots:
         # increment only means one more wait.
         self._done = 0
         self._stalled_at = -1  # _done when a waiter last gave up
+        self.share = max(1, count - 1)  # slots one caller may hold at once
+        self._held_by: Counter[Hashable] = Counter()
+        self._shares = threading.Condition()
 
-    def acquire(self) -> None:
-        """Take a slot, or raise ``ServiceUnavailable`` (503 with ``Retry-After``)."""
+    def acquire(self, caller: Hashable | None = None) -> None:
+        """Take a slot (one of ``caller``'s share when given), or raise ``ServiceUnavailable``
+        (503 with ``Retry-After``)."""
+        if caller is None:
+            self._acquire_slot()
+            return
+        with self._shares:
+            if not self._shares.wait_for(lambda: self._held_by[caller] < self.share, timeout=self.wait):
+                raise ServiceUnavailable(self.busy_message)
+            self._held_by[caller] += 1
+        try:
+            self._acquire_slot()
+        except BaseException:
+            self._release_share(caller)
+            raise
+
+    def _release_share(self, caller: Hashable) -> None:
+        with self._shares:
+            self._held_by[caller] -= 1
+            if self._held_by[caller] <= 0:
+                del self._held_by[caller]
+            self._shares.notify_all()
+
+    def _acquire_slot(self) -> None:
         while True:
             done = self._done
             if self._stalled_at == done:
@@ -52,17 +84,19 @@ class Slots:
                 self._stalled_at = done
                 raise ServiceUnavailable(self.busy_message)
 
-    def release(self, answered: bool = True) -> None:
-        """Free a slot. ``answered``: the holder finished (False: a database error held it
-        up, which is no sign of progress)."""
+    def release(self, answered: bool = True, caller: Hashable | None = None) -> None:
+        """Free a slot (``caller``'s, as acquired). ``answered``: the holder finished (False:
+        a database error held it up, which is no sign of progress)."""
         if answered:
             self._done += 1
         self._free.release()
+        if caller is not None:
+            self._release_share(caller)
 
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self, caller: Hashable | None = None) -> Iterator[None]:
         """A slot for the duration of the block; a typed refusal counts as an answer."""
-        self.acquire()
+        self.acquire(caller)
         answered = False
         try:
             yield
@@ -71,4 +105,4 @@ class Slots:
             answered = True  # refused, but answered: the database moves
             raise
         finally:
-            self.release(answered)
+            self.release(answered, caller)

@@ -40,8 +40,7 @@ import errno
 import selectors
 import socket
 import time
-from collections.abc import Callable, Hashable
-from concurrent.futures import Future
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -159,7 +158,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
             )
             self.next_sweep = 0.0
             self.buffered = 0  # bytes counted against settings.max_buffered_bytes
-            self.turns = TakingTurns(self.cfg.threads)  # complete requests waiting for a thread
+            self.turns = TakingTurns()  # complete requests waiting for a thread
             super().init_process()
 
         # --- the loop ----------------------------------------------------------------
@@ -287,13 +286,16 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 conn.state = BUSY
                 self.poller.unregister(conn.sock)
                 head = request[: settings.max_request_line + settings.max_header_bytes]
-                caller = caller_of(head, conn.client)
-                self.turns.submit(caller, partial(self.start, conn, request, caller))
+                self.turns.add(caller_of(head, conn.client), partial(self.run_and_report, conn, request))
+                self.tpool.submit(self.turns.run_next)
 
-        def start(self, conn: _Conn, request: bytes, caller: Hashable) -> None:
-            """Run a complete request in a pool thread (a thread is free: ``self.turns``)."""
-            future = self.tpool.submit(self.run_request, conn, request)
-            future.add_done_callback(lambda done: self.method_queue.defer(self.finished, conn, done, caller))
+        def run_and_report(self, conn: _Conn, request: bytes) -> None:
+            """In a pool thread, when ``self.turns`` gives this request its turn."""
+            keep_alive = False
+            try:
+                keep_alive = self.run_request(conn, request)
+            finally:
+                self.method_queue.defer(self.finished, conn, keep_alive)
 
         def sweep(self) -> None:
             now = time.monotonic()
@@ -404,13 +406,8 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 pass
             return status
 
-        def finished(self, conn: _Conn, done: Future, caller: Hashable) -> None:
+        def finished(self, conn: _Conn, keep_alive: bool) -> None:
             """Back on the loop's thread after a request ran."""
-            self.turns.done(caller)
-            try:
-                keep_alive = not done.cancelled() and done.exception() is None and done.result()
-            except Exception:
-                keep_alive = False
             if conn not in self.conns:
                 return
             try:
