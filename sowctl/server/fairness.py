@@ -18,34 +18,53 @@ import threading
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable
 
+from sowctl.server.auth import bearer_secret
+from sowctl.server.errors import group_of_path
+
 Job = Callable[[], None]
 
-# The first credential header of a request head; what follows the colon, to the line's end.
-_CREDENTIAL = re.compile(rb"\r?\n(?:authorization|x-api-key)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_HEADER = re.compile(rb"\n(authorization|x-api-key)[ \t]*:[ \t]*([^\r\n]*)", re.IGNORECASE)
 
 
-def _digest(credential: bytes) -> bytes:
-    return hashlib.blake2b(credential, digest_size=16).digest()
+def _digest(secret: str) -> bytes:
+    return hashlib.blake2b(secret.encode("latin-1", "replace"), digest_size=16).digest()
+
+
+def caller_key(path: str, authorization: str | None, api_key: str | None, host: Hashable) -> Hashable:
+    """Who sent a request: the credential that authenticates it on its route, as a digest
+    (the API key under ``/api/external``, where ``Authorization`` is ignored; the bearer
+    token elsewhere, read as authentication reads it: any case of ``Bearer``, spaces
+    trimmed), so one credential is one caller however its header is spelt; without one,
+    the client's host (one machine's connections are one caller)."""
+    group_b = group_of_path(path) == "B"
+    secret = (api_key or "").strip() if group_b else bearer_secret(authorization)
+    return _digest(secret) if secret else host
 
 
 def caller_of_environ(environ: dict) -> Hashable:
-    """``caller_of`` for a request the application runs: the same digest of its credential
-    (the header first in the request; here ``Authorization``, then ``x-api-key``), else
-    its client's host."""
-    for name in ("HTTP_AUTHORIZATION", "HTTP_X_API_KEY"):
-        value = environ.get(name, "").strip()
-        if value:
-            return _digest(value.encode("latin-1"))
-    return environ.get("REMOTE_ADDR")
+    """``caller_key`` of a request the application runs."""
+    return caller_key(
+        environ.get("PATH_INFO", ""),
+        environ.get("HTTP_AUTHORIZATION"),
+        environ.get("HTTP_X_API_KEY"),
+        environ.get("REMOTE_ADDR"),
+    )
 
 
-def caller_of(head: bytes, client: object) -> Hashable:
-    """Who sent a request: a digest of its credential header, else its client's address
-    (the host only: one machine's connections are one caller)."""
-    found = _CREDENTIAL.search(head)
-    if found is not None and found.group(1).strip():
-        return _digest(found.group(1).strip())
-    return client[0] if isinstance(client, tuple) and client else client
+def caller_of(request: bytes, client: object) -> Hashable:
+    """``caller_key`` of a complete request as the worker's loop holds it (its head only is
+    read: a body's bytes never name the caller); the first of each header counts (a
+    repeated ``Authorization`` is refused by authentication anyway)."""
+    end = _HEAD_END.search(request)
+    head = request[: end.start() if end else len(request)]
+    target = head.split(b"\n", 1)[0].split(b" ")
+    path = target[1].split(b"?", 1)[0].decode("latin-1") if len(target) > 1 else ""
+    found: dict[bytes, str] = {}
+    for match in _HEADER.finditer(head):
+        found.setdefault(match.group(1).lower(), match.group(2).decode("latin-1"))
+    host = client[0] if isinstance(client, tuple) and client else client
+    return caller_key(path, found.get(b"authorization"), found.get(b"x-api-key"), host)
 
 
 class TakingTurns:

@@ -16,8 +16,12 @@ slot are free again; the client sees a body that ends early. The access log mark
 Only the time blocked in sends counts, not the time the application takes to make the
 next piece (a database read between two batches of purchase orders): the bound is on
 the client, and a slow database has deadlines of its own. The send buffers of both ends
-hold what the client has not read yet; that lets a client fall behind by their size at
-most (a few MiB), which the grace of ``send_timeout`` already allows for.
+hold what the client has not read yet, and count as sent; that lets a client fall behind
+by their size (up to a few MiB: the kernel's ``tcp_wmem`` maximum, 4 MiB on Linux by default)
+on top of the grace, so a client reading at a quarter of the rate is cut after about
+twice the grace plus the buffers' worth at the rate (an audit: 16 KiB/s cut after about
+88 s, not 40 s). Counting what the client really read would need the kernel's unsent
+count per send; the bound stays a bound on the thread and the slot either way.
 """
 
 from __future__ import annotations

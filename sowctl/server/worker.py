@@ -285,8 +285,7 @@ def make_worker_class(settings: ServerSettings, on_refusal: Callable[[Any, str, 
                 conn.framer = self.new_framer()
                 conn.state = BUSY
                 self.poller.unregister(conn.sock)
-                head = request[: settings.max_request_line + settings.max_header_bytes]
-                self.turns.add(caller_of(head, conn.client), partial(self.run_and_report, conn, request))
+                self.turns.add(caller_of(request, conn.client), partial(self.run_and_report, conn, request))
                 self.tpool.submit(self.turns.run_next)
 
         def run_and_report(self, conn: _Conn, request: bytes) -> None:

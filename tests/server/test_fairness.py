@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -68,27 +68,45 @@ def test_a_callers_own_requests_keep_their_order() -> None:
     assert started == [0, 1, 2, 3, 4] and turns.waiting() == 0
 
 
+HOST = ("10.0.0.1", 5000)
+
+
+def _request(path: str, *headers: str, body: bytes = b"") -> bytes:
+    lines = [f"GET {path} HTTP/1.1", "Host: x", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
 @pytest.mark.parametrize(
-    ("head", "same_as"),
-    [
-        (b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer one\r\n\r\n", b"authorization:   Bearer one"),
-        (b"GET / HTTP/1.1\r\nx-api-key: k1\r\n\r\n", b"X-API-KEY: k1"),
-    ],
+    "spelling", ["Authorization: bearer T", "AUTHORIZATION:   BEARER   T  ", "authorization:\tBearer T"]
 )
-def test_a_caller_is_its_credential_whatever_the_spelling(head: bytes, same_as: bytes) -> None:
-    other = b"GET /x HTTP/1.1\r\n" + same_as + b"\r\n\r\n"
-    assert caller_of(head, ("10.0.0.1", 1)) == caller_of(other, ("10.0.0.2", 2))
-    another = head.replace(b"one", b"two").replace(b"k1", b"k2")
-    assert caller_of(head, ("10.0.0.1", 1)) != caller_of(another, ("10.0.0.1", 1))
-    digest = caller_of(head, None)
-    assert isinstance(digest, bytes) and b"one" not in digest and b"k1" not in digest  # no secret kept
+def test_a_token_is_one_caller_however_its_header_is_spelt(spelling: str) -> None:
+    reference = caller_of(_request("/api/sows", "Authorization: Bearer T"), HOST)
+    assert caller_of(_request("/api/sows", spelling), ("10.0.0.2", 1)) == reference
+    assert caller_of(_request("/api/sows", "Authorization: Bearer U"), HOST) != reference
+    secret = caller_of(_request("/api/sows", "Authorization: Bearer sowt_abcdefghijklmnop"), HOST)
+    assert isinstance(secret, bytes) and len(secret) == 16 and b"abcdefghijkl" not in secret  # a digest
+
+
+@pytest.mark.parametrize("junk", ["Authorization: junk1", "Authorization: Bearer junk2", "Authorization: x"])
+def test_an_api_key_is_one_caller_whatever_authorization_comes_with_it(junk: str) -> None:
+    """Group B authenticates by ``x-api-key`` alone: ``Authorization`` values do not make a
+    key many callers (a key holding every report slot that way was found by an audit)."""
+    path = "/api/external/purchase-orders"
+    reference = caller_of(_request(path, "x-api-key: K"), HOST)
+    assert caller_of(_request(path, junk, "X-API-KEY:  K "), HOST) == reference
+    environ = {"PATH_INFO": path, "HTTP_AUTHORIZATION": junk.split(": ", 1)[1], "HTTP_X_API_KEY": "K"}
+    assert caller_of_environ(environ) == reference  # the worker and the application agree
+    assert caller_of(_request(path, "x-api-key: L"), HOST) != reference
 
 
 def test_without_a_credential_a_caller_is_its_host() -> None:
-    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-    first: Hashable = caller_of(head, ("10.0.0.1", 5000))
-    assert first == caller_of(head, ("10.0.0.1", 5001)) == "10.0.0.1"
-    assert first != caller_of(head, ("10.0.0.2", 5000))
+    plain = _request("/healthz")
+    assert caller_of(plain, ("10.0.0.1", 5000)) == caller_of(plain, ("10.0.0.1", 5001)) == "10.0.0.1"
+    assert caller_of(plain, ("10.0.0.2", 5000)) == "10.0.0.2"
+    # A credential of the other group's kind, or in the body, names no caller.
+    assert caller_of(_request("/api/sows", "x-api-key: K"), HOST) == "10.0.0.1"
+    assert caller_of(_request("/api/external/budget-views", "Authorization: Bearer T"), HOST) == "10.0.0.1"
+    assert caller_of(_request("/healthz", body=b"\r\nAuthorization: Bearer T\r\n"), HOST) == "10.0.0.1"
 
 
 @pytest.mark.slow
@@ -154,8 +172,6 @@ def test_a_single_slot_is_everyones() -> None:
 
 
 def test_the_application_sees_the_same_caller_as_the_worker() -> None:
-    head = b"POST /api/items HTTP/1.1\r\nAuthorization: Bearer one\r\n\r\n"
-    assert caller_of_environ({"HTTP_AUTHORIZATION": "Bearer one"}) == caller_of(head, ("h", 1))
-    keyed = b"GET / HTTP/1.1\r\nx-api-key: k1\r\n\r\n"
-    assert caller_of_environ({"HTTP_X_API_KEY": "k1"}) == caller_of(keyed, None)
-    assert caller_of_environ({"REMOTE_ADDR": "10.0.0.9"}) == "10.0.0.9"
+    token = {"PATH_INFO": "/api/sows", "HTTP_AUTHORIZATION": "bearer  one"}
+    assert caller_of_environ(token) == caller_of(_request("/api/sows", "Authorization: Bearer one"), HOST)
+    assert caller_of_environ({"PATH_INFO": "/api/sows", "REMOTE_ADDR": "10.0.0.9"}) == "10.0.0.9"
