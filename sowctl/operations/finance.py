@@ -24,6 +24,7 @@ from sowctl.schemas.finance import (
     SnapshotQuery,
     SnapshotResponse,
 )
+from sowctl.schemas.lazy import LazyArray
 
 service = LazyModule("sowctl.services.finance")
 
@@ -124,7 +125,8 @@ def list_purchase_orders(request: Request) -> Result:
         offset=request.offset,
         limit=request.limit,
     )
-    return Result({"data": orders}, total)
+    # Each order made into JSON as the server writes it (schemas.lazy): the page is never held whole.
+    return Result({"data": LazyArray(dump(order) for order in orders)}, total)
 
 
 @operation(

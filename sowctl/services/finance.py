@@ -16,7 +16,6 @@ from sowctl import clock, money
 from sowctl import models as m
 from sowctl.db import with_retries, write_transaction
 from sowctl.errors import NotFound
-from sowctl.schemas.common import dump
 from sowctl.schemas.finance import (
     MAX_ID,
     BudgetViewList,
@@ -40,7 +39,6 @@ from sowctl.schemas.finance import (
     UserRef,
     VendorRef,
 )
-from sowctl.schemas.lazy import LazyArray
 from sowctl.services.access import Caller, organization_exists, organization_not_found
 from sowctl.services.lookup import Lookup, hydrate
 
@@ -375,9 +373,9 @@ def create_purchase_order(caller: Caller, company_id: str | None, data: Purchase
 
 def list_purchase_orders(
     caller: Caller, company_id: str | None, project_id: int, *, offset: int = 0, limit: int | None = None
-) -> tuple[LazyArray, int]:
-    """A page of the project's purchase orders, oldest first, as JSON objects, and how many
-    there are (a sowctl extension; ``limit=None`` is every order, for local mode).
+) -> tuple[Iterator[PurchaseOrderOut], int]:
+    """A page of the project's purchase orders, oldest first, made as they are iterated,
+    and how many there are (a sowctl extension; ``limit=None`` is every order, for local mode).
 
     The scope and the page's order ids are read here; the orders themselves, with their
     lines, ``_ORDER_BATCH`` at a time (two queries a batch) as the array is read. A page is
@@ -395,14 +393,14 @@ def list_purchase_orders(
         total = offset + len(ids)
     else:
         total = m.PurchaseOrder.select().where(of_project).count()
-    return LazyArray(_orders_in_batches(ids)), total
+    return _orders_in_batches(ids), total
 
 
-def _orders_in_batches(ids: Sequence[int]) -> Iterator[dict[str, Any]]:
+def _orders_in_batches(ids: Sequence[int]) -> Iterator[PurchaseOrderOut]:
     for batch in _chunks(ids, _ORDER_BATCH):
         orders, lines = with_retries(lambda batch=batch: _read_batch(batch))
         for row in orders:
-            yield dump(_order_out(row, lines.pop(row[0], ())))
+            yield _order_out(row, lines.pop(row[0], ()))
 
 
 def _read_batch(ids: Sequence[int]) -> tuple[list[tuple], dict[int, list[tuple]]]:
