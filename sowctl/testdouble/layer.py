@@ -33,12 +33,11 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
 
 import bottle
 
 from sowctl import clock
-from sowctl.redaction import is_secret_header, redact, redact_header_value, redact_value
+from sowctl.redaction import redact, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.console import is_console_path
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
@@ -47,6 +46,14 @@ from sowctl.server.responses import REQUEST_ID_KEY, log
 from sowctl.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
 from sowctl.testdouble.gate import Gate
 from sowctl.testdouble.recorder import MUTATING, Recorder
+from sowctl.testdouble.request_facts import (
+    CapturingInput,
+    identity,
+    json_or_none,
+    json_value,
+    query_of,
+    request_headers,
+)
 from sowctl.testdouble.watched import LOGGED_BYTES, Watched
 
 if TYPE_CHECKING:
@@ -55,7 +62,6 @@ if TYPE_CHECKING:
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 ADMIN_PREFIX = "/_admin"
 NEVER_FAULTED = ("/healthz",)
-MAX_HEADER_CHARS = 512  # per header value in the request log
 
 
 def install(app: SowctlBottle) -> TestDouble:
@@ -225,7 +231,7 @@ class TestDouble:
         """Run the request while keeping what the request log and the recorder need."""
         group = group_of_path(path)
         at = clock.format_timestamp(clock.now())
-        tee = _Tee(environ.get("wsgi.input"), self.settings.max_body_bytes + 1)
+        tee = CapturingInput(environ.get("wsgi.input"), self.settings.max_body_bytes + 1)
         environ["wsgi.input"] = tee
         seen: dict[str, Any] = {}
 
@@ -335,17 +341,17 @@ class TestDouble:
                 "request_id": headers.get("X-Request-Id") or environ.get(REQUEST_ID_KEY),
                 "method": method,
                 "path": redact(path),
-                "query": json.dumps(redact_value(_query(environ)), ensure_ascii=False),
+                "query": json.dumps(redact_value(query_of(environ)), ensure_ascii=False),
                 "status": status,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 1),
                 "group": group,
-                "identity": _json_or_none(identity(environ, group, path)),
+                "identity": json_or_none(identity(environ, group, path)),
                 "request_body": request_text,
                 "request_truncated": request_truncated,
                 "response_body": response_text,
                 "response_truncated": response_truncated,
-                "fault": _json_or_none(fault),
-                "headers": _json_or_none(request_headers(environ)),
+                "fault": json_or_none(fault),
+                "headers": json_or_none(request_headers(environ)),
             }
             self.app.dispatcher.ensure_connection()
             state.log_request(entry, self.settings.request_log_size)
@@ -366,14 +372,14 @@ class TestDouble:
 
         assert self.recorder is not None
         try:
-            response = _json_value(response_body)
+            response = json_value(response_body)
             response_id = response.get("id") if isinstance(response, dict) else None
             self.recorder.append(
                 {
                     "method": method,
                     "path": path,
-                    "query": redact_value(_query(environ)),  # a ?token=... never reaches the file
-                    "body": redact_value(_json_value(request_body)),
+                    "query": redact_value(query_of(environ)),  # a ?token=... never reaches the file
+                    "body": redact_value(json_value(request_body)),
                     "status": status,
                     "group": group,
                     "identity": identity(environ, group, path),
@@ -388,69 +394,10 @@ class TestDouble:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
-    """Who sent the request, without any secret; None when the credentials are unknown."""
-    from sowctl import models as m
-    from sowctl.services.credentials import hash_secret
-
-    try:
-        if group == "B":
-            secret = (environ.get("HTTP_X_API_KEY") or "").strip()
-            key = m.ApiKey.get_or_none(m.ApiKey.key_hash == hash_secret(secret)) if secret else None
-            if key is None:
-                return None
-            _, company_names = auth.scope_header_names(path)
-            company = next(
-                (environ[n].strip() for n in company_names if (environ.get(n) or "").strip()), None
-            )
-            return {"apiKeyId": key.id, "organizationId": key.organization_id, "companyId": company}
-        secret = auth.bearer_secret(environ.get("HTTP_AUTHORIZATION"))
-        if secret is None:
-            return None
-        token = m.ApiToken.get_or_none(m.ApiToken.token_hash == hash_secret(secret))
-        if token is None:
-            return None
-        return {"userId": token.user_id, "organizationId": token.organization_id, "role": token.role}
-    except Exception:  # a broken database: the request log shows no identity
-        return None
-
-
-def request_headers(environ: dict) -> dict[str, str] | None:
-    """The request's headers (lower-case names) without any credential one, values redacted."""
-    found: dict[str, str] = {}
-    for key, value in environ.items():
-        if key.startswith("HTTP_"):
-            name = key[5:].replace("_", "-").lower()
-        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
-            name = key.replace("_", "-").lower()
-        else:
-            continue
-        if not is_secret_header(name):
-            found[name] = redact_header_value(str(value))[:MAX_HEADER_CHARS]
-    return found or None
-
-
 def _request_id(environ: dict) -> str:
     """The id that the server log and X-Request-Id show for a request the API never saw."""
 
     return environ.setdefault(REQUEST_ID_KEY, secrets.token_hex(8))
-
-
-def _query(environ: dict) -> dict[str, str]:
-    return dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True, errors="replace"))
-
-
-def _json_value(raw: bytes) -> Any:
-    if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
-
-
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _stored_faults(raw: str | None, default: FaultConfig) -> FaultConfig:
@@ -470,39 +417,3 @@ def _stored_clock(raw: str | None, default: datetime | None) -> datetime | None:
         return clock.parse_timestamp(value) if value else None
     except Exception:
         return default
-
-
-class _Tee:
-    """``wsgi.input`` that keeps a copy of the first ``limit`` bytes read through it."""
-
-    def __init__(self, stream: Any, limit: int) -> None:
-        self._stream = stream
-        self._limit = limit
-        self._parts: list[bytes] = []
-        self._size = 0
-
-    @property
-    def captured(self) -> bytes:
-        return b"".join(self._parts)
-
-    def _keep(self, data: bytes) -> bytes:
-        if data and self._size < self._limit:
-            part = data[: self._limit - self._size]
-            self._parts.append(part)
-            self._size += len(part)
-        return data
-
-    def read(self, *args: Any) -> bytes:
-        return self._keep(self._stream.read(*args)) if self._stream is not None else b""
-
-    def readline(self, *args: Any) -> bytes:
-        return self._keep(self._stream.readline(*args)) if self._stream is not None else b""
-
-    def readlines(self, *args: Any) -> list[bytes]:
-        lines = self._stream.readlines(*args) if self._stream is not None else []
-        for line in lines:
-            self._keep(line)
-        return lines
-
-    def __iter__(self):
-        return iter(self.readline, b"")
