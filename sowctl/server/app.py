@@ -152,7 +152,7 @@ class Dispatcher:
             self.ensure_connection()
             if op.group == "B":
                 # Counting the request against its key's rate limit is a write.
-                with self._write_slot(True, environ):
+                with self._write_slot(True):
                     caller, company_id = auth.external_caller(environ, op.path, self.settings, headers)
             else:
                 caller, company_id = auth.bearer_caller(environ.get("HTTP_AUTHORIZATION")), None
@@ -183,7 +183,7 @@ class Dispatcher:
             if op.report and self._report_slots is not None:
                 self._report_slots.acquire(caller_of_environ(environ))
                 release = partial(self._report_slots.release, caller=caller_of_environ(environ))
-            with self._write_slot(op.write, environ):
+            with self._write_slot(op.write):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
                 total = result.total if result.total is not None else _length(result.body)
@@ -238,14 +238,14 @@ class Dispatcher:
         return with_retries(lambda: op.handler(request), attempts=self.settings.read_attempts)
 
     @contextlib.contextmanager
-    def _write_slot(self, writes: bool, environ: dict) -> Iterator[None]:
+    def _write_slot(self, writes: bool) -> Iterator[None]:
         """Hold one of the worker's write slots (``ServerSettings.write_slots``) while a
         write runs (never while a body is read: a slow client must not hold one); the
         rule of waiting and refusing is ``server.slots``'."""
         if not writes or self._write_slots is None:
             yield
             return
-        with self._write_slots.held(caller_of_environ(environ)):
+        with self._write_slots.held():  # shared: a caller's parallel writes must not wait on each other
             yield
 
     def healthz(self) -> bottle.HTTPResponse:

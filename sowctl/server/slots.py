@@ -14,11 +14,13 @@ stuck (a held database, a slow report) and the request is refused with 503 and
 until a holder finishes: otherwise each queued request would take the free thread for a
 whole wait in turn.
 
-One caller (a credential, ``server.fairness.caller_of_environ``) holds at most all slots
-but one (``share``, when there are two or more): a caller looping long writes or reports
-leaves a slot free for everyone else, instead of making them queue behind its requests
-and be refused when none of its requests finishes within the wait. Its own further
-requests wait for one of its slots the same way (a whole ``wait``, then 503).
+Acquired with a ``caller`` (a credential, ``server.fairness.caller_of_environ``), as
+report slots are, one caller holds at most all slots but one (``share``, when there are two
+or more): a caller looping long reports leaves a slot free for everyone else, instead of
+making them be refused while it holds them all. Its own further requests wait for one of
+its slots the same way (a whole ``wait``, then 503). Write slots are taken without one:
+writes are short, and a caller's parallel writes (a script, a CI job) must not be refused
+because two of its own are held up by a slow database.
 """
 
 from __future__ import annotations
