@@ -1,11 +1,11 @@
 """The access log of ``sowctl serve``: one line per request on stderr, never any header.
 
 ``127.0.0.1 - "GET /api/items/x?q=1 HTTP/1.1" 200 123 1.2ms``. Requests the application
-answers are logged by the WSGI middleware :class:`AccessLog`; requests the worker refuses
-itself (408, 413, 414, 431, and those gunicorn cannot parse) by :func:`log_refusal`.
+answers are logged by the WSGI middleware :class:`AccessLog`; requests the engine refuses
+itself (408, 413, 414, 431, 503...) by :func:`log_refusal`.
 A body that was not sent to its end ends the line with ``cut-short`` (the client went
-away, or the application failed mid-body), or ``cut-short:too-slow`` when the server cut
-a client that took it too slowly (``sowctl.server.pacing``); the size is then what the
+away, or the application failed mid-body), or ``cut-short:too-slow`` when the engine cut
+a client that took it too slowly (``sowctl.engine.pacing``); the size is then what the
 application had handed over, not what the client received.
 Secrets anywhere in the line are cut by the one redaction rule.
 """
@@ -19,11 +19,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from sowctl.engine.hooks import CUT_SHORT_KEY
 from sowctl.redaction import redact, redact_target  # secrets never reach the log
 
 WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-_lock = threading.Lock()  # one whole line at a time from the worker's threads
+_lock = threading.Lock()  # one whole line at a time from the worker's threads and its loop
 # A refused request line is cut to this many characters in the log.
 _REFUSED_TARGET_CHARS = 200
 
@@ -82,24 +83,19 @@ class AccessLog:
 
 def _cut(environ: dict[str, Any], whole: bool) -> str:
     """The line's mark for a body not sent whole ("" for one that was)."""
-    # The worker writes through a PacedSocket, which says whether it cut a slow reader.
-    if getattr(environ.get("gunicorn.socket"), "too_slow", False) is True:
+    # The engine says in the environ whether it cut a slow reader.
+    if environ.get(CUT_SHORT_KEY) == "too-slow":
         return "cut-short:too-slow"
     return "" if whole else "cut-short"
 
 
-def log_refusal(client: Any, request_line: str, status: int) -> None:
-    """The line of a request the worker refused before the application saw it
-    (``request_line``: its start, as far as it was read)."""
-    parts = request_line.rstrip("\r").split(" ")
-    method = parts[0] or "-"
-    protocol = parts[-1] if len(parts) > 2 and parts[-1].startswith("HTTP/") else "-"
-    path, _, query = " ".join(parts[1:-1] if protocol != "-" else parts[1:]).partition("?")
+def log_refusal(client: str, method: str, target: str, protocol: str, status: int) -> None:
+    """The line of a request the engine answered before the application saw it."""
+    path, _, query = target.partition("?")
     target = redact_target(path, query) or "-"
     if len(target) > _REFUSED_TARGET_CHARS:
         target = target[:_REFUSED_TARGET_CHARS] + "..."
-    remote = client[0] if isinstance(client, tuple) and client else "-"
-    _write_line(remote, (method, target, protocol), str(status), 0, 0.0)
+    _write_line(client or "-", (method or "-", target, protocol or "-"), str(status), 0, 0.0)
 
 
 def _write_line(

@@ -27,6 +27,7 @@ from sowctl.operations import Operation
 from sowctl.redaction import RedactingStream
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
+from sowctl.server.callers import caller_of_environ
 from sowctl.server.errors import (
     HttpStatusError,
     InternalError,
@@ -35,13 +36,11 @@ from sowctl.server.errors import (
     group_of_path,
     is_storage_error,
 )
-from sowctl.server.fairness import caller_of_environ
 from sowctl.server.http import (
     EVERY_RESPONSE_HEADERS,
     JSON_CONTENT_TYPE,
     check_declared_length,
     check_path,
-    drain_body,
     json_bytes,
     link_header,
     pagination,
@@ -208,8 +207,6 @@ class Dispatcher:
             if release is not None:
                 release()
             return self.failure_response(environ, op.group, exc, headers)
-        finally:
-            drain_body(environ, self.settings.drain_bytes)
         return json_response(op.status, payload, headers)
 
     def failure_response(
@@ -332,8 +329,8 @@ class SowctlBottle(bottle.Bottle):
 
     def body_limit(self, path: str, authorization: str | None = None) -> int | None:
         """The largest request body a request to ``path`` with ``authorization`` may carry;
-        ``sowctl serve``'s worker refuses a longer one (413) before reading it. None: the
-        path takes larger bodies, but not from this caller (the worker answers 401 to one
+        ``sowctl serve``'s engine refuses a longer one (413) before reading it. None: the
+        path takes larger bodies, but not from this caller (the engine answers 401 to one
         above ``settings.max_body_bytes``)."""
         special = self.body_limits.get(path)
         if special is None:
@@ -353,9 +350,11 @@ class SowctlBottle(bottle.Bottle):
         elif status == 405:
             allowed = _allowed_methods(res.headers.get("Allow", ""))
             headers["Allow"] = ", ".join(allowed)
+            # A method HTTP does not define is not quoted: whatever a client sends there (a
+            # token, by mistake) is not echoed.
+            method = bottle.request.method if bottle.request.method in _HTTP_METHODS else "this method"
             error = HttpStatusError(
-                405,
-                f"method {bottle.request.method} not allowed for {path} (allowed: {', '.join(allowed)})",
+                405, f"{_method_phrase(method)} not allowed for {path} (allowed: {', '.join(allowed)})"
             )
         elif status >= 500:
             if res.traceback:  # Bottle caught an exception (already written to wsgi.errors)
@@ -365,7 +364,6 @@ class SowctlBottle(bottle.Bottle):
             error = res.exception
         else:
             error = HttpStatusError(status, str(res.body or bottle.HTTP_CODES.get(status, "error")))
-        drain_body(environ, self.settings.drain_bytes)
         group = group_of_path(path)
         response = envelope(group, error)
         headers.update(auth.uncharged_rate_headers(group, self.settings))  # no key was charged
@@ -430,6 +428,13 @@ def _callback(dispatcher: Dispatcher, op: Operation):
     route.__name__ = op.handler.__name__
     route.__doc__ = op.summary
     return route
+
+
+_HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+
+
+def _method_phrase(method: str) -> str:
+    return f"method {method}" if method in _HTTP_METHODS else method
 
 
 def _allowed_methods(allow: str) -> list[str]:

@@ -33,7 +33,6 @@ JSON_CONTENT_TYPE = "application/json"
 # nosniff, so that a JSON body quoting the request (a 404 naming the path) is never run as
 # a page or script by a browser that guesses its type.
 EVERY_RESPONSE_HEADERS = {"X-Content-Type-Options": "nosniff"}
-MALFORMED_CHUNKED_BODY = "malformed chunked body"
 _CHUNK = 64 * 1024
 
 
@@ -86,48 +85,12 @@ def _read(stream: Any, size: int) -> bytes:
     parts: list[bytes] = []
     remaining = size
     while remaining > 0:
-        try:
-            chunk = stream.read(min(remaining, _CHUNK))
-        except Exception as exc:
-            if _is_parse_error(exc):  # a bad chunk size or terminator: the client's, not a 500
-                raise InvalidInput(MALFORMED_CHUNKED_BODY) from None
-            raise
+        chunk = stream.read(min(remaining, _CHUNK))
         if not chunk:
             break
         parts.append(chunk)
         remaining -= len(chunk)
     return b"".join(parts)
-
-
-def _is_parse_error(exc: Exception) -> bool:
-    """Whether ``exc`` is gunicorn's refusal of what the client sent (imported only then)."""
-    from gunicorn.http.errors import ParseException
-
-    return isinstance(exc, ParseException)
-
-
-def drain_body(environ: dict, max_bytes: int) -> None:
-    """Read and drop what is left of the body (at most ``max_bytes``) before answering.
-
-    A response sent while the client is still sending, or with unread bytes left
-    on a keep-alive connection, makes the server close that connection: the
-    client then sees a reset instead of our 4xx, or its next request fails.
-    """
-    stream = environ.get("wsgi.input")
-    if stream is None:
-        return
-    has_length = bool((environ.get("CONTENT_LENGTH") or "").strip())
-    if not has_length and "chunked" not in (environ.get("HTTP_TRANSFER_ENCODING") or "").lower():
-        return
-    remaining = max_bytes
-    try:
-        while remaining > 0:
-            chunk = stream.read(min(remaining, _CHUNK))
-            if not chunk:
-                return
-            remaining -= len(chunk)
-    except Exception:  # the client went away or sent garbage: nothing left to save
-        return
 
 
 def require_json_content_type(environ: dict) -> None:

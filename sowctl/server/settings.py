@@ -31,15 +31,15 @@ class ServerSettings:
     # value the API accepts (10,000 characters) with room for percent-encoding.
     max_request_line: int = 32 * KIB
     max_header_bytes: int = 16 * KIB
-    # Deadlines of one connection, in seconds (bench/WSGI_SERVERS.md): an idle connection
-    # (new or kept alive) is closed after idle_timeout; a request's head must arrive within
-    # header_timeout of its first byte and its body within body_timeout of the head, else
-    # 408; a response not taken by the client within send_timeout is abandoned.
-    idle_timeout: float = 5.0
-    header_timeout: float = 10.0
+    # Deadlines of one connection, in seconds (bench/WSGI_SERVERS.md): a connection must send a
+    # request's whole head within head_timeout of opening or of its previous answer (new, idle
+    # and kept-alive connections alike), else it is closed; a body must arrive within
+    # body_timeout of its head, else 408; a piece of a response not taken by the client within
+    # send_timeout ends the response.
+    head_timeout: float = 5.0
     body_timeout: float = 30.0
     send_timeout: float = 30.0
-    # Bytes per second a client must take a response at, on average (sowctl.server.pacing):
+    # Bytes per second a client must take a response at, on average (sowctl.engine.pacing):
     # the server waits for it at most send_timeout plus one second per min_send_rate bytes
     # sent, then closes the connection. 64 KiB/s (about 525 kbit/s): a client on a 1 Mbit/s link
     # never falls behind, and a slow reader holds a thread (and a report slot) only for as
@@ -48,12 +48,16 @@ class ServerSettings:
     # Open connections per worker process; past it the worker accepts no more until some
     # close (the others wait in the listen backlog).
     max_connections: int = 1000
-    # Bytes of request bodies one worker buffers at once beyond 64 KiB per connection
-    # (sowctl.server.worker); a large body that would pass it is answered 503.
+    # Bytes of request bodies one worker holds at once beyond 64 KiB per request
+    # (sowctl.engine.body); a large body that would pass it is answered 503.
     max_buffered_bytes: int = 64 * MIB
-    # A refused or unread body is read and dropped up to this size, so that the client
-    # gets the answer and can reuse the connection; past it the server just closes.
-    drain_bytes: int = 8 * MIB
+    # A request that waited this many seconds for one of a worker's threads gets 503.
+    queue_timeout: float = 30.0
+    # The processor time one caller may take in a worker (sowctl.engine.usage): a burst of
+    # cpu_burst seconds, refilled at cpu_share seconds per second. Past it, while other
+    # callers want a thread, the caller runs one request at a time, after theirs. 0: no share.
+    cpu_burst: float = 2.0
+    cpu_share: float = 0.5
     # Origins allowed to call the API from a browser ("*" for any); () disables CORS.
     cors_origins: tuple[str, ...] = ()
     # Whether the WSGI server writes an access log line per request (``serve --quiet``).

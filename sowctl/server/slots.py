@@ -14,7 +14,7 @@ stuck (a held database, a slow report) and the request is refused with 503 and
 until a holder finishes: otherwise each queued request would take the free thread for a
 whole wait in turn.
 
-Acquired with a ``caller`` (a credential, ``server.fairness.caller_of_environ``), as
+Acquired with a ``caller`` (a credential, ``server.callers.caller_of_environ``), as
 report slots are, one caller holds at most all slots but one (``share``, when there are two
 or more): a caller looping long reports leaves a slot free for everyone else, instead of
 making them be refused while it holds them all. Its own further requests wait for one of

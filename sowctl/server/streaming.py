@@ -22,13 +22,13 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from sowctl.engine.memory import release_free_memory
 from sowctl.schemas.lazy import LazyArray
-from sowctl.server.memory import release_free_memory
 from sowctl.server.responses import log_exception
 
 CHUNK_CHARS = 32 * 1024  # 32 to 128 KiB of UTF-8
 _MAX_BATCH = 1024
-# An answer this large made and freed enough memory to be worth handing back (server.memory).
+# An answer this large made and freed enough memory to be worth handing back (sowctl.engine.memory).
 TRIM_AFTER_BYTES = 1024 * 1024
 _CONTAINERS = frozenset({dict, list, tuple, LazyArray})
 

@@ -39,7 +39,7 @@ import bottle
 from sowctl import clock
 from sowctl.errors import InvalidInput, Issue, Unauthorized
 from sowctl.server import auth
-from sowctl.server.http import drain_body, json_bytes, parse_query, read_json_body
+from sowctl.server.http import json_bytes, parse_query, read_json_body
 from sowctl.server.responses import json_response
 from sowctl.testdouble import verify
 from sowctl.testdouble.faults import FaultConfig
@@ -103,8 +103,6 @@ class AdminApi:
                 return json_response(status, json_bytes(body), {})
             except Exception as exc:
                 return self.app.dispatcher.failure_response(environ, "A", exc, {})
-            finally:
-                drain_body(environ, self.settings.drain_bytes)
 
         route.__name__ = handler.__name__
         return route

@@ -27,7 +27,6 @@ import errno
 import json
 import random
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -41,7 +40,7 @@ from sowctl.redaction import redact, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.console import is_console_path
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
-from sowctl.server.http import JSON_CONTENT_TYPE, drain_body, json_bytes, read_body
+from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
 from sowctl.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
 from sowctl.testdouble.gate import Gate
@@ -280,8 +279,10 @@ class TestDouble:
     def _fault_response(
         self, environ: dict, start_response: Callable[..., Any], group: str, status: int
     ) -> list[bytes]:
-
-        drain_body(environ, self.settings.drain_bytes)  # the client gets the answer, not a reset
+        try:  # read the body, so that the request log shows what was sent
+            read_body(environ, self.settings.max_body_bytes)
+        except Exception:  # too large or broken: the log keeps what was read
+            pass
         error = envelope(group, HttpStatusError(status, FAULT_MESSAGE))
         payload = json_bytes(error.body)
         request_id = _request_id(environ)
@@ -298,18 +299,13 @@ class TestDouble:
         return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else [payload]
 
     def _drop(self, environ: dict) -> None:
-        """Close the connection without any response (what a crashed server or a proxy does)."""
+        """Cut the connection without an answer (what a crashed server or a proxy does).
 
+        ``sowctl serve``'s engine cuts it after the status line and headers, before any of the
+        body, as early as its parser lets an application (the client sees a broken answer); in
+        process (no socket, e.g. httpx.WSGITransport) the caller gets this exception."""
         _request_id(environ)
         log(environ, "injected fault: connection dropped")
-        sock = environ.get("gunicorn.socket")
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        # gunicorn treats ECONNRESET as a client that went away: it closes quietly. In
-        # process (no socket, e.g. httpx.WSGITransport) the caller gets this exception.
         raise ConnectionResetError(errno.ECONNRESET, "injected fault: connection dropped")
 
     # --- request log and recording ---------------------------------------------------------

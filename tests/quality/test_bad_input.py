@@ -5,7 +5,7 @@ Every registered operation (``operations.load_all()``) is covered, so a new rout
 tested as soon as it exists; the only per-route knowledge is a valid request
 (``VALID_QUERY`` / ``VALID_BODY``), and a test fails when a route lacks one. Requests
 go straight to the WSGI app with a PEP 3333 environ (``PATH_INFO`` as latin-1 decoded
-bytes, exactly as gunicorn hands it over), so raw paths such as ``../`` or invalid
+bytes, exactly as the engine hands it over), so raw paths such as ``../`` or invalid
 UTF-8 reach the server unnormalised.
 
 Decisions pinned here:

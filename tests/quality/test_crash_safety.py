@@ -3,7 +3,7 @@ acknowledged write and leaves no half-written one; an export taken while writers
 consistent snapshot. On the suite's backend (SQLite file or PostgreSQL, ``db_url``).
 
 The server runs as ``sowctl serve`` in its own process group, so SIGKILL takes the
-gunicorn master and its workers down at once, as a crash or an OOM kill would.
+server and its workers down at once, as a crash or an OOM kill would.
 """
 
 from __future__ import annotations

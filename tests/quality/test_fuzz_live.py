@@ -1,7 +1,7 @@
 """Schemathesis, as its users run it: the CLI against a real ``sowctl serve --workers 2``.
 
 tests/quality/test_fuzz.py drives the Bottle app in process, with real ids mixed in; this run
-goes through everything in front of it too (gunicorn's request parsing, its limits,
+goes through everything in front of it too (the engine's request parsing, its limits,
 the access log), where an HTML error page or an undocumented 414 would hide from the
 in-process run. ``SOWCTL_FUZZ_LIVE_EXAMPLES`` and ``SOWCTL_FUZZ_SEED`` widen the
 hunt (15 examples per operation, seed 1 in CI). Both authentication schemes are sent

@@ -162,12 +162,15 @@ def test_a_percent_encoded_secret_in_a_path_is_a_secret_too() -> None:
     assert redact_target("/api/items/a%20b", "") == "/api/items/a%20b"  # nothing secret: as sent
 
 
-def test_the_workers_refusal_line_hides_secrets_in_path_and_query(capsys) -> None:
+def test_the_engines_refusal_line_hides_secrets_in_method_path_and_query(capsys) -> None:
     from sowctl.server.access_log import log_refusal
 
-    log_refusal(("127.0.0.1", 1), "GET /api/items/sowt%5FSECRET1?sowk_SECRET2=1&token=SECRET3 HTTP/1.1", 431)
+    target = "/api/items/sowt%5FSECRET1?sowk_SECRET2=1&token=SECRET3"
+    log_refusal("127.0.0.1", "GET", target, "HTTP/1.1", 431)
+    log_refusal("127.0.0.1", "sowt_SECRET4", "/x", "HTTP/1.1", 405)
     line = capsys.readouterr().err
     assert "SECRET" not in line and '"GET /api/items/sowt_***?***=1&token=*** HTTP/1.1" 431' in line
+    assert '"sowt_*** /x HTTP/1.1" 405' in line
 
 
 def test_the_request_log_headers_hide_secrets_in_urls(tmp_path: Path) -> None:

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from sowctl import models as m
 from sowctl import money, operations
+from sowctl.engine import memory
 from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.schemas.lazy import LazyArray
-from sowctl.server import memory, streaming
+from sowctl.server import streaming
 from sowctl.server.app import create_app
 from sowctl.server.http import json_bytes
 from sowctl.server.settings import ServerSettings

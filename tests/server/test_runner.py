@@ -1,4 +1,4 @@
-"""sowctl.server.runner.serve for real: a subprocess, a free port, two workers, real signals."""
+"""sowctl.server.runner.serve on the engine: a subprocess, a free port, two workers, real signals."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_serve_spreads_logs_and_stops_cleanly(sig: signal.Signals, stdout_kind: 
         log = stderr.read().decode()
 
     assert "Traceback" not in log, log
-    assert "Booting worker" not in log, log  # gunicorn's info chatter stays quiet
+    assert "[server]" not in log, log  # the server's info chatter stays quiet
     assert '127.0.0.1 - "GET /hello?q=1 HTTP/1.1" 200 16 ' in log, log
     assert "s3cret" not in log and "k3y" not in log, log
     assert "serve returned" in log  # serve() returns normally instead of raising SystemExit
@@ -169,24 +169,28 @@ def test_access_log_of_an_app_that_raises(
     assert line.startswith(f'10.0.0.1 - "GET /x HTTP/1.1" {status} 0 '), line
 
 
-def test_a_worker_that_fails_says_one_redacted_line_not_a_traceback(monkeypatch, capsys) -> None:
-    from sowctl.server import runner
+FAILING = """
+from sowctl.server.runner import serve
 
-    class Exited(Exception):
-        pass
+def factory():
+    raise RuntimeError("cannot open database for sowt_" + "A" * 40 + "\\nsecond line")
 
-    def fake_exit(code: int) -> None:
-        raise Exited(code)
+serve(factory, port=0, workers=2, threads=2, on_ready=print)
+"""
 
-    monkeypatch.setattr(runner.os, "_exit", fake_exit)
-    monkeypatch.delenv("SOWCTL_DEBUG", raising=False)
-    token = "sowt_" + "A" * 40
-    try:
-        raise RuntimeError(f"cannot open database for {token}\nsecond line")
-    except RuntimeError as failure:
-        with pytest.raises(Exited) as exited:
-            runner._exit_worker(failure)
-    assert exited.value.args == (1,)
-    err = capsys.readouterr().err
+
+def test_workers_that_cannot_start_stop_the_server_with_one_redacted_line_each() -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("SOWCTL_DEBUG", None)
+    done = subprocess.run(
+        [sys.executable, "-c", FAILING], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode != 0
+    assert done.stdout == ""  # never "ready"
     expected = "error: a server worker stopped: RuntimeError: cannot open database for sowt_***"
-    assert err == expected + " (set SOWCTL_DEBUG=1 for details)\n"
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert lines and all(line == expected + " (set SOWCTL_DEBUG=1 for details)" for line in lines), (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr and "AAAA" not in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) <= 8, done.stderr  # no respawn loop

@@ -152,14 +152,12 @@ def test_idle_clients_do_not_starve_others_and_are_closed_after_the_timeout(serv
             sock.close()
 
 
-def test_a_request_head_not_finished_in_time_gets_408(served: Served) -> None:
+def test_a_request_head_not_finished_in_time_is_closed(served: Served) -> None:
     with served.connect(timeout=15) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
         started = time.monotonic()
-        status, headers, body = read_answer(sock)  # the head deadline is 10 s
-        assert status.startswith("HTTP/1.1 408") and headers["connection"] == "close"
-        assert json.loads(body) == {"error": "the request was not received in time"}
-        assert time.monotonic() - started > 5  # not cut short (the socket's timeout bounds the wait)
+        assert closed_within(sock, 12.0)  # the head deadline is 5 s from the connection's start
+        assert time.monotonic() - started > 3  # not cut short (the socket's timeout bounds the wait)
 
 
 # --- oversized requests -------------------------------------------------------------------------------
@@ -212,17 +210,29 @@ def test_an_expect_100_continue_body_too_large_is_refused_and_a_fitting_one_invi
         assert status.startswith("HTTP/1.1 404"), answer  # the application read the body
 
 
-@pytest.mark.parametrize("size", [64 * 1024, 16 * MIB])
-def test_an_overlong_request_line_gets_414_and_the_server_keeps_serving(served: Served, size: int) -> None:
-    line = b"GET /api/sows?q=" + b"x" * size + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+def test_an_overlong_request_line_gets_414_and_the_server_keeps_serving(served: Served) -> None:
+    line = b"GET /api/sows?q=" + b"x" * (40 * 1024) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    with served.connect() as sock:
+        sock.sendall(line)
+        status, headers, body = read_answer(sock)
+    assert status.startswith("HTTP/1.1 414") and headers["connection"] == "close"
+    assert json.loads(body) == {"error": "request line too long: the limit is 32768 bytes"}
+    served.ordinary_requests(1)
+
+
+def test_a_head_past_the_parsers_buffer_is_refused_unread_and_the_server_keeps_serving(
+    served: Served,
+) -> None:
+    """Past 64 KiB the parser refuses the head itself (no body: it never reached sowctl)."""
+    line = b"GET /api/sows?q=" + b"x" * (16 * MIB) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
     with served.connect() as sock:
         # Sent from a thread: the answer comes while the line is still arriving.
         sender = threading.Thread(target=_send_ignoring_errors, args=(sock, line), daemon=True)
         sender.start()
         status, headers, body = read_answer(sock)
         sender.join(10)
-    assert status.startswith("HTTP/1.1 414") and headers["connection"] == "close"
-    assert json.loads(body) == {"error": "request line too long: the limit is 32768 bytes"}
+    assert status.split(" ")[1] in ("414", "431") and headers["connection"] == "close"
+    assert b"xxxx" not in body
     served.ordinary_requests(1)
 
 
@@ -277,13 +287,18 @@ def test_keep_alive_pipelining_head_and_chunked_bodies_work(served: Served) -> N
         )
         status, _, answer = read_answer(sock)
         assert status.startswith("HTTP/1.1 404") and json.loads(answer) == {"error": "project nope not found"}
-        # A chunked body over the limit: 413 once it passes it.
+        # A chunked body over the limit: 413 once it passes it, before it ends.
         sock.sendall(
             b"POST /api/sows HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-            b"Content-Type: application/json\r\n" + auth + b"\r\n" + b"%x\r\n" % (MIB + 1)
+            b"Content-Type: application/json\r\n" + auth + b"\r\n"
         )
-        status, _, answer = read_answer(sock)
+        piece = b"%x\r\n%s\r\n" % (64 * 1024, b"x" * 64 * 1024)
+        sender = threading.Thread(target=_send_ignoring_errors, args=(sock, piece * 17), daemon=True)
+        sender.start()
+        status, headers, answer = read_answer(sock)
+        sender.join(10)
         assert status.startswith("HTTP/1.1 413") and json.loads(answer) == TOO_LARGE
+        assert headers["connection"] == "close"
 
 
 def test_sigterm_stops_a_server_with_slow_and_idle_clients_open(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ Before: only each piece had a deadline (``send_timeout``, 30 s), so a client tha
 32 KiB piece every 29 s kept a report slot, and a thread, for hours on a large chain report;
 three such clients took every report slot of a default worker, and every other report and
 purchase-order page got 503. Now the whole answer must go at ``min_send_rate`` on average
-after a grace of ``send_timeout`` (sowctl.server.pacing).
+after a grace of ``send_timeout`` (sowctl.engine.pacing).
 
 The server runs with small settings (a grace of 2 s, 2 MiB/s) so that a reader at 256 KiB/s,
 which takes every piece well within the grace, is cut off within seconds, while a reader

@@ -1,5 +1,5 @@
 """A client that calls the WSGI app exactly as a WSGI server does (a PEP 3333 environ, no
-httpx): ``PATH_INFO`` as latin-1 decoded bytes, as gunicorn hands it over, so raw paths such
+httpx): ``PATH_INFO`` as latin-1 decoded bytes, as the engine hands it over, so raw paths such
 as ``../`` or invalid UTF-8 reach the server unnormalised. ``make_env`` loads the demo dataset
 and makes a member token and an API key; ``Env.send(op)`` sends an operation's valid request
 (``VALID_QUERY`` / ``VALID_BODY``) with parts of it replaced. ``dump`` is the whole database as

@@ -31,7 +31,12 @@ class Server:
     """
 
     def __init__(
-        self, db: str | Path, *args: str, quiet: bool = True, env: dict[str, str] | None = None
+        self,
+        db: str | Path,
+        *args: str,
+        quiet: bool = True,
+        env: dict[str, str] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
         env = {**inherited, **(env or {})}
@@ -44,6 +49,7 @@ class Server:
             text=True,
             env=env,
             start_new_session=True,
+            preexec_fn=preexec_fn,
         )
         self.stdout: queue.Queue[str | None] = queue.Queue()
         self.stdout_lines: list[str] = []

@@ -1,0 +1,193 @@
+"""The worker processes of ``sowctl serve``: granian's, each running a Bridge around the application.
+
+granian (Rust's hyper) parses every request and manages the workers: it forks them, hands
+each the listening port (``SO_REUSEPORT``: the kernel spreads connections over them), and
+starts again one that dies (after the first start: one that cannot start stops the server).
+Its HTTP/1 settings carry the head deadline and size (``Limits.head_timeout``,
+``head_buffer_bytes``) and its backpressure the connections a worker serves at once
+(``Limits.max_connections``; the rest wait in the listen backlog). ``accept()`` failing at the
+descriptor limit is load, not death: granian backs off and keeps serving.
+
+Only the standard library is imported until :func:`serve` runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from sowctl.engine.hooks import Hooks
+from sowctl.engine.limits import Limits
+
+Loader = Callable[[], tuple[Any, Hooks]]
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_READY_POLL = 0.02
+
+
+def serve(
+    load: Loader,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    limits: Limits | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve what ``load`` returns (a WSGI application and its Hooks) until SIGINT or SIGTERM.
+
+    ``load`` runs once in every worker, after the fork, so each opens its own database
+    connections. ``on_ready(url)`` runs once, here, as soon as the port accepts connections;
+    stdout is flushed after it. ``port=0`` picks a free port. Raises ``OSError`` when the
+    address cannot be had and ``SystemExit`` when the workers cannot start.
+    """
+    from granian.constants import HTTPModes, Interfaces
+    from granian.http import HTTP1Settings
+    from granian.server.mp import MPServer
+
+    from sowctl.engine import descriptors, logs
+
+    limits = limits or Limits()
+    reservation, address = _reserve(host, port)
+    url = _url(address)
+    note = descriptors.raise_soft_limit(
+        workers * (limits.max_connections + limits.threads + descriptors.SPARE)
+    )
+    if note:
+        sys.stderr.write(f"sowctl: {note}\n")
+    saved = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    server = MPServer(
+        "sowctl",
+        address=address[0],
+        port=address[1],
+        interface=Interfaces.ASGI,
+        workers=workers,
+        http=HTTPModes.http1,
+        websockets=False,
+        backlog=limits.backlog,
+        backpressure=limits.max_connections,
+        http1_settings=HTTP1Settings(
+            header_read_timeout=max(1, round(limits.head_timeout * 1000)),
+            keep_alive=True,
+            max_buffer_size=limits.head_buffer_bytes,
+        ),
+        log_dictconfig=logs.config(),
+        log_level="warning",
+        workers_kill_timeout=max(1, round(limits.graceful_timeout)),
+    )
+
+    def started() -> None:
+        sys.stdout.flush()  # nothing buffered is written again by each forked worker
+        sys.stderr.flush()
+        watcher = threading.Thread(target=_when_accepting, args=(server, address, url, on_ready), daemon=True)
+        watcher.start()
+
+    server.on_startup(started)
+    try:
+        server.serve(target_loader=_worker_loader(load, limits, workers > 1))
+    except KeyboardInterrupt:
+        pass
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+    finally:
+        reservation.close()
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _worker_loader(load: Loader, limits: Limits, multiprocess: bool) -> Callable[[str], Any]:
+    def loader(_target: str) -> Any:
+        from sowctl.engine.bridge import Bridge
+
+        try:
+            app, hooks = load()
+        except BaseException as exc:
+            _exit_worker(exc)
+        return Bridge(app, hooks, limits, multiprocess=multiprocess)
+
+    return loader
+
+
+def _when_accepting(
+    server: Any, address: tuple[Any, ...], url: str, on_ready: Callable[[str], None] | None
+) -> None:
+    """Wait until a worker accepts, then say so; from then on a worker that dies is replaced
+    (one that cannot even start stops the server instead of failing forever)."""
+    target = _connectable(address)
+    while True:
+        try:
+            socket.create_connection(target, timeout=1).close()
+            break
+        except OSError:
+            time.sleep(_READY_POLL)
+    server.respawn_failed_workers = True
+    if on_ready is not None:
+        on_ready(url)
+    sys.stdout.flush()
+
+
+def _reserve(host: str, port: int) -> tuple[socket.socket, tuple[Any, ...]]:
+    """Claim ``host:port`` (a free one for 0): a socket bound there that never listens, so
+    another server cannot take the port while the workers bind it with ``SO_REUSEPORT``."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, addr = infos[0][0], infos[0][4]
+    # Without SO_REUSEPORT first: that fails if anyone listens there (with it, we would
+    # silently join another live server on the same port and split its traffic).
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(addr)
+        addr = probe.getsockname()
+    hold = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        hold.bind(addr)
+    except BaseException:
+        hold.close()
+        raise
+    return hold, addr
+
+
+def _connectable(address: tuple[Any, ...]) -> tuple[str, int]:
+    host = address[0]
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return host, address[1]
+
+
+def _url(address: tuple[Any, ...]) -> str:
+    host, port = address[0], address[1]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _exit_worker(exc: BaseException) -> None:
+    """End a worker that could not start with one line (the traceback with SOWCTL_DEBUG=1),
+    redacted: what failed may quote a token or a database URL."""
+    from sowctl.redaction import redact_text
+
+    if isinstance(exc, SystemExit | KeyboardInterrupt):
+        code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 0
+    else:
+        if os.environ.get("SOWCTL_DEBUG"):
+            text = "".join(traceback.format_exception(exc))
+        else:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            text = f"error: a server worker stopped: {type(exc).__name__}: {first}"
+            text += " (set SOWCTL_DEBUG=1 for details)\n"
+        with contextlib.suppress(Exception):
+            sys.stderr.write(redact_text(text))
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -1,0 +1,110 @@
+"""Which waiting request gets a worker's next free thread.
+
+Each caller waits in a line of its own, and a freed thread goes to the waiting caller with
+the fewest requests running (the one that waited longest among equals), so one caller with
+many slow requests queued does not put everyone else behind all of them. A caller over its
+processor share (:class:`sowctl.engine.usage.CpuUsage`) comes after every caller within
+theirs and, while any of them is running or waiting, runs one request at a time: threads
+share one interpreter, so each further processor-bound request of the heavy caller would slow
+everyone else's. Alone, such a caller gets every thread, as before. A request that waited
+``timeout`` seconds is given up (:class:`QueueTimeout`).
+
+Runs on the worker's event loop only: no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, OrderedDict, deque
+from collections.abc import Hashable
+
+from sowctl.engine.usage import CpuUsage
+
+
+class QueueTimeout(Exception):
+    """No thread was free for the request within the wait."""
+
+
+class Turns:
+    def __init__(self, threads: int, usage: CpuUsage, timeout: float) -> None:
+        self.free = threads
+        self.usage = usage
+        self.timeout = timeout
+        self.running: Counter[Hashable] = Counter()
+        self._waiting: OrderedDict[Hashable, deque[asyncio.Future[None]]] = OrderedDict()
+
+    async def acquire(self, caller: Hashable) -> None:
+        """Wait for a thread in ``caller``'s turn; ``QueueTimeout`` after ``timeout``."""
+        if not self._waiting and self._may_run(caller):
+            self._take(caller)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(caller, deque()).append(future)
+        self._grant()
+        try:
+            await asyncio.wait_for(asyncio.shield(future), self.timeout)
+        except TimeoutError:
+            if future.done() and not future.cancelled():
+                return  # granted as the wait ended
+            self._abandon(caller, future)
+            raise QueueTimeout from None
+        except BaseException:
+            self._abandon(caller, future)
+            raise
+
+    def release(self, caller: Hashable) -> None:
+        self.running[caller] -= 1
+        if self.running[caller] <= 0:
+            del self.running[caller]
+        self.free += 1
+        self._grant()
+
+    def waiting(self) -> int:
+        return sum(len(line) for line in self._waiting.values())
+
+    def _take(self, caller: Hashable) -> None:
+        self.free -= 1
+        self.running[caller] += 1
+
+    def _contended(self, caller: Hashable) -> bool:
+        """Whether a caller within its share runs or waits besides ``caller``."""
+        others = [c for c in (*self.running, *self._waiting) if c != caller]
+        return any(not self.usage.over(other) for other in others)
+
+    def _may_run(self, caller: Hashable) -> bool:
+        if self.free <= 0:
+            return False
+        return not (self.usage.over(caller) and self.running[caller] >= 1 and self._contended(caller))
+
+    def _grant(self) -> None:
+        while self.free > 0 and self._waiting:
+            eligible = [c for c in self._waiting if self._may_run(c)]
+            if not eligible:
+                return
+            caller = min(eligible, key=lambda c: (self.usage.over(c), self.running[c]))
+            line = self._waiting.pop(caller)
+            future = line.popleft()
+            if line:
+                self._waiting[caller] = line  # to the back of the turn order
+            if future.cancelled():
+                continue
+            self._take(caller)
+            future.set_result(None)
+
+    def _abandon(self, caller: Hashable, future: asyncio.Future[None]) -> None:
+        if future.done() and not future.cancelled():
+            self.release(caller)  # granted, but nobody will use it: hand it on
+        else:
+            future.cancel()
+            self._forget(caller, future)
+
+    def _forget(self, caller: Hashable, future: asyncio.Future[None]) -> None:
+        line = self._waiting.get(caller)
+        if line is None:
+            return
+        try:
+            line.remove(future)
+        except ValueError:
+            return
+        if not line:
+            del self._waiting[caller]

@@ -1,0 +1,137 @@
+"""Which waiting request gets a worker's next free thread (sowctl.engine.turns)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from sowctl.engine.turns import QueueTimeout, Turns
+from sowctl.engine.usage import CpuUsage
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def _turns(threads: int, usage: CpuUsage | None = None, timeout: float = 10.0) -> Turns:
+    return Turns(threads, usage or CpuUsage(2.0, 0.5, Clock()), timeout)
+
+
+def _start(turns: Turns, started: list[str], caller: str, name: str) -> asyncio.Task[None]:
+    async def take() -> None:
+        await turns.acquire(caller)
+        started.append(name)
+
+    return asyncio.get_running_loop().create_task(take())
+
+
+def test_a_freed_thread_goes_to_the_caller_with_fewest_running() -> None:
+    async def scenario() -> list[str]:
+        turns = _turns(2)
+        started: list[str] = []
+        for name in ("a1", "a2", "a3", "a4"):
+            _start(turns, started, "A", name)
+        await _settle()
+        for name in ("b1", "b2"):
+            _start(turns, started, "B", name)
+        await _settle()
+        assert started == ["a1", "a2"] and turns.waiting() == 4  # no thread free
+        for finished_by, expected in (("A", "b1"), ("A", "a3"), ("B", "b2"), ("A", "a4")):
+            turns.release(finished_by)
+            await _settle()
+            assert started[-1] == expected, started  # A ran more: B first, though A came first
+        return started
+
+    assert asyncio.run(scenario()) == ["a1", "a2", "b1", "a3", "b2", "a4"]
+
+
+def test_a_callers_own_requests_keep_their_order() -> None:
+    async def scenario() -> list[str]:
+        turns = _turns(1)
+        started: list[str] = []
+        for n in range(5):
+            _start(turns, started, "A", str(n))
+        await _settle()
+        for _ in range(5):
+            turns.release("A")
+            await _settle()
+        return started
+
+    assert asyncio.run(scenario()) == ["0", "1", "2", "3", "4"]
+
+
+def test_a_caller_over_its_share_runs_one_at_a_time_after_the_others_while_they_wait() -> None:
+    async def scenario() -> list[str]:
+        clock = Clock()
+        usage = CpuUsage(2.0, 0.5, clock)
+        turns = _turns(3, usage)
+        started: list[str] = []
+        usage.charge("heavy", 5.0)  # 3 seconds past its burst
+        assert usage.over("heavy")
+        _start(turns, started, "heavy", "h1")
+        _start(turns, started, "light", "l1")
+        await _settle()
+        _start(turns, started, "heavy", "h2")  # a thread is free, but light is running
+        _start(turns, started, "light", "l2")
+        await _settle()
+        assert started == ["h1", "l1", "l2"]  # h2 waits: heavy already runs one, light is busy
+        turns.release("light")
+        await _settle()
+        assert started == ["h1", "l1", "l2"] and turns.free == 1  # still contended: one at a time
+        turns.release("heavy")
+        await _settle()
+        assert started[-1] == "h2"
+        return started
+
+    asyncio.run(scenario())
+
+
+def test_alone_a_caller_over_its_share_gets_every_thread() -> None:
+    async def scenario() -> list[str]:
+        usage = CpuUsage(2.0, 0.5, Clock())
+        turns = _turns(3, usage)
+        usage.charge("heavy", 10.0)
+        started: list[str] = []
+        for name in ("h1", "h2", "h3"):
+            _start(turns, started, "heavy", name)
+        await _settle()
+        return started
+
+    assert asyncio.run(scenario()) == ["h1", "h2", "h3"]
+
+
+def test_a_request_that_waits_too_long_is_given_up_and_its_place_freed() -> None:
+    async def scenario() -> None:
+        turns = _turns(1, timeout=0.05)
+        await turns.acquire("A")
+        with pytest.raises(QueueTimeout):
+            await turns.acquire("B")
+        assert turns.waiting() == 0
+        turns.release("A")
+        await asyncio.wait_for(turns.acquire("B"), 1)  # the thread went to nobody else
+        assert turns.free == 0 and dict(turns.running) == {"B": 1}
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_wait_gives_its_thread_on() -> None:
+    async def scenario() -> None:
+        turns = _turns(1)
+        await turns.acquire("A")
+        waiting = asyncio.get_running_loop().create_task(turns.acquire("B"))
+        await _settle()
+        waiting.cancel()
+        await _settle()
+        turns.release("A")
+        assert turns.free == 1 and turns.waiting() == 0 and not turns.running
+
+    asyncio.run(scenario())
