@@ -42,6 +42,10 @@ class Limits:
     # time and after everyone else's (sowctl.engine.turns); alone, it runs as before.
     cpu_burst: float = 2.0
     cpu_share: float = 0.5
+    # How long a thread runs Python before another may take the interpreter (None: Python's
+    # 5 ms). A request waiting behind a processor-bound one waits up to this at each
+    # database call, so shorter keeps ordinary requests quick beside heavy ones.
+    switch_interval: float | None = None
     # Seconds a stopping worker gives requests under way before it is killed.
     graceful_timeout: float = 5.0
 

@@ -111,6 +111,8 @@ def _worker_loader(load: Loader, limits: Limits, multiprocess: bool) -> Callable
             app, hooks = load()
         except BaseException as exc:
             _exit_worker(exc)
+        if limits.switch_interval is not None:
+            sys.setswitchinterval(limits.switch_interval)
         return Bridge(app, hooks, limits, multiprocess=multiprocess)
 
     return loader

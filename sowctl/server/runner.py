@@ -11,6 +11,7 @@ and the engine's small modules are imported until :func:`serve` runs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from sowctl.engine import Hooks, Limits, Refusal
@@ -30,6 +31,7 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     access_log: bool = True,
     settings: ServerSettings | None = None,
+    switch_interval: float | None = None,
 ) -> None:
     """Serve the app built by ``app_factory`` (once in every worker, after the fork) until
     SIGINT or SIGTERM, then return. ``settings``: the limits of requests (``ServerSettings``'
@@ -54,14 +56,8 @@ def serve(
         )
         return served, hooks
 
-    run(
-        load,
-        host=host,
-        port=port,
-        workers=workers,
-        limits=engine_limits(settings, threads),
-        on_ready=on_ready,
-    )
+    limits = replace(engine_limits(settings, threads), switch_interval=switch_interval)
+    run(load, host=host, port=port, workers=workers, limits=limits, on_ready=on_ready)
 
 
 def engine_limits(settings: ServerSettings, threads: int) -> Limits:
