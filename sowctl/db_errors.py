@@ -153,6 +153,7 @@ _WORDS: tuple[tuple[str, str], ...] = (
     ("connection already closed", "08003"),
 )
 _DRIVERS = ("sqlite3", "psycopg2", "psycopg")
+_CODE_ATTRIBUTES = ("pgcode", "sqlstate", "sqlite_errorcode")
 _CONNECTION_FAILURE = "08006"  # what a code-less libpq error is when its words name nothing
 _DETAIL_CHARS = 400
 
@@ -201,33 +202,28 @@ def classify(exc: BaseException) -> DatabaseFailure | None:
     failure sowctl can answer with a 503: a bug."""
     driver = _driver_error(exc)
     if driver is None:
-        if not isinstance(exc, pw.PeeweeException):
-            return None
-        detail = _one_line(exc)
-        code = _code_in_words(detail)
-        return _from_code(code, code, detail, inferred=True) if code else None
+        return _from_words(_one_line(exc)) if isinstance(exc, pw.PeeweeException) else None
     detail = _one_line(driver)
-    if _driver_of(driver) == "sqlite3":
-        number = getattr(driver, "sqlite_errorcode", None)
-        if number is None:  # raised by the sqlite3 module itself (closed database, bad binding)
-            return None
+    number = getattr(driver, "sqlite_errorcode", None)
+    if number is not None:
         primary = _SQLITE.get(number & 0xFF)
         if primary is None:
             return None
         return _from_code(primary[0], getattr(driver, "sqlite_errorname", None) or primary[0], detail)
-    code = getattr(driver, "pgcode", None) or getattr(driver, "sqlstate", None)
+    code = _sqlstate_of(driver)
     if code:
         return _from_code(code, code, detail)
-    if _is_connection_error(driver):
-        found = _code_in_words(detail) or _CONNECTION_FAILURE
-        return _from_code(found, found, detail, inferred=True)
-    return None
+    if _is_connection_error(driver):  # libpq: no code for a connection not made, or lost
+        return _from_words(detail) or _from_code(
+            _CONNECTION_FAILURE, _CONNECTION_FAILURE, detail, inferred=True
+        )
+    return None  # e.g. the sqlite3 module's own refusals (a closed database, a bad binding)
 
 
 def sqlstate(exc: BaseException) -> str | None:
     """The SQLSTATE a PostgreSQL driver gave with ``exc``, if any."""
     driver = _driver_error(exc)
-    return (getattr(driver, "pgcode", None) or getattr(driver, "sqlstate", None)) if driver else None
+    return _sqlstate_of(driver) if driver is not None else None
 
 
 def is_conflict(exc: BaseException) -> bool:
@@ -266,15 +262,26 @@ def _from_code(family: str, code: str, detail: str, *, inferred: bool = False) -
 
 def _driver_error(exc: BaseException) -> BaseException | None:
     """The driver's exception: ``exc`` itself, or what peewee (``orig``) or sowctl
-    (``raise ... from``) wrapped."""
+    (``raise ... from``) wrapped. A driver's is one of a known driver's classes, or any
+    exception that carries a code as they do (another DB-API driver, psycopg2cffi)."""
     current: BaseException | None = exc
     for _ in range(4):  # wrappers of wrappers, never a cycle
         if current is None:
             return None
-        if _driver_of(current):
+        if _driver_of(current) or any(getattr(current, name, None) is not None for name in _CODE_ATTRIBUTES):
             return current
         current = getattr(current, "orig", None) or current.__cause__
     return None
+
+
+def _sqlstate_of(driver: BaseException) -> str | None:
+    return getattr(driver, "pgcode", None) or getattr(driver, "sqlstate", None)
+
+
+def _from_words(detail: str) -> DatabaseFailure | None:
+    """Only for an error with no code (module docstring)."""
+    code = _code_in_words(detail)
+    return _from_code(code, code, detail, inferred=True) if code else None
 
 
 def _driver_of(exc: BaseException) -> str:
@@ -287,7 +294,9 @@ def _driver_of(exc: BaseException) -> str:
 
 
 def _is_connection_error(driver: BaseException) -> bool:
-    module = sys.modules.get(_driver_of(driver))
+    """A PostgreSQL driver's error of the classes libpq's code-less failures are raised as."""
+    name = _driver_of(driver)
+    module = sys.modules.get(name) if name in ("psycopg2", "psycopg") else None
     names = ("OperationalError", "InterfaceError")
     classes = tuple(cls for cls in (getattr(module, name, None) for name in names) if cls)
     return bool(classes) and isinstance(driver, classes)
