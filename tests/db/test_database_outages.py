@@ -18,11 +18,15 @@ import pytest
 
 from sowctl import models as m
 from sowctl.db import open_database
+from tests.support.cli import run_main
 from tests.support.client import app_client, bearer
 from tests.support.doubles import ADMIN, FINANCIAL_PROJECT, SOW, in_process, load
 from tests.support.doubles import external as external_headers
 from tests.support.pg_cluster import Cluster
 from tests.support.server import Server, seed_demo
+
+# Each test starts a PostgreSQL cluster of its own, seeds it, and stops and starts it.
+pytestmark = pytest.mark.slow
 
 ITEMS = f"/api/sow/{SOW}/items"
 NEW_ITEM = {"title": "while away", "type": "task_item"}
@@ -168,7 +172,17 @@ def test_a_lock_timeout_is_503_busy_and_nothing_is_stored(served) -> None:
         holder.rollback()
     finally:
         holder.close()
-    assert_one_line_each(served.log_lines(), 2, "database busy (55P03 lock_not_available")
+    # The bearer token is read first, outside any transaction (a prepared statement).
+    holder = served.cluster.connect()
+    holder.autocommit = False
+    try:
+        with holder.cursor() as cursor:
+            cursor.execute('LOCK TABLE "api_token" IN ACCESS EXCLUSIVE MODE')
+            assert_unavailable(served.get(ITEMS), "busy")
+        holder.rollback()
+    finally:
+        holder.close()
+    assert_one_line_each(served.log_lines(), 3, "database busy (55P03 lock_not_available")
     assert served.create("after the lock").status_code == 201
     titles = {item["title"] for item in served.get(ITEMS).json()}
     assert "after the lock" in titles and "locked out" not in titles
@@ -215,7 +229,60 @@ def test_the_test_doubles_gate_and_admin_api_answer_503_while_the_database_is_aw
         m.database_proxy.obj.close()
 
 
-@pytest.mark.slow  # a real server with two workers
+def test_a_database_stopped_in_the_middle_of_a_request_through_the_test_double_is_a_503(
+    pg_cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request lost its connection, and the gate's lock with it: releasing the gate must
+    not open a new connection (before: it did, failed, and the app raised: a 500)."""
+    from sowctl.services import items
+
+    cluster = pg_cluster()
+    client = in_process(cluster.url)
+    try:
+        auth = bearer(load(client)["token"])
+        real = items.list_items
+
+        def stopped_first(*args, **kwargs):
+            cluster.stop()
+            return real(*args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(items, "list_items", stopped_first)
+            assert_unavailable(client.get(ITEMS, headers=auth), "unavailable")
+        lines = client.errors.getvalue().splitlines()  # type: ignore[attr-defined]
+        assert_one_line_each(lines, 1, "database unavailable")
+        cluster.start()
+        assert client.get(ITEMS, headers=auth).status_code == 200
+    finally:
+        client.close()
+        m.database_proxy.obj.close()
+
+
+def test_the_cli_in_local_mode_exits_5_with_one_line_saying_why(pg_cluster) -> None:
+    cluster = pg_cluster()
+    seed_demo(cluster.url)
+    cluster.sql("ALTER DATABASE sowctl SET default_transaction_read_only = on", "postgres")
+    refused = run_main("--db", cluster.url, "items", "create", SOW, "--title", "refused")
+    assert refused.exit_code == 5
+    assert refused.stderr == (
+        "error: database cannot store (25006 read_only_sql_transaction): "
+        "cannot execute INSERT in a read-only transaction\n"
+    )
+    assert run_main("--db", cluster.url, "items", "list", SOW).exit_code == 0  # reads go on
+
+    cluster.stop()
+    cluster.start(standby=True)
+    starting = run_main("--db", cluster.url, "items", "list", SOW)
+    assert starting.exit_code == 5 and starting.stderr.count("\n") == 1
+    assert starting.stderr.startswith("error: cannot open database postgres@127.0.0.1:")
+    assert "the database system is not accepting connections" in starting.stderr
+
+    cluster.stop()
+    stopped = run_main("--db", cluster.url, "items", "list", SOW)
+    assert stopped.exit_code == 5 and stopped.stderr.count("\n") == 1
+    assert "Connection refused" in stopped.stderr
+
+
 def test_sowctl_serve_rides_out_a_restart_and_a_start_up_without_500s(pg_cluster) -> None:
     """The audit's run on the real server: every answer while the database is stopped or
     starting up is 503 with Retry-After, the log has one line per failure and no traceback,
