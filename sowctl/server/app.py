@@ -214,6 +214,8 @@ class Dispatcher:
         error in the group's envelope; a database failure (``db_errors``: busy, unreachable,
         cannot store), 503 with one log line, and /healthz says so until a write succeeds
         when it cannot store; anything else, 500 with its traceback in the log."""
+        if group == "B" and "X-RateLimit-Limit" not in headers:  # failed before the key was charged
+            headers = {**headers, **auth.uncharged_rate_headers(group, self.settings)}
         if isinstance(exc, SowctlError):
             return error_response(group, exc, headers)
         failure = db_errors.classify(exc)

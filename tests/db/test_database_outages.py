@@ -70,6 +70,8 @@ def assert_unavailable(answer: httpx.Response, word: str = "") -> None:
     """503 with Retry-After in the group's envelope; ``word`` in Groups A/B's message."""
     assert answer.status_code == 503, answer.text
     assert answer.headers["Retry-After"] == "1"
+    if answer.request.url.path.startswith("/api/external/"):  # on every Group B answer
+        assert answer.headers["X-RateLimit-Limit"] and answer.headers["X-RateLimit-Remaining"]
     body = answer.json()
     if "code" in body:  # Group C: the documented code; the status says 503
         assert body["code"] == "INTERNAL_SERVER_ERROR" and body["issues"] == []
