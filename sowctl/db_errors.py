@@ -10,7 +10,8 @@ CLI's local mode (exit 5, one line) and the storage layer's own reruns (``db.wit
 * SQLite's result code (``sqlite_errorcode`` of Python's ``sqlite3`` exceptions): its
   primary code, the low byte (``SQLITE_IOERR_WRITE`` is an ``SQLITE_IOERR``).
 
-Peewee wraps the driver's exception and keeps it as ``orig``.
+Peewee wraps the driver's exception in its own class of the same name and keeps it as
+``orig`` (``PeeweeException.orig``).
 
 The kinds, and what each surface does with them:
 
@@ -34,9 +35,10 @@ The kinds, and what each surface does with them:
 Words of a message are read only where the driver gives no code: libpq reports a
 connection that could not be made or was lost without an SQLSTATE (psycopg2 raises
 ``OperationalError`` with ``pgcode`` None even when the server said why, e.g. FATAL
-"the database system is starting up", 57P03), so such an error is a connection failure
-whatever it says, and its words only name the likely SQLSTATE for the log; and an error
-with no driver exception under it (raised by peewee or by sowctl) is matched by its words.
+"the database system is starting up", 57P03), so such an error is a 503 whatever it says,
+and its words only name the likely SQLSTATE, for the log (and "busy" rather than
+"unavailable" for too many clients); and an error with no driver exception under it
+(raised by peewee or by sowctl) is matched by its words.
 """
 
 from __future__ import annotations
