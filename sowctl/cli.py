@@ -388,9 +388,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("SOWCTL_DEBUG"):
             raise
-        if _is_database_error(exc):
-            # The database went away, is locked past the busy timeout, or refused a write.
-            _fail(f"database error: {_first_line(exc)}")
+        database_error = _database_error(exc)
+        if database_error is not None:
+            # The database went away, is busy or locked, cannot store, or refused a statement.
+            _fail(database_error)
             return int(ExitCode.FAILURE)
         _fail(f"unexpected error: {type(exc).__name__}: {_first_line(exc)} (set SOWCTL_DEBUG=1 for details)")
         return int(ExitCode.FAILURE)
@@ -452,9 +453,19 @@ def _with_hint(message: str, hint: str) -> str:
     return message.rstrip(".") + hint if hint else message
 
 
-def _is_database_error(exc: BaseException) -> bool:
-    peewee = sys.modules.get("peewee")  # not imported: it cannot be a database error
-    return peewee is not None and isinstance(exc, peewee.PeeweeException)
+def _database_error(exc: BaseException) -> str | None:
+    """One line for a database error: what its code means (``sowctl.db_errors``: unavailable,
+    busy, cannot store), else its first line; None for any other error."""
+    if sys.modules.get("peewee") is None:  # not imported: it cannot be a database error
+        return None
+    import peewee
+
+    from sowctl.db_errors import classify
+
+    failure = classify(exc)
+    if failure is not None:
+        return failure.describe()
+    return f"database error: {_first_line(exc)}" if isinstance(exc, peewee.PeeweeException) else None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import peewee as pw
 
-from sowctl import db_guards, models
+from sowctl import db_errors, db_guards, models
 from sowctl.db_guards import GuardedSqliteDatabase, check_storage, install_query_deadline
 from sowctl.errors import ServiceUnavailable, SowctlError, UsageError, quoted
 
@@ -436,35 +436,26 @@ def write_transaction(lock_key: str = "global") -> Iterator[None]:
 
 
 def with_retries(operation: Callable[[], object], attempts: int = 5) -> object:
-    """Run ``operation``, retrying transient lock/serialisation failures with backoff."""
+    """Run ``operation`` (reads), again after a failure whose statements may simply run
+    again (``db_errors``: a briefly locked SQLite file, a serialization failure), with backoff."""
     for attempt in range(attempts):
         try:
             return operation()
         except (pw.OperationalError, pw.InternalError) as exc:
-            transient = "locked" in str(exc) or is_serialization_failure(exc)
-            if not transient or attempt == attempts - 1:
+            if not db_errors.is_rerunnable(exc) or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * 2**attempt)
     raise AssertionError("unreachable")
 
 
-# SQLSTATEs after which the database has rolled the whole transaction back and running it
-# again may succeed: serialization_failure (PostgreSQL SERIALIZABLE, CockroachDB's
-# "restart transaction") and deadlock_detected.
-RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 WRITE_ATTEMPTS = 5
 
 
 def is_serialization_failure(exc: BaseException) -> bool:
-    """Whether the database aborted ``exc``'s transaction so that it may be run again."""
-    if not isinstance(exc, pw.OperationalError | pw.InternalError):
-        return False
-    orig = getattr(exc, "orig", None) or exc.__cause__
-    code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
-    if code is not None:
-        return code in RETRYABLE_SQLSTATES
-    text = str(exc).lower()
-    return "could not serialize" in text or "restart transaction" in text or "deadlock detected" in text
+    """Whether the database aborted ``exc``'s transaction so that it may be run again
+    (SQLSTATE 40001 serialization_failure, CockroachDB's "restart transaction" included,
+    and 40P01 deadlock_detected: ``db_errors``)."""
+    return db_errors.is_conflict(exc)
 
 
 def retry_serialization_failures(operation: Callable[[], T], attempts: int = WRITE_ATTEMPTS) -> T:
@@ -484,7 +475,7 @@ def retry_serialization_failures(operation: Callable[[], T], attempts: int = WRI
         except (pw.OperationalError, pw.InternalError) as exc:
             database = models.database_proxy.obj
             nested = database is not None and database.transaction_depth() > 0
-            if nested or attempt == attempts - 1 or not is_serialization_failure(exc):
+            if nested or attempt == attempts - 1 or not db_errors.is_conflict(exc):
                 raise
             time.sleep(0.01 * 2**attempt * (1 + random.random()))
     raise AssertionError("unreachable")

@@ -26,6 +26,12 @@
   connection also asks the kernel to give up on a peer that stops acknowledging
   (``tcp_user_timeout``) and to probe idle connections (keepalives): libpq's
   ``connect_timeout`` does not apply to the asynchronous connections this mode makes.
+* **A database server that restarted, failed over or ended a connection** while a
+  thread's connection sat idle between requests: the server closed it, but the
+  client learns so only when it next sends a query, which would then fail.
+  ``drop_dead_connection``, which the server calls before each request, closes a
+  connection the server has already spoken on or hung up (an idle connection has
+  nothing to read unless the server ended it), so the request opens a new one.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from collections.abc import Iterator
 
 import peewee as pw
 
+from sowctl import db_errors
 from sowctl.errors import ServiceUnavailable
 
 
@@ -125,7 +132,7 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
                 self._identity = identity
             elif identity != self._identity:
                 connection.close()
-                raise pw.OperationalError(f"database file {self.database} was removed or replaced")
+                raise DatabaseFileReplaced(self.database)
             # SQLite fell back to read-only if it could not open the file for writing.
             self._state.read_only_connection = None if os.access(self.database, os.W_OK) else connection
         return connection
@@ -146,7 +153,7 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
 
     def _note_read_only(self, exc: pw.OperationalError) -> None:
         # SQLITE_READONLY: this connection cannot write, whatever the file allows now.
-        if "readonly database" in str(exc).lower() and not self.is_closed():
+        if db_errors.is_read_only(exc) and not self.is_closed():
             self._state.read_only_connection = self._state.conn
 
     def reopen_if_writable(self) -> None:
@@ -212,6 +219,30 @@ def check_writable(database: pw.Database) -> None:
     written (the server asks before each write and in /healthz)."""
     if isinstance(database, GuardedSqliteDatabase):
         database.check_writable()
+
+
+def drop_dead_connection(database: pw.Database) -> None:
+    """Close this thread's PostgreSQL connection if the server ended it while it was idle.
+
+    Call it between transactions (at the start of a request); a healthy idle connection
+    has nothing to read, so a readable one carries the server's farewell (FATAL 57P01
+    "terminating connection", a shutdown, a restart) or its end of file."""
+    if not isinstance(database, pw.PostgresqlDatabase) or database.is_closed() or database.in_transaction():
+        return
+    connection = database._state.conn  # peewee's per-thread connection
+    try:
+        dead = bool(connection.closed) or _readable(connection.fileno())
+    except Exception:  # psycopg2 refuses fileno() on a connection it knows is broken
+        dead = True
+    if dead:
+        with contextlib.suppress(Exception):  # closing a broken connection may fail; it is gone
+            database.close()
+
+
+def _readable(fileno: int) -> bool:
+    poller = select.poll()  # not select(): a server with many sockets has descriptors above 1024
+    poller.register(fileno, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(0))
 
 
 def install_query_deadline() -> None:

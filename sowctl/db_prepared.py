@@ -27,6 +27,8 @@ from typing import Any
 
 import peewee as pw
 
+from sowctl import db_errors
+
 # SQLSTATEs that mean "this server connection does not hold what this client prepared":
 # invalid_sql_statement_name, duplicate_prepared_statement, and feature_not_supported
 # (a prepared plan whose result type a migration changed).
@@ -91,14 +93,9 @@ def execute(database: pw.Database, statement: Prepared, sql: str, params: Sequen
             known[1].add(statement.name)
         return database.execute_sql(statement.execute_sql, params)
     except (pw.ProgrammingError, pw.OperationalError, pw.NotSupportedError, pw.InternalError) as exc:
-        if _sqlstate(exc) not in _POOLED_STATES:
+        if db_errors.sqlstate(exc) not in _POOLED_STATES:
             raise
         # Behind a transaction pooler: each statement may meet another server connection.
         setattr(database, _USABLE, False)
         known[1].clear()
         return database.execute_sql(sql, params)
-
-
-def _sqlstate(exc: BaseException) -> str | None:
-    orig = getattr(exc, "orig", None) or exc.__cause__
-    return getattr(orig, "pgcode", None)

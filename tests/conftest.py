@@ -141,4 +141,5 @@ def wire_guard() -> Iterator[None]:
 # Fixtures shared by every folder of the suite (defined in tests/support/).
 from tests.support.cli import cli, fake_runner  # noqa: E402, F401
 from tests.support.modes import modes  # noqa: E402, F401
+from tests.support.pg_cluster import pg_cluster, pg_template  # noqa: E402, F401
 from tests.support.server import serve  # noqa: E402, F401

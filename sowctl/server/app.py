@@ -19,8 +19,9 @@ from typing import Any
 import bottle
 import peewee as pw
 
-from sowctl import db_guards, models, operations
+from sowctl import db_errors, db_guards, models, operations
 from sowctl.db import open_database, with_retries, write_transaction
+from sowctl.db_errors import Kind
 from sowctl.db_guards import GuardedSqliteDatabase, check_writable
 from sowctl.errors import InvalidInput, SowctlError
 from sowctl.operations import Operation
@@ -28,14 +29,7 @@ from sowctl.redaction import RedactingStream
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
 from sowctl.server.callers import caller_of_environ
-from sowctl.server.errors import (
-    HttpStatusError,
-    InternalError,
-    database_error,
-    envelope,
-    group_of_path,
-    is_storage_error,
-)
+from sowctl.server.errors import HttpStatusError, InternalError, envelope, group_of_path
 from sowctl.server.http import (
     EVERY_RESPONSE_HEADERS,
     JSON_CONTENT_TYPE,
@@ -127,6 +121,7 @@ class Dispatcher:
             models.database_proxy.initialize(self.database)
         if isinstance(self.database, GuardedSqliteDatabase):
             self.database.reopen_if_writable()
+        db_guards.drop_dead_connection(self.database)  # PostgreSQL restarted since the last request
         if self.database.is_closed():
             self.database.connect(reuse_if_open=True)
 
@@ -213,20 +208,22 @@ class Dispatcher:
         self, environ: dict, group: str, exc: Exception, headers: dict[str, str]
     ) -> bottle.HTTPResponse:
         """The one answer to a failed request (the API's and /_admin's alike): a typed
-        error in the group's envelope; a database that is busy, unreachable or cannot
-        store, 503 (and /healthz says so until a write succeeds); anything else, 500."""
+        error in the group's envelope; a database failure (``db_errors``: busy, unreachable,
+        cannot store), 503 with one log line, and /healthz says so until a write succeeds
+        when it cannot store; anything else, 500 with its traceback in the log."""
+        if group == "B" and "X-RateLimit-Limit" not in headers:  # failed before the key was charged
+            headers = {**headers, **auth.uncharged_rate_headers(group, self.settings)}
         if isinstance(exc, SowctlError):
             return error_response(group, exc, headers)
-        mapped = database_error(exc)
-        if isinstance(exc, pw.PeeweeException):
+        failure = db_errors.classify(exc)
+        if failure is not None or isinstance(exc, pw.PeeweeException):
             self.recover_connection()
-        if mapped is not None:
-            if is_storage_error(exc):
-                self.storage_failure = str(exc)
-            log(environ, f"database unavailable: {type(exc).__name__}: {exc}")
-            return error_response(group, mapped, headers)
-        log_exception(environ)
-        return error_response(group, InternalError(), headers)
+        if failure is None:
+            log_exception(environ)
+            return error_response(group, InternalError(), headers)
+        if failure.kind is Kind.STORAGE:
+            self.storage_failure = failure.describe()
+        return error_response(group, failure.error(), headers)  # which logs its one line
 
     def _run(self, op: Operation, request: operations.Request) -> operations.Result:
         if op.write:
@@ -256,7 +253,9 @@ class Dispatcher:
                     self._probe_write()
         except Exception as exc:
             self.recover_connection()
-            log(bottle.request.environ, f"health check failed: {type(exc).__name__}: {exc}")
+            failure = db_errors.classify(exc)
+            reason = failure.describe() if failure else f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            log(bottle.request.environ, f"health check failed: {reason}")
             return json_response(503, json_bytes({"status": "unavailable"}), {"Retry-After": "1"})
         return json_response(200, json_bytes({"status": "ok"}), {})
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import peewee as pw
-
-from sowctl.errors import GROUP_C_MESSAGES, Issue, ServiceUnavailable, SowctlError
+from sowctl.errors import GROUP_C_MESSAGES, Issue, SowctlError
 
 INTERNAL_ERROR_MESSAGE = "internal server error"
 
@@ -75,42 +73,3 @@ class HttpStatusError(SowctlError):
     def __init__(self, status: int, message: str, issues: list[Issue] | None = None) -> None:
         super().__init__(message, issues or [])
         self.status = status
-
-
-_TRANSIENT_DB_ERRORS = (
-    "locked",
-    "busy",
-    "could not serialize",
-    "deadlock",
-    "restart transaction",
-    "connection",
-    "server closed",
-    "timeout",
-    "terminating",
-)
-
-
-# The disk under the database failed: nothing was stored, and retrying later may work.
-_STORAGE_ERRORS = ("disk is full", "disk i/o error", "readonly database", "removed or replaced")
-
-
-def is_storage_error(exc: Exception) -> bool:
-    """Whether ``exc`` says the disk under the database failed (full, I/O error, removed)."""
-    text = str(exc).lower()
-    return isinstance(exc, pw.OperationalError | pw.InternalError) and any(
-        marker in text for marker in _STORAGE_ERRORS
-    )
-
-
-def database_error(exc: Exception) -> SowctlError | None:
-    """A 503 for a database that is busy, unreachable or cannot store; None for anything
-    else (a 500)."""
-    if isinstance(exc, pw.InterfaceError):
-        return ServiceUnavailable("the database is unavailable; retry later")
-    if isinstance(exc, pw.OperationalError | pw.InternalError):
-        text = str(exc).lower()
-        if is_storage_error(exc):
-            return ServiceUnavailable("the database cannot store anything now; retry later")
-        if any(marker in text for marker in _TRANSIENT_DB_ERRORS):
-            return ServiceUnavailable("the database is busy; retry later")
-    return None

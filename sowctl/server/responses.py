@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 import bottle
 
+from sowctl import db_errors
 from sowctl.errors import SowctlError
 from sowctl.redaction import RedactingStream, redact
 from sowctl.server.errors import envelope
@@ -54,6 +55,16 @@ def log(environ: dict, message: str) -> None:
 def log_exception(environ: dict) -> None:
     """The traceback of the exception being handled, once, in the server's log."""
     log(environ, "unexpected error\n" + traceback.format_exc().rstrip())
+
+
+def log_failure(environ: dict, exc: BaseException) -> None:
+    """Call while handling ``exc``: a database failure (``db_errors``) in one line, which
+    says all there is to say; the traceback of anything else, a bug."""
+    failure = db_errors.classify(exc)
+    if failure is None:
+        log_exception(environ)
+    else:
+        log(environ, failure.describe())
 
 
 def request_id_line(environ: dict) -> None:

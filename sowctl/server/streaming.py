@@ -24,7 +24,7 @@ from typing import Any
 
 from sowctl.engine.memory import release_free_memory
 from sowctl.schemas.lazy import LazyArray
-from sowctl.server.responses import log_exception
+from sowctl.server.responses import log_failure
 
 CHUNK_CHARS = 32 * 1024  # 32 to 128 KiB of UTF-8
 _MAX_BATCH = 1024
@@ -186,9 +186,9 @@ class StreamedJson:
         except StopIteration:
             self.close()
             raise
-        except Exception:
+        except Exception as exc:
             # Headers are sent by now: the server can only cut the connection. Say why.
-            log_exception(self._environ)
+            log_failure(self._environ, exc)
             self.close()
             raise
 

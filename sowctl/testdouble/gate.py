@@ -121,7 +121,8 @@ class Gate:
             yield
         finally:
             # A request that lost its connection lost the lock with it: nothing to release.
-            if self.database.connection() is connection and not self.database.is_closed():
+            # (is_closed first: connection() would open a new one, or fail with the database away.)
+            if not self.database.is_closed() and self.database.connection() is connection:
                 try:
                     self.database.execute_sql(f"SELECT pg_advisory_unlock{suffix}(%s)", (GATE_LOCK_ID,))
                 except Exception:

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import bottle
 
-from sowctl import clock
+from sowctl import clock, db_errors
+from sowctl.errors import SowctlError
 from sowctl.redaction import redact, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.console import is_console_path
@@ -181,7 +182,15 @@ class TestDouble:
         if not self.shared:  # without /_admin nothing replaces the database under a request
             return self._api(environ, start_response, path, method, started)
         gate = contextlib.ExitStack()
-        gate.enter_context(self.gate.shared())
+        try:
+            gate.enter_context(self.gate.shared())  # on PostgreSQL, a lock the database gives out
+        except Exception as exc:
+            failure = db_errors.classify(exc)
+            if failure is None:
+                raise
+            self.app.dispatcher.recover_connection()
+            error = failure.error()
+            return self._answer(environ, start_response, group_of_path(path), error, error.message)
         try:
             body = self._api(environ, start_response, path, method, started)
         except BaseException:
@@ -279,22 +288,38 @@ class TestDouble:
     def _fault_response(
         self, environ: dict, start_response: Callable[..., Any], group: str, status: int
     ) -> list[bytes]:
+        error = HttpStatusError(status, FAULT_MESSAGE)
+        note = f"injected fault: HTTP {status}"
+        return self._answer(environ, start_response, group, error, note, {FAULT_HEADER: "error"})
+
+    def _answer(
+        self,
+        environ: dict,
+        start_response: Callable[..., Any],
+        group: str,
+        error: SowctlError,
+        note: str,
+        extra: dict[str, str] | None = None,
+    ) -> list[bytes]:
+        """Answer ``error`` here, without the API (an injected fault, a gate the database
+        could not give), as the API would: its envelope and headers; ``note`` is the log line."""
         try:  # read the body, so that the request log shows what was sent
             read_body(environ, self.settings.max_body_bytes)
         except Exception:  # too large or broken: the log keeps what was read
             pass
-        error = envelope(group, HttpStatusError(status, FAULT_MESSAGE))
-        payload = json_bytes(error.body)
+        response = envelope(group, error)
+        payload = json_bytes(response.body)
         request_id = _request_id(environ)
-        headers = {**error.headers, "Content-Type": JSON_CONTENT_TYPE, FAULT_HEADER: "error"}
+        headers = {**response.headers, "Content-Type": JSON_CONTENT_TYPE, **(extra or {})}
         headers.update(auth.uncharged_rate_headers(group, self.settings))  # the API never saw it
         headers["X-Request-Id"] = request_id
-        if status in (429, 503):
+        if response.status in (429, 503):
             headers["Retry-After"] = "1"
         headers["Content-Length"] = str(len(payload))
         header_list = list(headers.items())
         header_list += cors.response_headers(self.settings.cors_origins, environ.get("HTTP_ORIGIN"))
-        log(environ, f"injected fault: HTTP {status}")
+        log(environ, note)
+        status = response.status
         start_response(f"{status} {bottle.HTTP_CODES.get(status, 'Error')}", header_list)
         return [b""] if environ.get("REQUEST_METHOD") == "HEAD" else [payload]
 
@@ -352,7 +377,13 @@ class TestDouble:
             self.app.dispatcher.ensure_connection()
             state.log_request(entry, self.settings.request_log_size)
         except Exception as exc:  # the log must never cost the client its answer
-            log(environ, f"request log not written: {type(exc).__name__}: {exc}")
+            failure = db_errors.classify(exc)
+            if failure is not None:
+                self.app.dispatcher.recover_connection()
+                if status == 503:  # the answer's own log line already says the database failed
+                    return
+            reason = failure.describe() if failure else f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            log(environ, f"request log not written: {reason}")
 
     def _record(
         self,

@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 
 import httpx
+import peewee as pw
+import psycopg2
 import pytest
 
 from sowctl import db_guards, models
@@ -183,6 +185,56 @@ def test_a_full_disk_is_a_503_with_one_log_line_and_healthz_says_so(small_disk) 
     )  # the refused item is not half-stored
 
     resize("16m")  # space again: the probe write succeeds, and so do writes
+    assert client.get("/healthz").status_code == 200
+    assert _create(client, auth, "after").status_code == 201
+    client.close()
+
+
+def test_a_database_file_overwritten_with_something_else_is_a_503_and_healthz_says_so(sqlite_server) -> None:
+    """SQLITE_NOTADB (and SQLITE_CORRUPT alike): no bug of sowctl's, the storage failed; the
+    operator restores the file. Before: 500 with a traceback per request."""
+    client, auth, path = sqlite_server
+    models.database_proxy.obj.close()  # the next request opens the file anew, as a new thread would
+    with open(path, "r+b") as file:  # the same file (inode), its header overwritten
+        file.write(b"\xff" * 4096)
+    answer = client.get(f"/api/sow/{SOW}/items", headers=auth)
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "1", answer.text
+    assert answer.json() == {"error": "the database cannot store anything now; retry later"}
+    assert client.get("/healthz").status_code == 503
+    log = client.errors.getvalue().splitlines()
+    assert len(log) == 2 and all("(SQLITE_NOTADB): file is not a database" in line for line in log), log
+
+
+class _DiskFull(psycopg2.OperationalError):
+    """What psycopg2 raises when PostgreSQL's disk is full (SQLSTATE 53100)."""
+
+    pgcode = "53100"
+
+
+def test_a_full_database_server_disk_is_a_503_and_healthz_says_so_until_a_write_succeeds(
+    migrated_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """53100 disk_full from PostgreSQL (made up here: the code is what counts). Before: 500."""
+    from sowctl.services import items
+
+    client = in_process(migrated_db_url)
+    auth = bearer(load(client)["token"])
+    full = _DiskFull('could not extend file "base/16384/16500": No space left on device')
+
+    def disk_full(*args, **kwargs):
+        raise pw.OperationalError(full, *full.args)
+
+    with monkeypatch.context() as full_disk:
+        full_disk.setattr(items, "create_item", disk_full)
+        full_disk.setattr(models.Meta, "insert", disk_full)  # /healthz's probe write fails too
+        refused = _create(client, auth, "refused")
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "1", refused.text
+        assert refused.json() == {"error": "the database cannot store anything now; retry later"}
+        log = client.errors.getvalue()
+        assert "Traceback" not in log
+        assert log.count("database cannot store (53100 disk_full): could not extend file") == 1
+        assert client.get("/healthz").status_code == 503  # until its probe write succeeds
+    # Room again:
     assert client.get("/healthz").status_code == 200
     assert _create(client, auth, "after").status_code == 201
     client.close()

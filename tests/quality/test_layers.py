@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.models",
             "sowctl.db",
             "sowctl.db_guards",
+            "sowctl.db_errors",
             "sowctl.db_prepared",
             "sowctl.db_files",
             "sowctl.schemas",

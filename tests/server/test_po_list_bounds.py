@@ -8,10 +8,13 @@ in 1 MiB requests) was built whole, and 8 such requests took a worker to 1-4 GB
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
 
+import peewee as pw
+import psycopg2
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -100,9 +103,11 @@ def reference(project: int = 101, offset: int = 0, limit: int = 100) -> bytes:
     return json_bytes({"data": data})
 
 
-def raw_get(app: Any, query: str, headers: dict[str, str]) -> tuple[Iterator[bytes], tuple[str, list], Any]:
+def raw_get(
+    app: Any, query: str, headers: dict[str, str], errors: io.StringIO | None = None
+) -> tuple[Iterator[bytes], tuple[str, list], Any]:
     """GET the list from ``app`` as a WSGI server does; (body iterator, (status, headers), close)."""
-    return start_get(app, f"{PATH}?{query}", headers)
+    return start_get(app, f"{PATH}?{query}", headers, errors)
 
 
 # --- the bytes and headers ------------------------------------------------------------------
@@ -268,6 +273,33 @@ def test_a_failure_after_the_first_chunk_cuts_the_answer_and_is_logged(
     assert len(b"".join(sent)) < len(reference())
     with pytest.raises(json.JSONDecodeError):
         json.loads(b"".join(sent))
+
+
+def test_a_database_lost_after_the_first_chunk_cuts_the_answer_with_one_log_line(
+    site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database failure says what it is in one line (before: a traceback)."""
+    real = finance._read_batch
+    calls: list[int] = []
+
+    def lost_third(ids: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            lost = psycopg2.OperationalError("server closed the connection unexpectedly\n\tThis probably...")
+            raise pw.OperationalError(lost, *lost.args)
+        return real(ids)
+
+    monkeypatch.setattr(finance, "_read_batch", lost_third)
+    errors = io.StringIO()
+    chunks, status, close = raw_get(site["app"], "project_id=101&limit=100", site["headers"], errors)
+    try:
+        assert status[0].startswith("200")
+        with pytest.raises(pw.OperationalError):
+            list(chunks)
+    finally:
+        close()
+    lines = errors.getvalue().splitlines()
+    assert len(lines) == 1 and "database unavailable (08006" in lines[0], lines
 
 
 def test_a_page_being_sent_holds_a_report_slot_and_one_more_gets_503(

@@ -207,10 +207,10 @@ def make_env(db_url: str) -> Env:
 
 
 def start_get(
-    app: Any, url: str, headers: dict[str, str]
+    app: Any, url: str, headers: dict[str, str], errors: io.StringIO | None = None
 ) -> tuple[Iterator[bytes], tuple[str, list], Callable[[], None]]:
     """GET ``url`` from ``app`` as a WSGI server does, without reading the body:
-    (body iterator, (status, headers), the body's close)."""
+    (body iterator, (status, headers), the body's close); the server's log goes to ``errors``."""
     path, _, query = url.partition("?")
     environ = {
         "REQUEST_METHOD": "GET",
@@ -221,7 +221,7 @@ def start_get(
         "SERVER_PROTOCOL": "HTTP/1.1",
         "wsgi.url_scheme": "http",
         "wsgi.input": io.BytesIO(b""),
-        "wsgi.errors": io.StringIO(),
+        "wsgi.errors": errors if errors is not None else io.StringIO(),
         **{"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()},
     }
     seen: list[tuple[str, list]] = []
