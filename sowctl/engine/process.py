@@ -30,6 +30,7 @@ from sowctl.engine.limits import Limits
 Loader = Callable[[], tuple[Any, Hooks]]
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _READY_POLL = 0.02
+_PR_SET_PDEATHSIG = 1
 
 
 def serve(
@@ -104,9 +105,12 @@ def serve(
 
 
 def _worker_loader(load: Loader, limits: Limits, multiprocess: bool) -> Callable[[str], Any]:
+    master = os.getpid()
+
     def loader(_target: str) -> Any:
         from sowctl.engine.bridge import Bridge
 
+        _end_with(master)
         try:
             app, hooks = load()
         except BaseException as exc:
@@ -116,6 +120,22 @@ def _worker_loader(load: Loader, limits: Limits, multiprocess: bool) -> Callable
         return Bridge(app, hooks, limits, multiprocess=multiprocess)
 
     return loader
+
+
+def _end_with(master: int) -> None:
+    """Have this worker stopped when the master dies, however it dies (SIGKILL included):
+    a worker left behind would go on holding the port. Linux only (``PR_SET_PDEATHSIG``)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != master:  # the master died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _when_accepting(

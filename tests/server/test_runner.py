@@ -194,3 +194,51 @@ def test_workers_that_cannot_start_stop_the_server_with_one_redacted_line_each()
     )
     assert "Traceback" not in done.stderr and "AAAA" not in done.stderr, done.stderr
     assert len(done.stderr.splitlines()) <= 8, done.stderr  # no respawn loop
+
+
+def _children(pid: int) -> set[int]:
+    return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def _eventually(condition, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_worker_that_dies_is_replaced_and_workers_end_with_their_master() -> None:
+    with _server("pipe") as (proc, stdout_fd, _stderr):
+        url = _read_url(stdout_fd)
+        port = int(url.rsplit(":", 1)[1])
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        victim = min(workers)
+        os.kill(victim, signal.SIGKILL)
+        assert _eventually(lambda: len(_children(proc.pid)) == 2 and victim not in _children(proc.pid))
+        with httpx.Client(base_url=url, timeout=5) as client:
+            assert all(client.get("/hello").status_code == 200 for _ in range(10))
+
+        survivors = _children(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)  # the master: no chance to stop its workers
+        proc.wait(timeout=10)
+
+        def gone() -> bool:
+            for pid in survivors:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    continue
+                if Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+                    return False
+            return True
+
+        assert _eventually(gone), "a worker outlived its master"
+        assert _eventually(lambda: _refused(port))
+
+
+def _refused(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
