@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from sowctl.limits import ECHO_LIMIT
+
 
 class ExitCode(IntEnum):
     """CLI exit codes fixed by the contract (§3)."""
@@ -57,9 +59,6 @@ def group_c_code(status: int) -> str:
     lists; any other refusal (405, 408, 413, 414, 429, 431) is BAD_REQUEST, any other
     failure (503) INTERNAL_SERVER_ERROR. The HTTP status and ``issues`` say which."""
     return _CODE_OF_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR")
-
-
-ECHO_LIMIT = 80  # characters of a refused value an error message repeats
 
 
 def quoted(value: object) -> str:

@@ -44,6 +44,7 @@ from sowctl.errors import (
     Unauthorized,
     UsageError,
 )
+from sowctl.limits import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     from sowctl.operations import Operation
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 BACKOFF_BASE = 0.2  # seconds before the first retry (upper bound of the jittered delay)
 BACKOFF_CAP = 5.0  # no single wait is longer, Retry-After included
 MAX_RETRIES = 4
-PAGE_SIZE = 100  # the servers' maximum page size
+PAGE_SIZE = MAX_PAGE_SIZE  # the servers' maximum page size
 DEFAULT_TIMEOUT = 10.0
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
