@@ -12,8 +12,8 @@ from sowctl.schemas import dataset as s
 from sowctl.schemas.common import (
     UNSTORABLE_MESSAGE,
     escape_unstorable,
+    issues_of,
     unstorable_text,
-    validation_error,
 )
 from sowctl.services.dataset.problems import _field_path, _Problems
 from sowctl.services.dataset.source import DatasetSource, DictSource
@@ -64,7 +64,7 @@ def validated_batches(
 
 
 def _report(kind: str, raw: list, offset: int, exc: ValidationError, problems: _Problems) -> None:
-    for issue in validation_error(exc).issues:
+    for issue in issues_of(exc):
         index, *field = issue.path
         record = raw[index] if isinstance(index, int) and index < len(raw) else None
         record_id = record.get("id") if isinstance(record, dict) else None
