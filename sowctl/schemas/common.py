@@ -319,7 +319,7 @@ def parse(model: type[M], data: Any) -> M:
         raise InvalidInput("request body is required", [Issue((), "request body is required")])
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", [Issue((), "must be a JSON object")])
-    unstorable = unstorable_text(data)
+    unstorable = unstorable_text(data) if may_hold_unstorable(data) else None
     if unstorable is not None:
         issues = [Issue(unstorable, UNSTORABLE_MESSAGE)]
         describe = getattr(model, "describe_errors", None)
@@ -361,6 +361,17 @@ def has_unstorable(text: str) -> bool:
 def escape_unstorable(text: str) -> str:
     """``text`` with NULs and lone surrogates written as ``\\uXXXX``: safe to print or encode."""
     return _UNSTORABLE.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
+
+
+_ESCAPED_UNSTORABLE = re.compile(r"\\x00|\\ud[89a-f]")
+
+
+def may_hold_unstorable(data: Any) -> bool:
+    """False when no string (or key) in ``data`` can hold a NUL or a lone surrogate: repr()
+    escapes both (``\\x00``, ``\\udXXX``), at C speed, where walking the value costs a Python
+    step per element (0.27 s for a body of 250,000 empty objects, against 0.02 s). True may
+    be a false alarm (a backslash-x00 typed in a text): ``unstorable_text`` then says."""
+    return _ESCAPED_UNSTORABLE.search(repr(data)) is not None
 
 
 def unstorable_text(data: Any) -> tuple[str | int, ...] | None:
