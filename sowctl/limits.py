@@ -31,6 +31,9 @@ MAX_REORDER_ENTRIES = 10_000
 # snapshot's answer holds them all, so they bound its size).
 MAX_CONTACTS = 1000
 MAX_SNAPSHOT_LINES = 10_000
+# Route patterns of one fault config of the test double (``/_admin/faults``, ``serve
+# --fault-route``): every request is matched against each.
+MAX_FAULT_ROUTES = 100
 # Levels of the item hierarchy: a top-level item is at level 1. Bounds what one caller can
 # make every later reader walk and encode (a chain tree nests two JSON levels per item).
 MAX_HIERARCHY_DEPTH = 100

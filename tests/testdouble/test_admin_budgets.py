@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from sowctl.limits import MAX_JSON_DEPTH, MAX_LINE_ITEMS
+from sowctl.limits import MAX_FAULT_ROUTES, MAX_JSON_DEPTH, MAX_LINE_ITEMS
 from tests.support.doubles import ADMIN, bearer, dataset, in_process, load
 
 
@@ -81,3 +81,28 @@ def test_a_dataset_with_thousands_of_problems_is_answered_in_a_few_lines(client:
     assert response.json()["error"].startswith("items[0] (id bad-0): sowId: is required (and ")
     assert response.json()["error"].endswith(" more problems)")
     assert loaded(client).get("items", 0) == 0
+
+
+def test_a_fault_config_of_too_many_routes_is_refused_by_its_count(client: httpx.Client) -> None:
+    # Every request is matched against each pattern: 100,000 of them slowed every request.
+    before = client.get("/_admin/faults", headers=ADMIN).json()
+    routes = ["/api/items/*"] * (MAX_FAULT_ROUTES + 1)
+
+    response = client.put("/_admin/faults", json={"rate": 1.0, "routes": routes}, headers=ADMIN)
+
+    assert response.status_code == 400
+    too_many = f"must contain at most {MAX_FAULT_ROUTES} route patterns (this one has {len(routes)})"
+    assert response.json() == {"error": f"routes: {too_many}"}
+    assert client.get("/_admin/faults", headers=ADMIN).json() == before
+    assert client.put("/_admin/faults", json={"routes": routes[:-1]}, headers=ADMIN).status_code == 200
+
+
+def test_serve_refuses_too_many_fault_routes(cli, fake_runner: dict) -> None:
+    options = [arg for _ in range(MAX_FAULT_ROUTES + 1) for arg in ("--fault-route", "/api/*")]
+
+    result = cli("serve", "--fault-rate", "0.5", *options)
+
+    assert result.exit_code == 2
+    too_many = f"must contain at most {MAX_FAULT_ROUTES} route patterns (this one has {MAX_FAULT_ROUTES + 1})"
+    assert result.stderr == f"error: --fault-route: {too_many}\n"
+    assert "app" not in fake_runner
