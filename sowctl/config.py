@@ -44,6 +44,8 @@ def load(path: Path | None = None) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib's parser recurses; memory stays flat until it stops
+        raise InvalidInput(f"config file {path}: arrays or tables nest too deep to be read") from None
     except OSError as exc:  # a directory, no permission...
         raise InvalidInput(f"cannot read config file {path}: {exc.strerror or exc}") from None
     if not isinstance(data.get("profiles", {}), dict):

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from sowctl.limits import ECHO_LIMIT, MAX_MESSAGE_CHARS, MAX_REPORTED_ISSUES
+
 
 class ExitCode(IntEnum):
     """CLI exit codes fixed by the contract (§3)."""
@@ -59,9 +61,6 @@ def group_c_code(status: int) -> str:
     return _CODE_OF_STATUS.get(status, "BAD_REQUEST" if status < 500 else "INTERNAL_SERVER_ERROR")
 
 
-ECHO_LIMIT = 80  # characters of a refused value an error message repeats
-
-
 def quoted(value: object) -> str:
     """``value`` as an error message repeats it: quoted, and cut after ``ECHO_LIMIT``
     characters, so a 20,000-character title does not fill the terminal."""
@@ -85,12 +84,27 @@ def suggestion(value: object, choices: list[str]) -> str:
     return f"; did you mean {quoted(close[0])}?" if close else ""
 
 
+def clipped(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass(frozen=True)
 class Issue:
-    """One offending input: where it is and what is wrong with it."""
+    """One offending input: where it is and what is wrong with it.
+
+    Both are cut to size: a path names keys the caller chose (a key of a megabyte in a
+    dataset record), and an error repeats them."""
 
     path: tuple[str | int, ...]
     message: str
+
+    def __post_init__(self) -> None:
+        if any(isinstance(part, str) and len(part) > ECHO_LIMIT for part in self.path):
+            path = tuple(clipped(part, ECHO_LIMIT) if isinstance(part, str) else part for part in self.path)
+            object.__setattr__(self, "path", path)
+        if len(self.message) > MAX_MESSAGE_CHARS:
+            object.__setattr__(self, "message", clipped(self.message))
 
     def as_dict(self) -> dict:
         return {"path": list(self.path), "message": self.message}
@@ -100,15 +114,48 @@ class Issue:
         return f"{where}: {self.message}" if where else self.message
 
 
+def more_problems(count: int) -> str:
+    """What an error says of the problems it does not list: "and 3 more problems"."""
+    return f"and {count} more problem{'' if count == 1 else 's'}"
+
+
+def bounded_issues(issues: Sequence[Issue], total: int | None = None) -> list[Issue]:
+    """The first ``MAX_REPORTED_ISSUES`` of ``issues`` and, when ``total`` (all of them, by
+    default ``len(issues)``) is more, one last issue counting the rest ("and 4980 more
+    problems"): an answer lists a bounded number whatever the caller sent."""
+    total = len(issues) if total is None else total
+    kept = list(issues[:MAX_REPORTED_ISSUES])
+    if total > len(kept):
+        kept.append(Issue((), more_problems(total - len(kept))))
+    return kept
+
+
+def listed(descriptions: Sequence[str], total: int | None = None) -> str:
+    """The first ``MAX_REPORTED_ISSUES`` descriptions joined with "; ", then "(and K more
+    problems)" when ``total`` is more: the message of a refusal with many problems."""
+    total = len(descriptions) if total is None else total
+    shown = list(descriptions[:MAX_REPORTED_ISSUES])
+    text = "; ".join(shown)
+    return f"{text} ({more_problems(total - len(shown))})" if total > len(shown) else text
+
+
 class SowctlError(Exception):
-    """Base of every error the core raises on purpose."""
+    """Base of every error the core raises on purpose.
+
+    Its message and issues are bounded here, once for every surface (the HTTP envelopes,
+    the CLI's line on stderr): at most ``MAX_MESSAGE_CHARS`` characters, and at most
+    ``MAX_REPORTED_ISSUES`` issues plus one counting the rest (``bounded_issues``; a list
+    bounded already, as one error's issues passed on to another, is kept as it is)."""
 
     status: int = 500
 
     def __init__(self, message: str, issues: Sequence[Issue] = ()) -> None:
+        message = clipped(message)
         super().__init__(message)
         self.message = message
         self.issues = list(issues)
+        if len(self.issues) > MAX_REPORTED_ISSUES + 1:
+            self.issues = bounded_issues(self.issues)
 
     @property
     def code(self) -> str:

@@ -44,6 +44,7 @@ from sowctl.errors import (
     Unauthorized,
     UsageError,
 )
+from sowctl.limits import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     from sowctl.operations import Operation
@@ -52,7 +53,10 @@ if TYPE_CHECKING:
 BACKOFF_BASE = 0.2  # seconds before the first retry (upper bound of the jittered delay)
 BACKOFF_CAP = 5.0  # no single wait is longer, Retry-After included
 MAX_RETRIES = 4
-PAGE_SIZE = 100  # the servers' maximum page size
+# An answer that is not JSON, or nests deeper than Python's parser goes (which stops with
+# flat memory): said as such, never a traceback.
+_NOT_JSON = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
+PAGE_SIZE = MAX_PAGE_SIZE  # the servers' maximum page size
 DEFAULT_TIMEOUT = 10.0
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -303,7 +307,7 @@ class RemoteBackend:
             return None
         try:
             return response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except _NOT_JSON:
             kind = response.headers.get("content-type", "no content type").split(";")[0]
             raise ServiceUnavailable(
                 f"server at {self.shown_url} answered {op.method} {op.path} with HTTP "
@@ -345,7 +349,7 @@ class RemoteBackend:
             return False, f"connection to server at {self.shown_url} failed: {_reason(exc)}"
         try:
             body = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except _NOT_JSON:
             body = None
         if response.status_code == 200 and isinstance(body, dict) and body.get("status") == "ok":
             return True, "ok"
@@ -384,7 +388,7 @@ def _error_message(op: Operation, response: httpx.Response) -> tuple[str, list[I
     """The server's own words: ``error`` (Groups A/B) or ``message`` + issues (Group C)."""
     try:
         body = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except _NOT_JSON:
         body = None
     reason = response.reason_phrase or "no details"
     fallback = reason if response.status_code >= 500 else f"HTTP {response.status_code} {reason}"

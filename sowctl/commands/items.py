@@ -230,7 +230,9 @@ def reorder_items(
 
         try:
             body = json_text.loads(from_file.read())
-        except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, deep nesting
+        except json_text.JsonTooDeep as exc:
+            raise typer.BadParameter(str(exc), param_hint="--from-file") from None
+        except ValueError as exc:  # bad JSON or UTF-8
             raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     else:
         body = {"items": [_position(text) for text in positions or []]}

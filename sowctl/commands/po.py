@@ -207,7 +207,9 @@ def _read_body(stream) -> dict[str, Any]:
 
     try:
         body = json_text.loads(stream.read())
-    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, deep nesting
+    except json_text.JsonTooDeep as exc:
+        raise typer.BadParameter(str(exc), param_hint="--from-file") from None
+    except ValueError as exc:  # bad JSON or UTF-8
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
     if not isinstance(body, dict):
         raise typer.BadParameter("must hold a JSON object (the request body)", param_hint="--from-file")

@@ -10,7 +10,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -34,8 +34,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from sowctl.clock import format_timestamp
-from sowctl.errors import InvalidInput, Issue
+from sowctl.errors import InvalidInput, Issue, bounded_issues, listed, more_problems
 from sowctl.json_text import TooLongInteger
+from sowctl.limits import MAX_REPORTED_ISSUES
 
 __all__ = [
     "ApiBody",
@@ -52,6 +53,7 @@ __all__ = [
     "StrictStr",
     "Timestamp",
     "WholeNumber",
+    "bounded_list",
     "dump",
     "parse",
     "row_dumper",
@@ -127,6 +129,27 @@ NonEmptyStr = Annotated[
     Field(max_length=MAX_TEXT, json_schema_extra={"minLength": 1, "pattern": r"\S"}),
     AfterValidator(_not_blank),
 ]
+
+
+def bounded_list(item: Any, limit: int, noun: str, *, at_least: int = 0) -> Any:
+    """A JSON array of at most ``limit`` ``item``s (and at least ``at_least``), its length
+    checked before any element is validated: 250,000 empty objects are refused at once,
+    with one problem, where validating them first took seconds and named 750,000 fields.
+    ``noun`` (singular) words the refusal: "must contain at most 1000 line items (this one
+    has 250000)", "must contain at least one line item".
+    Anything but an array is left to the list's own validation ("must be an array")."""
+
+    def count(value: Any) -> Any:
+        if isinstance(value, list):
+            if len(value) > limit:
+                raise ValueError(f"must contain at most {limit} {noun}s (this one has {len(value)})")
+            if len(value) < at_least:
+                least = "one" if at_least == 1 else str(at_least)
+                raise ValueError(f"must contain at least {least} {noun}{'' if at_least == 1 else 's'}")
+        return value
+
+    bounds = {"maxItems": limit, **({"minItems": at_least} if at_least else {})}
+    return Annotated[list[item], BeforeValidator(count), Field(json_schema_extra=bounds)]
 
 
 def unreachable_id(value: str) -> str | None:
@@ -296,7 +319,7 @@ def parse(model: type[M], data: Any) -> M:
         raise InvalidInput("request body is required", [Issue((), "request body is required")])
     if not isinstance(data, dict):
         raise InvalidInput("request body must be a JSON object", [Issue((), "must be a JSON object")])
-    unstorable = unstorable_text(data)
+    unstorable = unstorable_text(data) if may_hold_unstorable(data) else None
     if unstorable is not None:
         issues = [Issue(unstorable, UNSTORABLE_MESSAGE)]
         describe = getattr(model, "describe_errors", None)
@@ -340,6 +363,17 @@ def escape_unstorable(text: str) -> str:
     return _UNSTORABLE.sub(lambda match: f"\\u{ord(match[0]):04x}", text)
 
 
+_ESCAPED_UNSTORABLE = re.compile(r"\\x00|\\ud[89a-f]")
+
+
+def may_hold_unstorable(data: Any) -> bool:
+    """False when no string (or key) in ``data`` can hold a NUL or a lone surrogate: repr()
+    escapes both (``\\x00``, ``\\udXXX``), at C speed, where walking the value costs a Python
+    step per element (0.27 s for a body of 250,000 empty objects, against 0.02 s). True may
+    be a false alarm (a backslash-x00 typed in a text): ``unstorable_text`` then says."""
+    return _ESCAPED_UNSTORABLE.search(repr(data)) is not None
+
+
 def unstorable_text(data: Any) -> tuple[str | int, ...] | None:
     """Path of a string (or key) in ``data`` that no backend can store; None if there is none.
 
@@ -362,16 +396,32 @@ def unstorable_text(data: Any) -> tuple[str | int, ...] | None:
 
 
 def validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> InvalidInput:
-    """InvalidInput listing every issue; a model may word the message itself.
+    """InvalidInput listing the first problems (``MAX_REPORTED_ISSUES``) and counting the
+    rest; a model may word the message itself.
 
     A model with a ``describe_errors(issues) -> str`` classmethod chooses the message
-    (Group B's "Missing required parameter X in query parameters" wording).
+    (Group B's "Missing required parameter X in query parameters" wording); it is given
+    the problems listed, and "(and K more problems)" follows its words.
     """
-    issues = [Issue(tuple(err["loc"]), _message(err)) for err in exc.errors()]
+    errors = exc.errors(include_url=False)
+    shown = [_issue(err) for err in errors[:MAX_REPORTED_ISSUES]]
     describe = getattr(model, "describe_errors", None)
     if describe is not None:
-        return InvalidInput(describe(issues), issues)
-    return InvalidInput("; ".join(issue.describe() for issue in issues), issues)
+        message = describe(shown)
+        if len(errors) > len(shown):
+            message += f" ({more_problems(len(errors) - len(shown))})"
+    else:
+        message = listed([issue.describe() for issue in shown], len(errors))
+    return InvalidInput(message, bounded_issues(shown, len(errors)))
+
+
+def issues_of(exc: ValidationError) -> Iterator[Issue]:
+    """Every problem of ``exc``, for a caller that counts them all (a dataset's problems)."""
+    return (_issue(err) for err in exc.errors(include_url=False))
+
+
+def _issue(err: Any) -> Issue:
+    return Issue(tuple(err["loc"]), _message(err))
 
 
 def _message(err: dict) -> str:

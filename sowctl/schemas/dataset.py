@@ -27,6 +27,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, PlainValidator, TypeAdapter
 
 from sowctl.clock import parse_timestamp
+from sowctl.limits import MAX_CONTACTS, MAX_LINE_ITEMS, MAX_SNAPSHOT_LINES
 from sowctl.schemas.common import (
     ApiModel,
     CamelModel,
@@ -37,6 +38,7 @@ from sowctl.schemas.common import (
     StrictBool,
     StrictInt,
     StrictStr,
+    bounded_list,
 )
 from sowctl.schemas.dependencies import Email
 from sowctl.schemas.finance import MoneyIn
@@ -153,6 +155,11 @@ class ContactRecord(_CamelRecord):
     updated_at: TimestampIn | None = None
 
 
+# Nested lists, counted before their records are validated (a dataset may bring no more than
+# the API would answer, or make: an order of at most MAX_LINE_ITEMS lines).
+Contacts = bounded_list(ContactRecord, MAX_CONTACTS, "contact")
+
+
 class ClientRecord(_CamelRecord):
     id: UuidId
     organization_id: RecordId
@@ -162,7 +169,7 @@ class ClientRecord(_CamelRecord):
     industry: StrictStr | None = None
     is_pinned: StrictBool = False
     pinned_at: TimestampIn | None = None
-    contacts: list[ContactRecord] = Field(default_factory=list)
+    contacts: Contacts = Field(default_factory=list)
     created_at: TimestampIn | None = None
     updated_at: TimestampIn | None = None
 
@@ -297,6 +304,9 @@ class SnapshotLineRecord(_ApiRecord):
     variance: Number | None = None
 
 
+SnapshotLines = bounded_list(SnapshotLineRecord, MAX_SNAPSHOT_LINES, "line item")
+
+
 class BudgetViewSnapshotRecord(_ApiRecord):
     id: IntId
     budget_view_id: IntId
@@ -305,7 +315,7 @@ class BudgetViewSnapshotRecord(_ApiRecord):
     description: StrictStr | None = None
     created_at: TimestampIn | None = None
     created_by: SnapshotAuthor | None = None
-    line_items: list[SnapshotLineRecord] = Field(default_factory=list)
+    line_items: SnapshotLines = Field(default_factory=list)
 
 
 class Customer(_ApiRecord):
@@ -366,6 +376,9 @@ class PurchaseOrderLineRecord(_ApiRecord):
     unit_cost: MoneyIn | None = None
 
 
+PurchaseOrderLines = bounded_list(PurchaseOrderLineRecord, MAX_LINE_ITEMS, "line item")
+
+
 class PurchaseOrderRecord(_ApiRecord):
     id: IntId
     project_id: IntId
@@ -378,7 +391,7 @@ class PurchaseOrderRecord(_ApiRecord):
     original_amount: DecimalString | None = None
     revised_amount: DecimalString | None = None
     total_amount: DecimalString | None = None
-    line_items: list[PurchaseOrderLineRecord] = Field(default_factory=list)
+    line_items: PurchaseOrderLines = Field(default_factory=list)
     created_at: TimestampIn | None = None
 
 

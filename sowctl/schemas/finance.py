@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, PlainSerializer, PlainValidator, WithJsonSchema
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from sowctl import money
 from sowctl.errors import Issue
-from sowctl.schemas.common import ApiBody, ApiModel, ApiOut, Field, NonEmptyStr, Timestamp
+from sowctl.limits import MAX_LINE_ITEMS
+from sowctl.schemas.common import ApiBody, ApiModel, ApiOut, Field, NonEmptyStr, Timestamp, bounded_list
 from sowctl.schemas.vocabulary import MAX_BIGINT, PO_STATUSES, PurchaseOrderStatus
 
 MAX_ID = MAX_BIGINT
-MAX_LINE_ITEMS = 1000
 DECIMAL_PATTERN = rf"^\d{{1,{money.MAX_INTEGER_DIGITS}}}(\.\d{{1,{money.MAX_FRACTION_DIGITS}}})?$"
 
 # --- field types ------------------------------------------------------------------
@@ -130,14 +130,6 @@ MoneyNumber = Annotated[
 ]
 
 
-def _line_count(lines: list) -> list:
-    if not lines:
-        raise ValueError("must contain at least one line item")
-    if len(lines) > MAX_LINE_ITEMS:
-        raise ValueError(f"must contain at most {MAX_LINE_ITEMS} line items")
-    return lines
-
-
 def field_path(path: Sequence[str | int]) -> str:
     """("line_items", 0, "amount") -> "line_items[0].amount"."""
     text = ""
@@ -203,12 +195,8 @@ class PurchaseOrderIn(ApiBody):
     vendor_id: BodyId
     status: PurchaseOrderStatus
     line_items: Annotated[
-        list[PurchaseOrderLineIn],
-        AfterValidator(_line_count),
-        Field(
-            description=f"1 to {MAX_LINE_ITEMS} line items.",
-            json_schema_extra={"minItems": 1, "maxItems": MAX_LINE_ITEMS},  # _line_count checks them
-        ),
+        bounded_list(PurchaseOrderLineIn, MAX_LINE_ITEMS, "line item", at_least=1),
+        Field(description=f"1 to {MAX_LINE_ITEMS} line items."),
     ]
 
     @classmethod

@@ -6,6 +6,7 @@ from typing import Annotated, ClassVar
 
 from pydantic.json_schema import SkipJsonSchema
 
+from sowctl.limits import MAX_REORDER_ENTRIES
 from sowctl.schemas.common import (
     CamelBody,
     CamelOut,
@@ -14,6 +15,7 @@ from sowctl.schemas.common import (
     PathId,
     StrictStr,
     Timestamp,
+    bounded_list,
     whole_number_between,
 )
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemStatus, ItemType
@@ -57,8 +59,11 @@ class ReorderEntry(CamelBody):
     order_index: Position
 
 
+ReorderEntries = bounded_list(ReorderEntry, MAX_REORDER_ENTRIES, "item", at_least=1)
+
+
 class ReorderRequest(CamelBody):
-    items: list[ReorderEntry] = Field(min_length=1, max_length=10_000)
+    items: ReorderEntries
 
 
 class ItemOut(CamelOut):

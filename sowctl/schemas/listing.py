@@ -13,11 +13,12 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, WithJsonSchema
 
+from sowctl.limits import MAX_PAGE_SIZE
 from sowctl.schemas.common import CamelModel, CamelOut, Timestamp
 from sowctl.schemas.vocabulary import ProjectStatus
 
 DEFAULT_LIMIT = 20
-MAX_LIMIT = 100  # larger values are clamped, as for Group A (contract §7.2)
+MAX_LIMIT = MAX_PAGE_SIZE  # larger values are clamped, as for Groups A and B
 _HUGE = 10**15  # beyond any table; keeps OFFSET inside a 64-bit integer
 _DIGITS_RE = re.compile(r"^[0-9]+$")
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")

@@ -1,4 +1,5 @@
-"""The service's value sets and limits, defined once for requests, responses and datasets."""
+"""The service's value sets and the ranges of its stored values, defined once for requests,
+responses and datasets. What one request or file may hold (counts, depths) is in ``sowctl.limits``."""
 
 from __future__ import annotations
 
@@ -39,6 +40,3 @@ ROLES: tuple[str, ...] = Role.__args__
 
 MAX_ORDER_INDEX = 2**31 - 1  # orderIndex is a 32-bit integer column
 MAX_BIGINT = 2**63 - 1  # the integer id columns are 64-bit
-# Levels of the item hierarchy: a top-level item is at level 1. Bounds what one caller can
-# make every later reader walk and encode (a chain tree nests two JSON levels per item).
-MAX_HIERARCHY_DEPTH = 100

@@ -5,8 +5,9 @@ Decisions (documented in the README's server section):
 * A body larger than ``max_body_bytes`` (1 MiB) is refused with 413, whether it
   announces its length (``Content-Length``, refused before it is read) or
   streams it (chunked, refused once the limit is passed).
-* A body must be UTF-8 JSON without duplicated object keys, NaN or Infinity;
-  otherwise 400. A body sent with a ``Content-Type`` other than
+* A body must be UTF-8 JSON without duplicated object keys, NaN or Infinity,
+  nesting arrays and objects at most ``limits.MAX_JSON_DEPTH`` levels (checked before
+  it is parsed); otherwise 400. A body sent with a ``Content-Type`` other than
   ``application/json`` (or ``*/*+json``) is refused with 400 (the spec's answer
   to an invalid request; no group lists 415); a body without any ``Content-Type``
   is read as JSON.
@@ -136,12 +137,12 @@ def parse_json(raw: bytes) -> Any:
             f"malformed JSON: duplicated key {exc.key!r}",
             [Issue((exc.key,), "is given more than once")],
         ) from None
+    except json_text.JsonTooDeep as exc:
+        raise _malformed(f"request body: {exc}") from None
     except json.JSONDecodeError as exc:
         raise _malformed(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except ValueError as exc:
         raise _malformed(f"malformed JSON: {exc}") from None
-    except RecursionError:
-        raise _malformed("malformed JSON: nested too deeply") from None
 
 
 def _malformed(message: str) -> InvalidInput:

@@ -25,11 +25,11 @@ check when its kind is named by ``--fail-on`` and its state is ``new`` or ``expi
 
 from __future__ import annotations
 
-import json
 import tomllib
 from datetime import date
 from typing import Any
 
+from sowctl import json_text
 from sowctl.errors import InvalidInput
 from sowctl.services.chain_risks import RISK_KINDS
 
@@ -61,7 +61,9 @@ def baseline_document(summary: dict[str, Any]) -> dict[str, Any]:
 def parse_baseline(text: str, option: str = "--baseline") -> set[str]:
     """The fingerprints of a baseline file; InvalidInput naming the option otherwise."""
     try:
-        data = json.loads(text)
+        data = json_text.loads(text)
+    except json_text.JsonTooDeep as exc:
+        raise InvalidInput.for_field(option, str(exc)) from None
     except ValueError as exc:
         raise InvalidInput.for_field(option, f"not a JSON baseline file ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
@@ -83,6 +85,8 @@ def parse_accepted(text: str, option: str = "--accepted-risks") -> list[dict[str
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInput.for_field(option, f"not a TOML file ({exc})") from None
+    except RecursionError:  # tomllib's parser recurses; memory stays flat until it stops
+        raise InvalidInput.for_field(option, "arrays or tables nest too deep to be read") from None
     entries = data.get("accepted", [])
     unknown_top = sorted(set(data) - {"accepted"})
     if unknown_top or not isinstance(entries, list):

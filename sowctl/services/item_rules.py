@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
-from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH
+from sowctl.limits import MAX_HIERARCHY_DEPTH
 
 
 def aggregate_status(own_status: str, descendant_task_statuses: Counter) -> str:

@@ -11,6 +11,7 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import HierarchyViolation, InvalidInput, Issue, NotFound
+from sowctl.limits import MAX_HIERARCHY_DEPTH
 from sowctl.schemas.items import (
     ItemCreate,
     ItemOut,
@@ -20,7 +21,7 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
 from sowctl.services import item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import calculated_statuses, depth_problem

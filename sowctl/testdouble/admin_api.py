@@ -38,6 +38,7 @@ import bottle
 
 from sowctl import clock
 from sowctl.errors import InvalidInput, Issue, Unauthorized
+from sowctl.limits import MAX_DATASET_BYTES
 from sowctl.server import auth
 from sowctl.server.http import json_bytes, parse_query, read_json_body
 from sowctl.server.responses import json_response
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
     from sowctl.server.app import SowctlBottle
     from sowctl.testdouble.layer import TestDouble
 
-# A dataset document may be far larger than an API request body (1 MiB).
-MAX_DATASET_BYTES = 256 * 1024 * 1024
 DEFAULT_REQUESTS = 100
 TRUE_WORDS = frozenset({"1", "true", "yes"})
 FALSE_WORDS = frozenset({"", "0", "false", "no"})

@@ -31,6 +31,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from sowctl.errors import InvalidInput, Issue
+from sowctl.limits import MAX_FAULT_ROUTES
 
 MODES = ("error", "drop")
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -137,6 +138,12 @@ def _problems(config: FaultConfig) -> list[tuple[str, str]]:
         problems.append(("count", "must be a whole number of failures, or null for no limit"))
     if config.mode not in MODES:
         problems.append(("mode", "must be one of: error, drop"))
+    if len(config.routes) > MAX_FAULT_ROUTES:  # every request is matched against each one
+        count = len(config.routes)
+        problems.append(
+            ("routes", f"must contain at most {MAX_FAULT_ROUTES} route patterns (this one has {count})")
+        )
+        return problems
     for index, route in enumerate(config.routes):
         try:
             split_route(route)

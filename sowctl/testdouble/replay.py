@@ -21,13 +21,12 @@ the request is sent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sowctl import operations
+from sowctl import json_text, operations
 from sowctl.errors import ExitCode, InvalidInput, Issue, SowctlError, Unauthorized, UsageError
 from sowctl.services.access import Caller
 
@@ -86,7 +85,10 @@ def read_entries(lines: Iterable[str], name: str = "the record file") -> list[En
         if not text.strip():
             continue
         try:
-            data = json.loads(text)
+            data = json_text.loads(text)
+        except json_text.JsonTooDeep as exc:
+            message = f"arrays and objects are nested more than {exc.limit} levels deep (column {exc.column})"
+            raise _bad_line(name, number, message) from None
         except ValueError as exc:
             raise _bad_line(name, number, f"not valid JSON ({exc})") from None
         if not isinstance(data, dict):

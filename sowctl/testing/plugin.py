@@ -194,8 +194,12 @@ def _dataset(request: pytest.FixtureRequest) -> tuple[dict[str, Any] | None, dic
     path = Path(source)
     if not path.is_absolute():
         path = Path(request.node.path).parent / path
+    from sowctl import json_text
+
     try:
-        return json.loads(path.read_text(encoding="utf-8")), dict(marker.kwargs)
+        text = path.read_text(encoding="utf-8")
+        json_text.check_depth(text)  # JsonTooDeep is a ValueError: said below
+        return json.loads(text), dict(marker.kwargs)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         pytest.fail(f"@pytest.mark.sowctl_dataset: cannot read {path}: {reason}", pytrace=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ CHILD = """
 import sys
 from sowctl.cli import main
 try:
-    main()
+    sys.exit(main())
 finally:
     with open("/proc/self/status") as status:
         peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
@@ -40,12 +41,26 @@ def generator():
     return module
 
 
-def import_peak_bytes(dataset: Path, db: Path) -> int:
+def run_import(dataset: Path, db: Path, *, address_space: int | None = None) -> tuple[int, str, int]:
+    """``sowctl import`` in a child: its exit code, its stderr (without the peak) and its peak
+    resident size. ``address_space`` caps the child's memory (RLIMIT_AS), so that code which
+    would take gigabytes fails there rather than take them from the machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
     command = [sys.executable, "-c", CHILD, "--db", str(db), "import", "--json", str(dataset)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return int(result.stderr.rsplit("maxrss=", 1)[1].split()[0]) * 1024
+
+    def cap() -> None:
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, preexec_fn=cap)
+    stderr, _, peak = result.stderr.rpartition("maxrss=")
+    return result.returncode, stderr.strip(), int(peak.split()[0]) * 1024
+
+
+def import_peak_bytes(dataset: Path, db: Path) -> int:
+    code, stderr, peak = run_import(dataset, db)
+    assert code == 0, stderr[-2000:]
+    return peak
 
 
 @pytest.mark.slow
@@ -66,3 +81,27 @@ def test_a_cli_import_grows_by_less_than_two_and_a_half_times_the_file(tmp_path:
         f"importing a {size / 1e6:.1f} MB file grew the process by {growth / 1e6:.1f} MB "
         f"({growth / size:.1f}x the file; peak {peak / 1e6:.0f} MB, baseline {baseline / 1e6:.0f} MB)"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("levels", [20_000, 1_000_000])  # a 40 KB and a 2 MB file
+def test_a_deeply_nested_file_is_refused_in_the_memory_of_a_small_import(tmp_path: Path, levels: int) -> None:
+    """The streaming parser's memory grew with the square of the nesting: 1.0 GiB for the
+    40 KB file, 10 GB and more for the 2 MB one. The depth is now measured before the parser
+    reads each piece, in memory that does not grow with it."""
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps(generator().big_dataset(1, 10, 10)), encoding="utf-8")
+    baseline = import_peak_bytes(small, tmp_path / "small.db")
+    deep = tmp_path / "deep.json"
+    item = {"id": "i-1", "sowId": "s", "title": "t", "type": "task_item", "description": "DEEP"}
+    text = json.dumps({"items": [item]}).replace('"DEEP"', "[" * levels + "]" * levels)
+    deep.write_text(text)
+    column = text.index("[[") + 64 - 2  # the description's brackets start at level 4
+
+    code, stderr, peak = run_import(deep, tmp_path / "deep.db", address_space=2 * 1024**3)
+
+    assert code == 2, stderr[-2000:]
+    where = f"(line 1, column {column})"
+    assert stderr == f"error: {deep}: arrays and objects are nested more than 64 levels deep {where}"
+    assert peak - baseline < 20 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB, baseline {baseline / 1e6:.0f} MB"
+    assert not (tmp_path / "deep.db").exists()

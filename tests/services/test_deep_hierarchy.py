@@ -19,8 +19,8 @@ import pytest
 from sowctl import clock, demo_data
 from sowctl import models as m
 from sowctl.errors import InvalidInput
+from sowctl.limits import MAX_HIERARCHY_DEPTH
 from sowctl.operations import get as get_op
-from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
 from sowctl.services.item_rules import nest, walk

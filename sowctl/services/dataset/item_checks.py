@@ -10,8 +10,9 @@ from typing import Any, NamedTuple
 import peewee as pw
 
 from sowctl import models as m
+from sowctl.limits import MAX_HIERARCHY_DEPTH
 from sowctl.schemas import dataset as s
-from sowctl.schemas.vocabulary import MAX_HIERARCHY_DEPTH, MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
 from sowctl.services.dataset.columns import _getter, _stamp
 from sowctl.services.dataset.problems import _Problems

@@ -1,13 +1,13 @@
-"""Problems found in a dataset, each naming its record and field; the first hundred are kept."""
+"""Problems found in a dataset, each naming its record and field; the first few are kept,
+the others counted (``limits.MAX_REPORTED_ISSUES``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from sowctl.errors import InvalidInput, Issue
-
-MAX_ISSUES = 100  # a broken file can have 100,000 problems; the first hundred are plenty
+from sowctl.errors import InvalidInput, Issue, bounded_issues, more_problems
+from sowctl.limits import MAX_REPORTED_ISSUES
 
 
 class _Problems:
@@ -20,7 +20,7 @@ class _Problems:
 
     def add(self, kind: str, index: int | None, record_id: Any, field: str, message: str) -> None:
         self.total += 1
-        if len(self.issues) >= MAX_ISSUES:
+        if len(self.issues) >= MAX_REPORTED_ISSUES:
             return
         where = kind if index is None else f"{kind}[{index}]"
         if record_id is not None:
@@ -31,7 +31,7 @@ class _Problems:
 
     def absorb(self, other: _Problems) -> None:
         """``other``'s problems after this one's (as if they had been added here)."""
-        room = max(0, MAX_ISSUES - len(self.issues))
+        room = max(0, MAX_REPORTED_ISSUES - len(self.issues))
         self.issues.extend(other.issues[:room])
         self.lines.extend(other.lines[:room])
         self.total += other.total
@@ -41,8 +41,8 @@ class _Problems:
             return
         message = self.lines[0]
         if self.total > 1:
-            message += f" (and {self.total - 1} more problem{'s' if self.total > 2 else ''})"
-        raise InvalidInput(message, self.issues)
+            message += f" ({more_problems(self.total - 1)})"
+        raise InvalidInput(message, bounded_issues(self.issues, self.total))
 
 
 def _field_path(loc: Sequence[str | int]) -> str:

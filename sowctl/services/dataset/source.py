@@ -7,6 +7,11 @@ streaming parser cannot reproduce exactly as ``json.loads`` would (broken JSON,
 whose error message names a line and column; escaped surrogates, which it would
 replace; integers beyond 64 bits) falls back to ``json.loads`` of the whole file,
 so every file is read as before, and files of that kind are the rare case.
+
+The first pass also measures the nesting, piece by piece, before the parser is given each
+piece (``json_text.DepthGauge``): a file nested deeper than ``limits.MAX_JSON_DEPTH`` is
+refused there, naming the line and column, in memory that does not grow with the depth
+(the streaming parser's own grows with its square: 20,000 levels took 1 GiB).
 """
 
 from __future__ import annotations
@@ -143,6 +148,8 @@ def _stream(open_file: Callable[[], IO[bytes]], name: str) -> DatasetSource:
         shape = _shape(open_file)
     except OSError as exc:
         raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    except json_text.JsonTooDeep as exc:
+        raise _too_deep(name, exc) from None
     if shape is None:  # beyond what the streaming parser reproduces: parse as a whole
         with open_file() as handle:
             return DictSource(parse_json(handle.read(), name))
@@ -176,6 +183,8 @@ def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int, boo
                 if key in counts:
                     return None  # a repeated kind: json.loads keeps the last one, as before
                 counts[key] = len(value) if isinstance(value, list) else -1 if value is not None else -2
+        except json_text.JsonTooDeep:
+            raise
         except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, ValueError):
             return None
         if scanned.surrogates:
@@ -212,7 +221,8 @@ _NESTED_KEYS = frozenset(NESTED.values())
 
 
 class _Scanned:
-    """A file that notes, as it is read, whether it escapes a surrogate or a NUL."""
+    """A file that notes, as it is read, whether it escapes a surrogate or a NUL, and
+    refuses a piece that nests too deep before handing it on (``JsonTooDeep``)."""
 
     def __init__(self, handle: IO[bytes]) -> None:
         self.handle = handle
@@ -220,6 +230,7 @@ class _Scanned:
         self.head = b""
         self.surrogates = False
         self.nul = False
+        self.depth = json_text.DepthGauge()
 
     def peek(self) -> bytes:
         """The first byte that is not white space (read, and given back by the next read)."""
@@ -230,6 +241,7 @@ class _Scanned:
         if size == 0:
             return b""  # ijson's probe for bytes or text
         data, self.head = self.head + self.handle.read(size), b""
+        self.depth.feed(data)
         seen = self.tail + data
         if not self.surrogates and _SURROGATE_ESCAPE.search(seen):
             self.surrogates = True
@@ -252,6 +264,8 @@ def parse_json(text: bytes | str, name: str) -> Any:
     """``json.loads``, its errors as InvalidInput naming ``name``, line and column."""
     try:
         return json_text.loads(text)
+    except json_text.JsonTooDeep as exc:
+        raise _too_deep(name, exc) from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
@@ -260,5 +274,7 @@ def parse_json(text: bytes | str, name: str) -> Any:
         raise InvalidInput(f"{name} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except ValueError as exc:
         raise InvalidInput(f"{name} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise InvalidInput(f"{name} is not valid JSON: nested too deeply") from None
+
+
+def _too_deep(name: str, exc: json_text.JsonTooDeep) -> InvalidInput:
+    return InvalidInput(f"{name}: {exc}", [Issue((), str(exc))])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,8 +11,9 @@ from sowctl.schemas import dataset as s
 from sowctl.schemas.common import (
     UNSTORABLE_MESSAGE,
     escape_unstorable,
+    issues_of,
+    may_hold_unstorable,
     unstorable_text,
-    validation_error,
 )
 from sowctl.services.dataset.problems import _field_path, _Problems
 from sowctl.services.dataset.source import DatasetSource, DictSource
@@ -64,7 +64,7 @@ def validated_batches(
 
 
 def _report(kind: str, raw: list, offset: int, exc: ValidationError, problems: _Problems) -> None:
-    for issue in validation_error(exc).issues:
+    for issue in issues_of(exc):
         index, *field = issue.path
         record = raw[index] if isinstance(index, int) and index < len(raw) else None
         record_id = record.get("id") if isinstance(record, dict) else None
@@ -75,15 +75,10 @@ def _report(kind: str, raw: list, offset: int, exc: ValidationError, problems: _
         problems.add(kind, where, record_id, _field_path(field), message)
 
 
-_ESCAPED_UNSTORABLE = re.compile(r"\\x00|\\ud[89a-f]")
-
-
 def _check_storable(kind: str, raw: list, offset: int, problems: _Problems) -> bool:
     """NUL characters and lone surrogates: refused as the API refuses them (on every backend).
     True if some record of ``raw`` has one."""
-    # repr() escapes both as \x00 and \udXXX, at C speed (~0.5 s per 100,000 records);
-    # the exact walk runs only on a hit (or on a backslash-x00 typed in the data).
-    if not _ESCAPED_UNSTORABLE.search(repr(raw)):
+    if not may_hold_unstorable(raw):  # ~0.5 s per 100,000 records
         return False
     found = False
     for index, record in enumerate(raw):

@@ -1,0 +1,52 @@
+"""What one request, file or command may make sowctl read, hold or say: every budget, once.
+
+Each bound is checked before the cost it bounds is paid: a JSON text's nesting before it
+is parsed (``json_text``), a list's length before any of its elements is validated
+(``schemas.common.bounded_list``), an error's problems as they are collected
+(``errors.bounded_issues``). The README's "Limits on what one caller can make the server
+do" lists them in a table; change a value here and there.
+"""
+
+from __future__ import annotations
+
+MIB = 1024 * 1024
+
+# --- what a request or file may hold --------------------------------------------------
+
+# A request body (``ServerSettings.max_body_bytes`` is the served value: keep them equal).
+MAX_BODY_BYTES = MIB
+# A dataset sent to the test double's ``POST /_admin/dataset``.
+MAX_DATASET_BYTES = 256 * MIB
+# Arrays and objects inside one another, in any JSON text sowctl reads: request bodies,
+# dataset files, ``--from-file`` bodies, record files, baselines. The API's own bodies nest 4
+# levels at most; without a bound, the streaming parser's memory grew with the square of
+# the depth (20,000 levels, a 40 KB file: 1 GiB).
+MAX_JSON_DEPTH = 64
+# Lines of one purchase order: in a request, and in a dataset's ``purchaseOrders``. A page
+# of the purchase-order list (100 orders) is bounded by it.
+MAX_LINE_ITEMS = 1000
+# Entries of one reorder request (``PUT /api/sow/{sowId}/items/reorder``).
+MAX_REORDER_ENTRIES = 10_000
+# A dataset's nested lists: contacts of one client, lines of one budget-view snapshot (the
+# snapshot's answer holds them all, so they bound its size).
+MAX_CONTACTS = 1000
+MAX_SNAPSHOT_LINES = 10_000
+# Route patterns of one fault config of the test double (``/_admin/faults``, ``serve
+# --fault-route``): every request is matched against each.
+MAX_FAULT_ROUTES = 100
+# Levels of the item hierarchy: a top-level item is at level 1. Bounds what one caller can
+# make every later reader walk and encode (a chain tree nests two JSON levels per item).
+MAX_HIERARCHY_DEPTH = 100
+# Records in one page of a list (a larger ``limit`` is clamped); ``ServerSettings.max_limit``
+# is the served value for Groups A and B: keep them equal.
+MAX_PAGE_SIZE = 100
+
+# --- what an error may say -----------------------------------------------------------
+
+# Problems one refusal lists (message and issues); the rest are counted ("and 4980 more").
+MAX_REPORTED_ISSUES = 20
+# Characters of a refused value an error repeats (a 20,000-character title is quoted cut).
+ECHO_LIMIT = 80
+# Characters of an error's message and of each problem's: a refusal's answer stays small
+# whatever was sent (a cycle through 10,000 items, a key of a megabyte).
+MAX_MESSAGE_CHARS = 2000
