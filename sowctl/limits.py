@@ -13,7 +13,7 @@ MIB = 1024 * 1024
 
 # --- what a request or file may hold --------------------------------------------------
 
-# A request body (``ServerSettings.max_body_bytes`` is the served value: keep them equal).
+# A request body (``ServerSettings.max_body_bytes`` defaults to it; tests may lower it).
 MAX_BODY_BYTES = MIB
 # A dataset sent to the test double's ``POST /_admin/dataset``.
 MAX_DATASET_BYTES = 256 * MIB
@@ -38,7 +38,7 @@ MAX_FAULT_ROUTES = 100
 # make every later reader walk and encode (a chain tree nests two JSON levels per item).
 MAX_HIERARCHY_DEPTH = 100
 # Records in one page of a list (a larger ``limit`` is clamped); ``ServerSettings.max_limit``
-# is the served value for Groups A and B: keep them equal.
+# defaults to it.
 MAX_PAGE_SIZE = 100
 
 # --- what an error may say -----------------------------------------------------------

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from sowctl import limits
+
 if TYPE_CHECKING:
     from sowctl.testdouble.faults import FaultConfig
 
@@ -25,7 +27,7 @@ class ServerSettings:
     rate_per_minute: int = 100
     rate_per_day: int = 5000
     # Request bodies above this are refused with 413 (contract §7.1).
-    max_body_bytes: int = MIB
+    max_body_bytes: int = limits.MAX_BODY_BYTES
     # Longest request line (method, target, version) and largest header block; past them
     # the server answers 414 and 431 before reading on. The line fits any id or query
     # value the API accepts (10,000 characters) with room for percent-encoding.
@@ -64,7 +66,7 @@ class ServerSettings:
     access_log: bool = True
     # Group A/B pagination (contract §7.2): ``limit`` default and maximum (larger is clamped).
     default_limit: int = 20
-    max_limit: int = 100
+    max_limit: int = limits.MAX_PAGE_SIZE
     # Largest accepted ``page``: keeps offsets inside every backend's integer range.
     max_page: int = 10_000_000
     # Read-only operations retry transient database failures ("database is locked")

@@ -206,13 +206,3 @@ def test_brackets_inside_strings_do_not_count(api: Api) -> None:
     )
     assert response.status_code == 201, response.text
     assert response.json()["title"] == "[" * 1000 + '"{' * 100
-
-
-def test_the_served_defaults_are_the_limits() -> None:
-    # ServerSettings holds the values a served instance uses (tests lower them); its defaults
-    # are the limits the README's table states.
-    from sowctl.limits import MAX_BODY_BYTES, MAX_PAGE_SIZE
-    from sowctl.server.settings import ServerSettings
-
-    settings = ServerSettings()
-    assert (settings.max_body_bytes, settings.max_limit) == (MAX_BODY_BYTES, MAX_PAGE_SIZE)
