@@ -340,3 +340,11 @@ def test_what_is_masked_and_what_is_kept(body: str, shown: str | None) -> None:
 def test_text_without_secrets_is_kept_as_it_is(text: str) -> None:
     assert mask_text(text) == text
     assert mask_body(text.encode()) == text
+
+
+def test_error_messages_repeat_values_masked() -> None:
+    from sowctl.errors import quoted
+
+    assert quoted(f"password={S}") == "'password=***'"
+    assert quoted(f"sowt_{S}") == "'sowt_***'"
+    assert quoted("Walls") == "'Walls'" and quoted(5) == "5"

@@ -121,6 +121,26 @@ def test_the_servers_log_masks_a_body_an_error_quotes(migrated_db_url: str, monk
     client.close()
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/_admin/clock", {"now": f"password={SECRET}"}),
+        ("POST", "/_admin/clock", {"now": f"sowt_{SECRET}"}),
+        ("GET", f"/api/nothing/password={SECRET}", None),
+        ("GET", f"/api/nothing/sowk_{SECRET}", None),
+        ("PUT", "/_admin/faults", {"routes": [f"GET /x?token={SECRET} y"]}),
+    ],
+)
+def test_an_error_answer_never_repeats_a_secret(migrated_db_url: str, method, path, body) -> None:
+    """Before: "'password=…' is not a timestamp", "no route for GET /api/nothing/sowk_…"."""
+    client = in_process(migrated_db_url)
+    answer = client.request(method, path, json=body, headers=ADMIN)
+    assert answer.status_code in (400, 404), answer.text
+    assert answer.json()["error"]
+    _no_secret(answer.text)
+    client.close()
+
+
 def test_a_verification_report_never_repeats_an_expected_secret(migrated_db_url: str) -> None:
     """The report echoes the pattern (and near misses): expected secrets show as ***."""
     client = in_process(migrated_db_url)
