@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import html
 import json
 import re
 import unicodedata
@@ -26,9 +27,10 @@ MASK = "***"
 # Field, header and query-parameter names that hold secrets (compared case-folded, with every
 # character but letters and digits dropped: ``pass_word``, ``Pass-Word`` and ``PASSWORD`` are
 # one name): the exact names, words that make any name containing them a secret's
-# (``secretKey``, ``X-Private-Key``, ``Cookie2``), and endings (``x-auth``, ``signingKey``).
+# (``secretKey``, ``X-Private-Key``, ``Cookie2``), and endings (``x-auth``, ``signingKey``,
+# ``db_pwd``).
 SECRET_FIELDS = frozenset(
-    {"key", "auth", "authorization", "pass", "pwd", "sig", "session", "otp", "pin", "xapikey"}
+    {"key", "auth", "authorization", "pass", "pwd", "sig", "sid", "session", "otp", "pin", "xapikey"}
 )
 _SECRET_WORDS = (
     "token",
@@ -44,8 +46,9 @@ _SECRET_WORDS = (
     "signature",
     "sessionid",
     "cookie",
+    "bearer",
 )
-_SECRET_SUFFIXES = ("key", "auth")
+_SECRET_SUFFIXES = ("key", "auth", "pass", "pwd", "otp")  # userPass, db_pwd, totp
 # Every secret sowctl issues starts with one of these: bearer tokens, API keys and the
 # admin token of ``serve --admin``. A secret is known by its shape wherever it appears
 # (a path, a query parameter's name or value, a free-text field).
@@ -87,9 +90,7 @@ _HINT = re.compile(r"[%\\<&]|sow[tka]_|://[^\s/@]*:")
 # the password of a URL's user (postgresql://app:PASSWORD@host/db), or what may be its start
 # when the text ends there (anything but a port number)
 _URL_PASSWORD = re.compile(r"(\b[A-Za-z][\w+.\-]*://[^\s/:@]*:)(?:[^\s/@]+(?=@)|(?!\d+\Z)[^\s/@]+\Z)")
-_NAME_PIECE = re.compile(
-    "|".join(sorted({*SECRET_FIELDS, *_SECRET_WORDS, *_SECRET_SUFFIXES, "pass", "pwd", "otp", "pin"}))
-)
+_NAME_PIECE = re.compile("|".join(sorted({*SECRET_FIELDS, *_SECRET_WORDS, *_SECRET_SUFFIXES})))
 _NAME_CHAR = r"""[^\s"'=:&;,{}\[\]<>()]"""
 _SCAN = re.compile(
     # a multipart part's header (its name says whether its content is a secret)
@@ -108,6 +109,8 @@ _BRACKETS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 _LINE_END = re.compile(r"[\r\n]")
 _JSON_STRING_END = re.compile(r"[\r\n]|[\"'](?=\s*[,}\]])")
 _TAG_REST = re.compile(r"[^<>]*>")
+_TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
+_YAML_BLOCK = re.compile(r"[|>][+-]?\d*[ \t]*(?:\r?\n(?:[ \t]+[^\r\n]*|[ \t]*(?=\r?\n)))*")
 _BLANK_LINE = re.compile(r"\r?\n[ \t]*\r?\n")
 _PART_NAME = re.compile(r'(?i)(?<![\w-])name\*?[ \t]*=[ \t]*(?:"((?:[^"\\\r\n]|\\.)*)"|([^;\s]*))')
 _FIRST_BOUNDARY = re.compile(r"\s*--(\S+)\r?\n")
@@ -129,13 +132,14 @@ def mask_text(text: str, boundary: str | None = None) -> str:
 
     A value runs to its closing quote or bracket, or to the end of the line, and to the end
     of the text when the text stops first (a body cut short): no part of a secret shows. Text
-    that is still percent-encoded or has ``\\u`` escapes is judged decoded too (and shown
-    decoded when that hides more). ``boundary``: a multipart body's boundary, when known.
+    that is still percent-encoded or has ``\\u`` escapes or HTML entities is judged decoded
+    too (and shown decoded when that hides more). ``boundary``: a multipart body's boundary, when known.
     """
     return _mask(text, boundary, 0)
 
 
 def _mask(text: str, boundary: str | None, depth: int) -> str:
+    """``mask_text`` of a text found ``depth`` levels inside another (a form's value...)."""
     if not _may_hold_secret(text):
         return text
     if depth > _MAX_DEPTH:
@@ -201,6 +205,12 @@ def _value(text: str, start: int, name: str, jsonish: bool) -> tuple[tuple[int, 
     for another name, or no value."""
     if start >= len(text) or text[start] in ",;&}]" or not _is_secret_name(name):
         return None, ""
+    triple = _TRIPLE_QUOTE.match(text, start)  # TOML, Python: """...""" and '''...'''
+    if triple is not None:
+        end = text.find(triple[0], triple.end())
+        if end == -1:
+            return (start, len(text)), triple[0] + MASK
+        return (start, end + 3), triple[0] + MASK + triple[0]
     quote = _QUOTE.match(text, start)
     if quote is not None:
         end = _quoted_end(text, quote.end(), len(quote[1]), quote[2])
@@ -212,6 +222,9 @@ def _value(text: str, start: int, name: str, jsonish: bool) -> tuple[tuple[int, 
     literal = _LITERAL.match(text, start)
     if literal is not None:
         return (start, literal.end()), MASK
+    block = _YAML_BLOCK.match(text, start)  # password: |  and the indented lines under it
+    if block is not None:
+        return (start, block.end()), MASK
     stop = (_JSON_STRING_END if jsonish else _LINE_END).search(text, start)
     return (start, stop.start() if stop else len(text)), MASK
 
@@ -329,14 +342,17 @@ def _mask_form(text: str, depth: int) -> str:
 
 
 def _decoded(text: str, plus: bool = False) -> str:
-    """``text`` with percent-encoding and ``\\uXXXX``/``\\xXX`` escapes undone (three times
-    over at most: double encoding), NULs and lone surrogates replaced (nothing stores them)."""
+    """``text`` with percent-encoding, ``\\uXXXX``/``\\xXX`` escapes and HTML entities
+    undone (three times over at most: double encoding), NULs and lone surrogates replaced
+    (nothing stores them)."""
     for _ in range(3):
         before = text
         if "%" in text:
             text = unquote_plus(text, errors="replace") if plus else unquote(text, errors="replace")
         if "\\" in text:
             text = _ESCAPE.sub(lambda m: chr(int(m[1] or m[2], 16)), text)
+        if "&" in text and ";" in text:  # &quot;password&quot;
+            text = html.unescape(text)
         if text == before:
             break
     return _UNSTORABLE.sub("\ufffd", text)
