@@ -109,7 +109,7 @@ def parse_accepted(text: str, option: str = "--accepted-risks") -> list[dict[str
             try:
                 expires = date.fromisoformat(expires)
             except ValueError:
-                raise bad("expires", f"{entry['expires']!r} is not a date (YYYY-MM-DD)") from None
+                raise bad("expires", f"{quoted(entry['expires'])} is not a date (YYYY-MM-DD)") from None
         if not isinstance(expires, date) or hasattr(expires, "hour"):
             raise bad("expires", "is required (a date, YYYY-MM-DD)")
         if "fingerprint" in entry:
