@@ -79,7 +79,7 @@ def format_timestamp(moment: datetime | str | None) -> str | None:
 def parse_clock(text: object, field: str) -> datetime:
     """The time to freeze the clock at (``serve --clock``, ``replay --clock``,
     ``/_admin/clock``); InvalidInput naming ``field`` when ``text`` is not a timestamp."""
-    from sowctl.errors import InvalidInput
+    from sowctl.errors import InvalidInput, quoted
 
     if not isinstance(text, str):
         raise InvalidInput.for_field(field, "must be a timestamp string such as 2026-01-01T00:00:00Z")
@@ -87,7 +87,7 @@ def parse_clock(text: object, field: str) -> datetime:
         return parse_timestamp(text)
     except ValueError:
         raise InvalidInput.for_field(
-            field, f"{text!r} is not a timestamp such as 2026-01-01T00:00:00Z"
+            field, f"{quoted(text)} is not a timestamp such as 2026-01-01T00:00:00Z"
         ) from None
 
 

@@ -62,7 +62,7 @@ def _seconds(name: str, default: float) -> float:
 
 def check_settings() -> None:
     """Refuse (exit 2) a timeout variable that is not a positive number of seconds."""
-    from sowctl.errors import UsageError
+    from sowctl.errors import UsageError, quoted
 
     for name in ("SOWCTL_DB_TIMEOUT", "SOWCTL_DB_LOCK_TIMEOUT", "SOWCTL_DB_HEALTH_TIMEOUT"):
         text = os.environ.get(name) or ""
@@ -71,7 +71,7 @@ def check_settings() -> None:
         except ValueError:
             ok = False
         if not ok:
-            raise UsageError(f"{name} must be a positive number of seconds, not {text[:40]!r}")
+            raise UsageError(f"{name} must be a positive number of seconds, not {quoted(text)}")
 
 
 DB_TIMEOUT_SECONDS = _seconds("SOWCTL_DB_TIMEOUT", 30)

@@ -62,12 +62,16 @@ def group_c_code(status: int) -> str:
 
 
 def quoted(value: object) -> str:
-    """``value`` as an error message repeats it: quoted, and cut after ``ECHO_LIMIT``
-    characters, so a 20,000-character title does not fill the terminal."""
+    """``value`` as an error message repeats it: quoted, secrets in it masked (a sowctl
+    token, the value after ``password=``: ``redaction.mask_text``), and cut after
+    ``ECHO_LIMIT`` characters, so a 20,000-character title does not fill the terminal."""
+    from sowctl.redaction import mask_text  # only when a message is made
+
     text = value if isinstance(value, str) else str(value)
-    if len(text) > ECHO_LIMIT:
-        return repr(text[:ECHO_LIMIT])[:-1] + "…" + repr(text[:ECHO_LIMIT])[-1]
-    return repr(value)
+    masked = mask_text(text)
+    if len(masked) > ECHO_LIMIT:
+        return repr(masked[:ECHO_LIMIT])[:-1] + "…" + repr(masked[:ECHO_LIMIT])[-1]
+    return repr(masked) if isinstance(value, str) or masked != text else repr(value)
 
 
 def suggestion(value: object, choices: list[str]) -> str:

@@ -26,6 +26,8 @@ import re
 from collections.abc import Iterable
 from decimal import Decimal
 
+from sowctl.errors import quoted
+
 MAX_FRACTION_DIGITS = 4
 MAX_INTEGER_DIGITS = 15
 # ASCII digits only, and \Z: "$" would let "12\n" through, \d "١٢" (Decimal() reads both).
@@ -43,7 +45,7 @@ def parse_decimal(value: object, *, allow_negative: bool = False) -> Decimal:
         raise ValueError('must be a decimal string such as "1250.00"')
     match = _DECIMAL_RE.match(value)
     if match is None:
-        raise ValueError(f'must be a decimal string such as "1250.00" (got {value!r})')
+        raise ValueError(f'must be a decimal string such as "1250.00" (got {quoted(value)})')
     sign, whole, fraction = match.groups()
     if fraction is not None and len(fraction) > MAX_FRACTION_DIGITS:
         raise ValueError(f"must have at most {MAX_FRACTION_DIGITS} digits after the decimal point")

@@ -43,6 +43,7 @@ from sowctl.errors import (
     SowctlError,
     Unauthorized,
     UsageError,
+    quoted,
 )
 from sowctl.limits import MAX_PAGE_SIZE
 
@@ -83,7 +84,7 @@ def retry_count() -> int:
     try:
         return max(0, int(text))
     except ValueError:
-        raise UsageError(f"SOWCTL_RETRIES must be a whole number, not {text!r}") from None
+        raise UsageError(f"SOWCTL_RETRIES must be a whole number, not {quoted(text)}") from None
 
 
 def backoff_delay(attempt: int) -> float:

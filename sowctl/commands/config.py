@@ -10,7 +10,7 @@ import typer
 from sowctl import config
 from sowctl.commands._options import Json, read_secret
 from sowctl.context import app_context
-from sowctl.errors import NotFound, UsageError
+from sowctl.errors import NotFound, UsageError, quoted
 from sowctl.redaction import secret_hint
 from sowctl.render import Column, emit_json, emit_rows
 
@@ -36,7 +36,7 @@ def shown(key: str, value: Any, show_secrets: bool = False) -> Any:
 def _key(key: str) -> str:
     name = key.strip().lower().replace("-", "_")
     if name not in config.PROFILE_KEYS:
-        raise UsageError(f"unknown key {key!r}; keys are: {KEYS_HELP}")
+        raise UsageError(f"unknown key {quoted(key)}; keys are: {KEYS_HELP}")
     return name
 
 
@@ -51,10 +51,10 @@ def _value(key: str, text: str) -> Any:
         except ValueError:
             value = 0.0
         if not value > 0:
-            raise UsageError(f"timeout must be a positive number of seconds, not {text!r}")
+            raise UsageError(f"timeout must be a positive number of seconds, not {quoted(text)}")
         return value
     if key == "server" and not text.startswith(("http://", "https://")):
-        raise UsageError(f"server must be an http:// or https:// URL, not {text!r}")
+        raise UsageError(f"server must be an http:// or https:// URL, not {quoted(text)}")
     if not text:
         raise UsageError(f"{key} must not be empty (use 'sowctl config unset {key}')")
     return text

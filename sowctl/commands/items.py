@@ -19,7 +19,7 @@ from sowctl.commands._options import (
     needs_confirmation,
 )
 from sowctl.context import app_context
-from sowctl.errors import InvalidInput, UsageError
+from sowctl.errors import InvalidInput, UsageError, quoted
 from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
@@ -270,12 +270,12 @@ def tree(
 def _position(text: str) -> dict:
     item_id, sep, index = text.rpartition("=")
     if not sep or not item_id:
-        raise typer.BadParameter(f"{text!r} is not ITEM_ID=ORDER_INDEX", param_hint="POSITIONS")
+        raise typer.BadParameter(f"{quoted(text)} is not ITEM_ID=ORDER_INDEX", param_hint="POSITIONS")
     try:
         return {"id": item_id, "orderIndex": int(index)}
     except ValueError:
         raise typer.BadParameter(
-            f"{text!r}: ORDER_INDEX must be an integer", param_hint="POSITIONS"
+            f"{quoted(text)}: ORDER_INDEX must be an integer", param_hint="POSITIONS"
         ) from None
 
 

@@ -11,7 +11,7 @@ import typer
 from sowctl import render
 from sowctl.commands._options import Json, Quiet, QuietCreate
 from sowctl.context import app_context
-from sowctl.errors import UsageError
+from sowctl.errors import UsageError, quoted
 from sowctl.render import Column, emit_json, emit_object, emit_rows
 from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
@@ -191,7 +191,7 @@ def parse_line(text: str) -> dict[str, Any]:
             line["unit_cost"] = rest[1]
         return line
     raise typer.BadParameter(
-        f"{text!r} is not DESCRIPTION:AMOUNT:COST_CODE_ID[:QTY[:UNIT_COST]] "
+        f"{quoted(text)} is not DESCRIPTION:AMOUNT:COST_CODE_ID[:QTY[:UNIT_COST]] "
         "(amount and unit cost decimal numbers, cost code id an integer)",
         param_hint="--line",
     )

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from typer.core import TyperArgument
 
+from sowctl.errors import quoted
+
 if TYPE_CHECKING:  # Typer carries its own copy of click: its classes are not the click package's
     import click
 
@@ -162,7 +164,7 @@ def bad_value_message(exc: Exception) -> str | None:
             return None
         return f"{number} is not in the range {_describe_range(param.min, param.max)}."
     if reason.endswith(("_parsing", "_type", "_from_float")):
-        return f"{value!r} is not a valid {what}{' range' if ranged else ''}."
+        return f"{quoted(value)} is not a valid {what}{' range' if ranged else ''}."
     return None
 
 

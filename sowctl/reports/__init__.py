@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sowctl.errors import InvalidInput
+from sowctl.errors import InvalidInput, quoted
 
 FORMATS = ("sarif", "junit", "gitlab", "markdown")
 STDOUT = "-"
@@ -51,7 +51,7 @@ def parse_specs(values: list[str] | None) -> tuple[list[ReportSpec], InvalidInpu
         fmt = fmt.strip().lower()
         if not sep or not path:
             problem = problem or InvalidInput.for_field(
-                "--report", f"{value!r}: expected FORMAT=PATH (- for stdout)"
+                "--report", f"{quoted(value)}: expected FORMAT=PATH (- for stdout)"
             )
         elif fmt not in FORMATS:
             problem = problem or InvalidInput.for_field(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from sowctl.engine.hooks import CUT_SHORT_KEY
-from sowctl.redaction import redact, redact_target  # secrets never reach the log
+from sowctl.redaction import redact_target, redact_text  # secrets never reach the log
 
 WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -102,7 +102,7 @@ def _write_line(
     remote: str, request: tuple[str, str, str], status: str, size: int, seconds: float, cut: str = ""
 ) -> None:
     # The method and version too: a refused request may carry anything there (a token).
-    method, target, protocol = (_UNSAFE.sub(_percent_escape, redact(part)) for part in request)
+    method, target, protocol = (_UNSAFE.sub(_percent_escape, redact_text(part)) for part in request)
     mark = f" {cut}" if cut else ""
     line = f'{remote} - "{method} {target} {protocol}" {status} {size} {seconds * 1000:.1f}ms{mark}\n'
 

@@ -25,7 +25,7 @@ from sowctl.db_errors import Kind
 from sowctl.db_guards import GuardedSqliteDatabase, check_writable
 from sowctl.errors import InvalidInput, SowctlError
 from sowctl.operations import Operation
-from sowctl.redaction import RedactingStream
+from sowctl.redaction import RedactingStream, mask_text
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
 from sowctl.server.callers import caller_of_environ
@@ -342,18 +342,20 @@ class SowctlBottle(bottle.Bottle):
     def default_error_handler(self, res: bottle.HTTPError) -> bytes:
         environ = bottle.request.environ
         path = bottle.request.path
+        shown = mask_text(f"{bottle.request.method} {path}")  # the answer repeats what was asked
         status = res.status_code
         headers: dict[str, str] = {}
         if status == 404:
-            error: SowctlError = HttpStatusError(404, f"no route for {bottle.request.method} {path}")
+            error: SowctlError = HttpStatusError(404, f"no route for {shown}")
         elif status == 405:
             allowed = _allowed_methods(res.headers.get("Allow", ""))
             headers["Allow"] = ", ".join(allowed)
             # A method HTTP does not define is not quoted: whatever a client sends there (a
             # token, by mistake) is not echoed.
             method = bottle.request.method if bottle.request.method in _HTTP_METHODS else "this method"
+            target = mask_text(path)
             error = HttpStatusError(
-                405, f"{_method_phrase(method)} not allowed for {path} (allowed: {', '.join(allowed)})"
+                405, f"{_method_phrase(method)} not allowed for {target} (allowed: {', '.join(allowed)})"
             )
         elif status >= 500:
             if res.traceback:  # Bottle caught an exception (already written to wsgi.errors)

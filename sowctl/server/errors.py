@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sowctl.errors import GROUP_C_MESSAGES, Issue, SowctlError
+from sowctl.redaction import redact
 
 INTERNAL_ERROR_MESSAGE = "internal server error"
 
@@ -52,10 +53,10 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
         if status >= 500:
             issues: list[dict] = []  # nothing the caller sent is at fault
         else:
-            issues = [issue.as_dict() for issue in error.issues] or [Issue((), error.message).as_dict()]
+            issues = [_issue(issue) for issue in error.issues] or [_issue(Issue((), error.message))]
         body = {"code": code, "message": GROUP_C_MESSAGES[code], "issues": issues}
     else:
-        body = {"error": error.api_message}
+        body = {"error": redact(error.api_message)}
     headers: dict[str, str] = {}
     if status == 401 and group in ("A", "C"):
         headers["WWW-Authenticate"] = 'Bearer realm="sowctl"'
@@ -65,6 +66,14 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
     elif status == 503:
         headers["Retry-After"] = "1"
     return ErrorResponse(status, body, headers)
+
+
+def _issue(issue: Issue) -> dict:
+    """An issue as answered. Values a message repeats are masked where it is made
+    (``errors.quoted``); a sowctl secret anywhere in it (a key of the body naming the
+    field) is cut here, the last place before the answer."""
+    path = [redact(part) if isinstance(part, str) else part for part in issue.path]
+    return {"path": path, "message": redact(issue.message)}
 
 
 class HttpStatusError(SowctlError):

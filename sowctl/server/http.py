@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from sowctl import json_text
-from sowctl.errors import InvalidInput, Issue, PayloadTooLarge
+from sowctl.errors import InvalidInput, Issue, PayloadTooLarge, quoted
 
 JSON_CONTENT_TYPE = "application/json"
 # Headers of every response, whoever answers (the application, the test double, the worker):
@@ -134,7 +134,7 @@ def parse_json(raw: bytes) -> Any:
         return json_text.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:
         raise InvalidInput(
-            f"malformed JSON: duplicated key {exc.key!r}",
+            f"malformed JSON: duplicated key {quoted(exc.key)}",
             [Issue((exc.key,), "is given more than once")],
         ) from None
     except json_text.JsonTooDeep as exc:

@@ -68,7 +68,7 @@ import peewee as pw
 
 from sowctl import clock
 from sowctl import models as m
-from sowctl.errors import InvalidInput
+from sowctl.errors import InvalidInput, quoted
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph, items
 from sowctl.services.access import Caller, sow_for
@@ -89,7 +89,8 @@ def chain_report(
         raise InvalidInput.for_field("format", "must be one of: flat, tree")
     unknown = [name for name in include if name not in INCLUDES]
     if unknown:
-        raise InvalidInput.for_field("include", f"unknown {unknown[0]!r} (choose from {', '.join(INCLUDES)})")
+        choices = ", ".join(INCLUDES)
+        raise InvalidInput.for_field("include", f"unknown {quoted(unknown[0])} (choose from {choices})")
     sow = sow_for(caller, sow_id)
     with collector_paused():
         return _report(sow, fmt, frozenset(include))

@@ -30,7 +30,7 @@ from datetime import date
 from typing import Any
 
 from sowctl import json_text
-from sowctl.errors import InvalidInput
+from sowctl.errors import InvalidInput, quoted
 from sowctl.services.chain_risks import RISK_KINDS
 
 BASELINE_VERSION = 1
@@ -69,7 +69,7 @@ def parse_baseline(text: str, option: str = "--baseline") -> set[str]:
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
         raise InvalidInput.for_field(option, 'not a baseline file: expected an object with a "findings" list')
     if data.get("version") != BASELINE_VERSION:
-        raise InvalidInput.for_field(option, f"unsupported baseline version {data.get('version')!r}")
+        raise InvalidInput.for_field(option, f"unsupported baseline version {quoted(data.get('version'))}")
     prints = set()
     for index, finding in enumerate(data["findings"]):
         value = finding.get("fingerprint") if isinstance(finding, dict) else None
@@ -109,7 +109,7 @@ def parse_accepted(text: str, option: str = "--accepted-risks") -> list[dict[str
             try:
                 expires = date.fromisoformat(expires)
             except ValueError:
-                raise bad("expires", f"{entry['expires']!r} is not a date (YYYY-MM-DD)") from None
+                raise bad("expires", f"{quoted(entry['expires'])} is not a date (YYYY-MM-DD)") from None
         if not isinstance(expires, date) or hasattr(expires, "hour"):
             raise bad("expires", "is required (a date, YYYY-MM-DD)")
         if "fingerprint" in entry:

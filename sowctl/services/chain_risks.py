@@ -95,7 +95,8 @@ def parse_due_within(text: str | None) -> int:
         return DEFAULT_DUE_WITHIN_DAYS
     match = _DURATION.fullmatch(text.strip().lower())
     if not match:
-        raise InvalidInput.for_field("--due-within", f"{text!r} is not a number of days (e.g. 14d or 2w)")
+        problem = f"{quoted(text)} is not a number of days (e.g. 14d or 2w)"
+        raise InvalidInput.for_field("--due-within", problem)
     return int(match.group(1)) * (7 if match.group(2) == "w" else 1)
 
 

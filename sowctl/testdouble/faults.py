@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from sowctl.errors import InvalidInput, Issue
+from sowctl.errors import InvalidInput, Issue, quoted
 from sowctl.limits import MAX_FAULT_ROUTES
 
 MODES = ("error", "drop")
@@ -159,7 +159,7 @@ def split_route(route: str) -> tuple[str | None, str]:
         return None, parts[0]
     if len(parts) == 2 and parts[0].upper() in METHODS and parts[1].startswith("/"):
         return parts[0].upper(), parts[1]
-    raise ValueError(f"{route!r} is not a route pattern such as '/api/items/*' or 'GET /projects'")
+    raise ValueError(f"{quoted(route)} is not a route pattern such as '/api/items/*' or 'GET /projects'")
 
 
 def _latency_json(value: Any) -> tuple[float, float]:
@@ -185,7 +185,7 @@ def parse_duration_ms(text: str) -> float:
     """``"100ms"``, ``"0.2s"`` or ``"100"`` (milliseconds) -> milliseconds."""
     match = _DURATION.match(text)
     if not match:
-        raise ValueError(f"{text!r} is not a duration such as 100ms or 0.2s")
+        raise ValueError(f"{quoted(text)} is not a duration such as 100ms or 0.2s")
     value = float(match[1])
     return value * 1000 if (match[2] or "ms").lower() == "s" else value
 
@@ -196,5 +196,5 @@ def parse_latency(text: str) -> tuple[float, float]:
     first = parse_duration_ms(low)
     second = parse_duration_ms(high) if sep else first
     if first > second:
-        raise ValueError(f"{text!r}: the minimum is larger than the maximum")
+        raise ValueError(f"{quoted(text)}: the minimum is larger than the maximum")
     return first, second

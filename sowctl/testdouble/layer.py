@@ -37,7 +37,7 @@ import bottle
 
 from sowctl import clock, db_errors
 from sowctl.errors import SowctlError
-from sowctl.redaction import redact, redact_value
+from sowctl.redaction import mask_text, redact_value
 from sowctl.server import auth, cors
 from sowctl.server.console import is_console_path
 from sowctl.server.errors import HttpStatusError, envelope, group_of_path
@@ -351,17 +351,18 @@ class TestDouble:
     ) -> None:
         from sowctl.testdouble import state
 
-        request_text, request_truncated = state.body_text(request_body)
+        request_text, request_truncated = state.body_text(request_body, environ.get("CONTENT_TYPE"))
+        response_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
         if response_complete:
-            response_text, response_truncated = state.body_text(response_body)
+            response_text, response_truncated = state.body_text(response_body, response_type)
         else:  # the first bytes of a longer streamed body
-            response_text, response_truncated = state.head_text(response_body)
+            response_text, response_truncated = state.head_text(response_body, response_type)
         try:
             entry = {
                 "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
                 "request_id": headers.get("X-Request-Id") or environ.get(REQUEST_ID_KEY),
                 "method": method,
-                "path": redact(path),
+                "path": mask_text(path),
                 "query": json.dumps(redact_value(query_of(environ)), ensure_ascii=False),
                 "status": status,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 1),
@@ -404,7 +405,7 @@ class TestDouble:
             self.recorder.append(
                 {
                     "method": method,
-                    "path": path,
+                    "path": mask_text(path),
                     "query": redact_value(query_of(environ)),  # a ?token=... never reaches the file
                     "body": redact_value(json_value(request_body)),
                     "status": status,

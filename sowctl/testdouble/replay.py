@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sowctl import json_text, operations
 from sowctl.errors import ExitCode, InvalidInput, Issue, SowctlError, Unauthorized, UsageError
+from sowctl.redaction import mask_text
 from sowctl.services.access import Caller
 
 if TYPE_CHECKING:
@@ -226,11 +227,12 @@ def replay(
 
 
 def _failure(entry: Entry, message: str, exit_code: int) -> dict[str, Any]:
+    # A failure repeats what the server or the core said, which may quote the entry.
     return {
         "line": entry.line,
         "method": entry.method,
-        "path": entry.path,
-        "error": message,
+        "path": mask_text(entry.path),
+        "error": mask_text(message),
         "exitCode": exit_code,
     }
 

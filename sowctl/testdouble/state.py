@@ -9,15 +9,15 @@ Everything here lives in the database so that every worker process of one
   ``/_admin/faults`` config) and ``clock`` (``{"now": timestamp or null}``). A
   missing row means "as the server was started".
 * The request log (``RequestLog``) keeps the last ``keep`` API requests, their
-  bodies masked (fields such as ``token`` or ``password`` become ``"***"``) and
-  truncated to ``MAX_BODY_CHARS``, and the request headers without any credential
-  header (``redaction.is_secret_header``).
+  bodies masked by ``redaction.mask_body`` whatever their shape (JSON, a form,
+  multipart, text, cut short: the values of fields such as ``token`` or
+  ``password`` become ``"***"``) and truncated to ``MAX_BODY_CHARS``, and the
+  request headers without any credential header (``redaction.is_secret_header``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,15 +25,10 @@ import peewee as pw
 
 from sowctl import models as m
 from sowctl.db import write_transaction
-from sowctl.redaction import MASK, redact, redact_value
+from sowctl.redaction import mask_body
 
 RUNTIME_KEYS = ("faults", "clock")
 MAX_BODY_CHARS = 4096
-_SECRET_TEXT = re.compile(
-    r'("(?:token|api[_-]?key|key|password|secret|access[_-]?token|refresh[_-]?token|client[_-]?secret|'
-    r'authorization|x-api-key)"\s*:\s*)"(?:[^"\\]|\\.)*"',
-    re.IGNORECASE,
-)
 
 # --- reset --------------------------------------------------------------------------
 
@@ -109,29 +104,23 @@ def clear_runtime() -> None:
 # --- masking and truncating bodies ------------------------------------------------------
 
 
-def body_text(raw: bytes) -> tuple[str | None, bool]:
-    """(stored text, truncated) of a body: masked JSON, or masked text; None when empty."""
+def body_text(raw: bytes, content_type: str | None = None) -> tuple[str | None, bool]:
+    """(stored text, truncated) of a body, masked by the one rule whatever its shape
+    (``redaction.mask_body``); None when empty."""
     if not raw:
         return None, False
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"<{len(raw)} bytes, not UTF-8>", False
-    try:
-        text = json.dumps(redact_value(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
-    except (ValueError, RecursionError):
-        text = redact(_SECRET_TEXT.sub(lambda match: f'{match[1]}"{MASK}"', text))
+    # What was captured may stop anywhere (a body over the limit, one the API stopped
+    # reading): it is read as text cut short, so a cut inside a character is no failure.
+    text = mask_body(raw, content_type, truncated=True)
     if len(text) > MAX_BODY_CHARS:
         return text[:MAX_BODY_CHARS], True
     return text, False
 
 
-def head_text(head: bytes) -> tuple[str | None, bool]:
+def head_text(head: bytes, content_type: str | None = None) -> tuple[str | None, bool]:
     """(stored text, truncated) of the first bytes of a longer body (a streamed report): its
-    text as far as it goes, masked like a body that is not JSON, and marked truncated."""
-    text = head.decode("utf-8", "ignore")  # the cut may fall inside a character
-    text = redact(_SECRET_TEXT.sub(lambda match: f'{match[1]}"{MASK}"', text))
-    return text[:MAX_BODY_CHARS], True
+    text as far as it goes, masked as a body cut short, and marked truncated."""
+    return mask_body(head, content_type, truncated=True)[:MAX_BODY_CHARS], True
 
 
 def _body_out(text: str | None, truncated: bool) -> Any:

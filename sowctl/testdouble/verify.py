@@ -27,7 +27,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from sowctl.errors import InvalidInput
-from sowctl.redaction import is_secret_header
+from sowctl.redaction import MASK, is_secret_field, is_secret_header, mask_text, redact_value
 
 COUNTS = ("exactly", "atLeast", "atMost")
 FIELDS = ("method", "path", "status", "group", "caller", "query", "headers", "body")
@@ -84,13 +84,14 @@ class Pattern:
         )
 
     def describe(self) -> str:
-        parts = [self.method or "any method", self.path or "any path"]
+        parts = [self.method or "any method", mask_text(self.path) if self.path else "any path"]
+        # What the pattern expects is echoed masked, as the log masks what was sent.
         if self.query:
-            parts.append("?" + "&".join(f"{k}={v}" for k, v in self.query.items()))
+            parts.append("?" + "&".join(f"{k}={_shown(k, v)}" for k, v in self.query.items()))
         if self.headers:
-            parts.append("with headers " + ", ".join(f"{k}: {v}" for k, v in self.headers.items()))
+            parts.append("with headers " + ", ".join(f"{k}: {_shown(k, v)}" for k, v in self.headers.items()))
         if self.has_body:
-            parts.append(f"with body {json.dumps(self.body, ensure_ascii=False)}")
+            parts.append(f"with body {json.dumps(redact_value(self.body), ensure_ascii=False)}")
         for name in ("status", "group", "caller"):
             value = getattr(self, name)
             if value is not None:
@@ -103,7 +104,7 @@ class Pattern:
         if self.method and entry["method"] != self.method:
             found.append(f"method: expected {self.method}, got {entry['method']}")
         if self.path and not fnmatchcase(entry["path"], self.path):
-            found.append(f"path: expected {self.path}, got {entry['path']}")
+            found.append(f"path: expected {mask_text(self.path)}, got {entry['path']}")
         if self.status and not _status_matches(self.status, entry.get("status")):
             found.append(f"status: expected {self.status}, got {entry.get('status')}")
         if self.group and entry.get("group") != self.group:
@@ -114,12 +115,12 @@ class Pattern:
         for name, value in self.query.items():
             if query.get(name) != value:
                 got = "nothing" if name not in query else repr(query[name])
-                found.append(f"query.{name}: expected {value!r}, got {got}")
+                found.append(f"query.{name}: expected {_shown(name, value)!r}, got {got}")
         headers = entry.get("headers") or {}
         for name, value in self.headers.items():
             if headers.get(name) != value:
                 got = "nothing" if name not in headers else repr(headers[name])
-                found.append(f"headers.{name}: expected {value!r}, got {got}")
+                found.append(f"headers.{name}: expected {_shown(name, value)!r}, got {got}")
         if self.has_body:
             found.extend(_subset("body", self.body, entry.get("requestBody")))
         return found
@@ -194,27 +195,31 @@ def _brief(entry: dict[str, Any]) -> dict[str, Any]:
     return {key: entry.get(key) for key in keys}
 
 
-def _subset(where: str, expected: Any, actual: Any) -> list[str]:
+def _subset(where: str, expected: Any, actual: Any, secret: bool = False) -> list[str]:
+    """What differs between an expected subset and a logged body; ``secret``: under a
+    secret-named field, whose expected values are echoed as ``***``."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
             return [f"{where}: expected an object, got {_show(actual)}"]
         found: list[str] = []
         for key, value in expected.items():
+            inner = secret or is_secret_field(str(key))
+            path = f"{where}.{mask_text(str(key))}"
             if key not in actual:
-                found.append(f"{where}.{key}: expected {_show(value)}, got nothing")
+                found.append(f"{path}: expected {_show(value, inner)}, got nothing")
             else:
-                found.extend(_subset(f"{where}.{key}", value, actual[key]))
+                found.extend(_subset(path, value, actual[key], inner))
         return found
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
-            return [f"{where}: expected {_show(expected)}, got {_show(actual)}"]
+            return [f"{where}: expected {_show(expected, secret)}, got {_show(actual)}"]
         return [
             d
             for i, (e, a) in enumerate(zip(expected, actual, strict=True))
-            for d in _subset(f"{where}[{i}]", e, a)
+            for d in _subset(f"{where}[{i}]", e, a, secret)
         ]
     if expected != actual or (type(expected) is not type(actual) and not _numbers(expected, actual)):
-        return [f"{where}: expected {_show(expected)}, got {_show(actual)}"]
+        return [f"{where}: expected {_show(expected, secret)}, got {_show(actual)}"]
     return []
 
 
@@ -222,11 +227,16 @@ def _numbers(a: Any, b: Any) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, secret: bool = False) -> str:
     if value is None:
         return "nothing"
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(MASK if secret else redact_value(value), ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _shown(name: str, value: str) -> str:
+    """A query or header value a pattern expects, as a report may echo it."""
+    return MASK if is_secret_field(name) else mask_text(value)
 
 
 def _text(data: dict[str, Any], name: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import stat
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from sowctl.redaction import (
     SECRET_PREFIXES,
     is_secret_field,
     is_secret_header,
+    mask_body,
+    mask_text,
     redact,
     redact_target,
     redact_value,
@@ -219,3 +222,133 @@ def test_a_refused_request_logs_no_secret_on_a_real_server(tmp_path: Path) -> No
     log = "\n".join(server.stderr_lines)
     assert "PATHSECRET" not in log and "QUERYSECRET" not in log
     assert "/api/items/sowt_***?password=***" in log
+
+
+# --- one rule for every body shape: mask_body / mask_text -------------------------------------
+
+SECRET = "Zq9Xw7KpL3vRt"
+S = SECRET
+FULLWIDTH_PASSWORD = "".join(chr(ord(c) + 0xFEE0) for c in "password")
+MULTIPART = (
+    '--b1\r\nContent-Disposition: form-data; name="title"\r\n\r\nWalls\r\n'
+    f'--b1\r\nContent-Disposition: form-data; name="passWord"\r\nContent-Type: text/plain\r\n\r\n{S}\r\n'
+    "--b1--\r\n"
+)
+# (what, body, content type): the secret must not show, whole or in part, in any prefix either
+SECRET_BODIES = [
+    ("valid JSON", json.dumps({"title": "t", "password": S}), "application/json"),
+    ("valid JSON, deep", json.dumps({"a": [{"b": {"passphrase": S}}]}), "application/json"),
+    ("valid JSON, JSON in a string", json.dumps({"d": json.dumps({"password": S})}), "application/json"),
+    ("valid JSON, form in a string", json.dumps({"d": f"a=1&cookie={S}"}), "application/json"),
+    ("valid JSON, escaped key", f'{{"pass\\u0077ord": "{S}"}}', "application/json"),
+    ("valid JSON, duplicate keys", f'{{"password": "x", "password": "{S}"}}', "application/json"),
+    ("syntax error", f'{{"title": "t", "password": "{S}",}}', "application/json"),
+    ("syntax error, unquoted value", f'{{"password": {S}, "x": 1', "application/json"),
+    ("syntax error, object value", f'{{"credentials": {{"user": "u", "pw": "{S}"}}, x}}', None),
+    ("syntax error, escaped quotes", f'{{"password": "a\\"{S}\\"b", x}}', None),
+    ("syntax error, escaped key", f'{{"pass\\u0077ord": "{S}",}}', None),
+    ("syntax error, JSON in a string", f'{{"d": "{{\\"password\\": \\"{S}\\"}}",}}', None),
+    (
+        "syntax error, twice nested",
+        f'{{"d": "{{\\"e\\": \\"{{\\\\\\"token\\\\\\": \\\\\\"{S}\\\\\\"}}\\"}}",}}',
+        None,
+    ),
+    ("single quotes", f"{{'password': '{S}'}}", None),
+    ("case", f'{{"PassWord": "{S}",}}', None),
+    ("separators", f"pass_word={S}\npass-word: {S}\nPASS WORD = {S}", "text/plain"),
+    ("whitespace", f'{{ "password"\n  :\n  "{S}" ,}}', None),
+    ("fullwidth letters", f'{{"{FULLWIDTH_PASSWORD}": "{S}",}}', None),
+    ("form", f"title=t&password={S}", "application/x-www-form-urlencoded"),
+    ("form, percent-encoded name", f"pass%77ord={S}&x=1", "application/x-www-form-urlencoded"),
+    ("form, + for a space", f"pass+word={S}", "application/x-www-form-urlencoded"),
+    ("form, a form in a value", f"d=x%26password%253D{S}", "application/x-www-form-urlencoded"),
+    ("multipart", MULTIPART, "multipart/form-data; boundary=b1"),
+    ("multipart, no content type", MULTIPART, None),
+    ("text", f"cookie: {S}", "text/plain"),
+    ("header lines", f"Host: x\r\nAuthorization: Basic {S}\r\n", "text/plain"),
+    ("XML", f"<login><user>u</user><password>{S}</password></login>", "application/xml"),
+    ("HTML entities", f"d=&quot;password&quot;: &quot;{S}&quot;", "text/html"),
+    ("YAML block", f"user: u\npassword: |\n  {S}\n  {S}\nnext: 1", "application/yaml"),
+    ("TOML multi-line string", f'user = "u"\npassword = """\n{S}"""', "application/toml"),
+    ("other secret names", f"db_pwd={S}\nuserPass: {S}\nsid: {S}\ntotp: {S}", "text/plain"),
+    ("XML attribute", f'<login user="u" password="{S}"/>', "application/xml"),
+    ("a URL's password", f"see postgresql://app:{S}@db:5432/x?sslmode=require", "text/plain"),
+    ("a sowctl token", f"see sowt_{S}", "text/plain"),
+    ("a sowctl key, escaped", f'{{"x": "sow\\u006b_{S}",}}', None),
+    ("a sowctl key, percent-encoded", f"x sowk%5F{S}", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"), [c[1:] for c in SECRET_BODIES], ids=[c[0] for c in SECRET_BODIES]
+)
+def test_a_secret_never_shows_whatever_the_body_shape_or_where_it_is_cut(body: str, content_type) -> None:
+    raw = body.encode()
+    assert SECRET not in mask_body(raw, content_type)
+    for cut in range(len(raw)):  # the request log keeps a body's first bytes
+        shown = mask_body(raw[:cut], content_type, truncated=True)
+        assert SECRET[:3] not in shown, (raw[:cut], shown)
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "utf-16-le", "utf-32", "latin-1"])
+def test_a_body_in_another_charset_is_read_in_it(charset: str) -> None:
+    raw = f'{{"title": "é", "password": "{S}"}}'.encode(charset)
+    shown = mask_body(raw, f"application/json; charset={charset}")
+    assert shown == '{"title":"é","password":"***"}'
+
+
+@pytest.mark.parametrize(
+    "raw", [b"\x80\x81" + f"password={S}".encode(), f"password={S}".encode("utf-16-le"), b"\x00\x01\x02"]
+)
+def test_bytes_that_are_not_text_give_a_placeholder(raw: bytes) -> None:
+    assert mask_body(raw, "application/octet-stream") == f"<{len(raw)} bytes, not text>"
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        ('{"password": "x", "a": 1}', '{"password":"***","a":1}'),  # valid JSON: compact, "***"
+        ('{"a": 1, "password": "x",}', '{"a": 1, "password": "***",}'),  # otherwise as it was sent
+        ('{"password": "x\\"y", "pin": 1234, "a": 2,', '{"password": "***", "pin": ***, "a": 2,'),
+        ('{"a": 1, "token": {"b": [1, "}"]}, "c": 2,', '{"a": 1, "token": ***, "c": 2,'),
+        ('{"password": "cut sho', '{"password": "***'),
+        ("title=x&password=y&pass%77ord=z&flag", "title=x&password=***&pass%77ord=***&flag"),
+        ("Cookie: a=b; c=d\nAccept: */*", "Cookie: ***\nAccept: */*"),
+        ("<a><token>x</token><b>y</b></a>", "<a><token>***</token><b>y</b></a>"),
+        ("no connection to postgresql://app:pw@db/x", "no connection to postgresql://app:***@db/x"),
+        ("--b\r\nContent-Disposition: form-data; name=pin\r\n\r\n1234\r\n--b--", None),
+    ],
+)
+def test_what_is_masked_and_what_is_kept(body: str, shown: str | None) -> None:
+    masked = mask_body(body.encode())
+    if shown is None:  # multipart: only the secret part's content goes
+        assert masked == "--b\r\nContent-Disposition: form-data; name=pin\r\n\r\n***\r\n--b--"
+    else:
+        assert masked == shown
+    assert mask_text(masked) == masked  # masking what is masked changes nothing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"title":"Walls","sowId":"SOW-1","dueDate":"2026-01-01T00:00:00Z","isPinned":true}',
+        "Phase 1: walls and floors",
+        "limit=5&offset=10&keywords=a&passengers=3",
+        "author: Bob, design: ok, shipping: now",
+        "https://example.com/a?b=c#d",
+        "http://127.0.0.1:8000/api and postgresql://app@db:5432/x",
+        '  File "/app/x.py", line 3, in <module>',
+        "[sowctl] GET /api/items/x request-id=abc: injected fault: HTTP 503",
+    ],
+)
+def test_text_without_secrets_is_kept_as_it_is(text: str) -> None:
+    assert mask_text(text) == text
+    assert mask_body(text.encode()) == text
+
+
+def test_error_messages_repeat_values_masked() -> None:
+    from sowctl.errors import quoted
+
+    assert quoted(f"password={S}") == "'password=***'"
+    assert quoted(f"sowt_{S}") == "'sowt_***'"
+    assert quoted("Walls") == "'Walls'" and quoted(5) == "5"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sowctl import json_text
-from sowctl.errors import InvalidInput, Issue, UsageError
+from sowctl.errors import InvalidInput, Issue, UsageError, quoted
 from sowctl.schemas import dataset as s
 
 BATCH = 1000  # raw records validated at once: big enough for pydantic's per-call cost to vanish
@@ -255,7 +255,7 @@ def _refuse_unknown(keys: list[str]) -> None:
     unknown = [key for key in keys if key not in s.RECORD_MODELS]
     if unknown:
         raise InvalidInput(
-            f"unknown record kind {unknown[0]!r} (expected: {', '.join(s.KINDS)})",
+            f"unknown record kind {quoted(unknown[0])} (expected: {', '.join(s.KINDS)})",
             [Issue((key,), "unknown record kind") for key in unknown],
         )
 
