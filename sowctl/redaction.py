@@ -410,15 +410,38 @@ def _content_type_param(content_type: str | None, name: str) -> str | None:
 
 
 def redact_value(value: Any) -> Any:
-    """A JSON value for a log or record file: the values of secret-named fields replaced
-    by ``***`` and every key and string masked as text (``mask_text``), at any depth."""
+    """A JSON value for a log or record file: the values of secret-named fields replaced by
+    ``***`` at any depth, and sowctl's own secrets cut wherever they appear. Other strings are
+    kept as they are: a JSON body says by its field names which values are secrets, and text
+    inside a value ("Rotate the API key: quarterly") is data that a record file must replay
+    and a verify pattern must match unchanged."""
     if isinstance(value, dict):
-        return {mask_text(str(k)): _field_value(str(k), v) for k, v in value.items()}
+        return {redact(str(k)): _field_value(str(k), v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact_value(v) for v in value]
     if isinstance(value, str):
-        return mask_text(value)
+        return _structured_string(redact(value))
     return value
+
+
+# A string that is a form (``a=1&cookie=x``): name=value pairs joined by &, no spaces.
+_FORM_STRING = re.compile(r"[^\s=&]+=[^\s&]*(?:&[^\s=&]+=[^\s&]*)+")
+
+
+def _structured_string(text: str) -> str:
+    """A string value that is itself JSON or a form, masked as such when it holds a secret
+    by name; any other string, and one that holds none, unchanged."""
+    head = text.lstrip()[:1]
+    if head in ("{", "["):
+        try:
+            inner = json.loads(text)
+        except (ValueError, RecursionError):
+            return text
+        masked = redact_value(inner)
+        return text if masked == inner else json.dumps(masked, ensure_ascii=False)
+    if _FORM_STRING.fullmatch(text):
+        return _mask_form(text, 0)
+    return text
 
 
 def _field_value(name: str, value: Any) -> Any:

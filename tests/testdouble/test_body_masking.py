@@ -182,3 +182,16 @@ def test_a_served_instance_shows_no_secret_of_any_body_shape(tmp_path: Path) -> 
     assert '"password":"***"' in record.read_text()
     for text in (logged.text, record.read_text(), "\n".join(server.stderr_lines), *answers):
         _no_secret(text)
+
+
+def test_text_inside_a_json_value_is_data_and_is_recorded_as_sent(double) -> None:
+    """A JSON body says by its field names which values are secrets; a title that merely reads
+    like one is replayed and matched unchanged (only sowctl's own secrets are cut there)."""
+    client, auth, record = double
+    title = "Rotate the API key: quarterly (token: see vault)"
+    created = client.post(ITEMS, json={"title": title, "type": "task_item"}, headers=auth)
+    assert created.status_code == 201, created.text
+    (entry,) = client.get("/_admin/requests?limit=1", headers=ADMIN).json()
+    assert entry["requestBody"]["title"] == title
+    recorded = [json.loads(line) for line in record.read_text().splitlines()]
+    assert recorded[-1]["body"]["title"] == title
