@@ -413,7 +413,7 @@ ENV_BUFFER_CAP = "SOWCTL_SERVE_BUFFER_MIB"
 
 def _buffer_cap() -> int:
     """Bytes of large request bodies one worker buffers at once (``SOWCTL_SERVE_BUFFER_MIB``)."""
-    from sowctl.errors import UsageError
+    from sowctl.errors import UsageError, quoted
     from sowctl.server.settings import MIB, ServerSettings
 
     text = os.environ.get(ENV_BUFFER_CAP, "").strip()
@@ -421,6 +421,6 @@ def _buffer_cap() -> int:
         return ServerSettings.max_buffered_bytes
     if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1_000_000:
         raise UsageError(
-            f"{ENV_BUFFER_CAP} must be a whole number of MiB from 1 to 1000000, not {text[:40]!r}"
+            f"{ENV_BUFFER_CAP} must be a whole number of MiB from 1 to 1000000, not {quoted(text)}"
         )
     return int(text) * MIB

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sowctl.errors import ExitCode, InvalidInput, SowctlError, UsageError
+from sowctl.errors import ExitCode, InvalidInput, SowctlError, UsageError, quoted
 
 if TYPE_CHECKING:
     from sowctl.services.dataset.source import DatasetSource
@@ -227,7 +227,7 @@ def _run(command: str, env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen(command, shell=True, env=env)
     except OSError as exc:
-        raise UsageError(f"--exec: cannot run {command!r}: {exc.strerror or exc}") from None
+        raise UsageError(f"--exec: cannot run {quoted(command)}: {exc.strerror or exc}") from None
 
     def forward(signum: int, frame: Any) -> None:
         with contextlib.suppress(ProcessLookupError):
