@@ -5,11 +5,10 @@ hides the value given under it, and a secret's *shape* (``sowt_``, ``sowk_``, ``
 secret sowctl issues) hides it wherever it appears. ``mask_body`` applies both to a request or
 response body of any shape (valid JSON, a form, multipart, JSON with a syntax error, any text, a
 body cut short) and ``mask_text`` to any text (a log line, a value an error message repeats).
-The access log (``server.access_log``), gunicorn's error log (``server.error_log``), the server's
+The access log (``server.access_log``), the HTTP server's log (``engine.logs``), the server's
 own lines (``server.responses.log``), the test double's request log and recordings
 (``testdouble``) and error messages (``errors.quoted``) all hide secrets with these functions.
-No imports beyond the standard library: the WSGI runner uses it without loading the
-application.
+No imports beyond the standard library: the engine uses it without loading the application.
 """
 
 from __future__ import annotations
