@@ -2,12 +2,14 @@
 
 Each caller waits in a line of its own, and a freed thread goes to the waiting caller with
 the fewest requests running (the one that waited longest among equals), so one caller with
-many slow requests queued does not put everyone else behind all of them. A caller over its
-processor share (:class:`sowctl.engine.usage.CpuUsage`) comes after every caller within
-theirs and, while any of them is running or waiting, runs one request at a time: threads
-share one interpreter, so each further processor-bound request of the heavy caller would slow
-everyone else's. Alone, such a caller gets every thread, as before. A request that waited
-``timeout`` seconds is given up (:class:`QueueTimeout`).
+many slow requests queued does not put everyone else behind all of them. One caller holds at
+most all but one of the threads (``share``), so another caller's request finds a thread at
+once instead of waiting for a long request to end. A caller over its processor share
+(:class:`sowctl.engine.usage.CpuUsage`) comes after every caller within theirs and, while any
+of them has been active within the last ``window`` seconds, runs one request at a time:
+threads share one interpreter, so each further processor-bound request of the heavy caller
+would slow everyone else's. Alone, such a caller gets its share of the threads, as before. A
+request that waited ``timeout`` seconds is given up (:class:`QueueTimeout`).
 
 Runs on the worker's event loop only: no locks.
 """
@@ -15,8 +17,9 @@ Runs on the worker's event loop only: no locks.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from sowctl.engine.usage import CpuUsage
 
@@ -26,18 +29,30 @@ class QueueTimeout(Exception):
 
 
 class Turns:
-    def __init__(self, threads: int, usage: CpuUsage, timeout: float) -> None:
+    def __init__(
+        self,
+        threads: int,
+        usage: CpuUsage,
+        timeout: float,
+        window: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.free = threads
+        self.share = max(1, threads - 1)
         self.usage = usage
         self.timeout = timeout
+        self.window = window
+        self._clock = clock
         self.running: Counter[Hashable] = Counter()
         self._waiting: OrderedDict[Hashable, deque[asyncio.Future[None]]] = OrderedDict()
+        self._last_active: dict[Hashable, float] = {}  # callers within their share, last seen
 
     async def acquire(self, caller: Hashable) -> None:
         """Wait for a thread in ``caller``'s turn; ``QueueTimeout`` after ``timeout``."""
         if not self._waiting and self._may_run(caller):
             self._take(caller)
             return
+        self._seen(caller)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(caller, deque()).append(future)
         self._grant()
@@ -65,14 +80,27 @@ class Turns:
     def _take(self, caller: Hashable) -> None:
         self.free -= 1
         self.running[caller] += 1
+        self._seen(caller)
+
+    def _seen(self, caller: Hashable) -> None:
+        if self.usage.over(caller):
+            return
+        now = self._clock()
+        self._last_active[caller] = now
+        if len(self._last_active) > 1000:  # forget callers long gone
+            horizon = now - self.window
+            self._last_active = {c: t for c, t in self._last_active.items() if t >= horizon}
 
     def _contended(self, caller: Hashable) -> bool:
-        """Whether a caller within its share runs or waits besides ``caller``."""
+        """Whether a caller within its share runs, waits, or was active lately besides ``caller``."""
         others = [c for c in (*self.running, *self._waiting) if c != caller]
-        return any(not self.usage.over(other) for other in others)
+        if any(not self.usage.over(other) for other in others):
+            return True
+        horizon = self._clock() - self.window
+        return any(c != caller and t >= horizon for c, t in self._last_active.items())
 
     def _may_run(self, caller: Hashable) -> bool:
-        if self.free <= 0:
+        if self.free <= 0 or self.running[caller] >= self.share:
             return False
         return not (self.usage.over(caller) and self.running[caller] >= 1 and self._contended(caller))
 

@@ -11,7 +11,6 @@ and the engine's small modules are imported until :func:`serve` runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from sowctl.engine import Hooks, Limits, Refusal
@@ -31,7 +30,6 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     access_log: bool = True,
     settings: ServerSettings | None = None,
-    switch_interval: float | None = None,
 ) -> None:
     """Serve the app built by ``app_factory`` (once in every worker, after the fork) until
     SIGINT or SIGTERM, then return. ``settings``: the limits of requests (``ServerSettings``'
@@ -56,7 +54,7 @@ def serve(
         )
         return served, hooks
 
-    limits = replace(engine_limits(settings, threads), switch_interval=switch_interval)
+    limits = engine_limits(settings, threads)
     run(load, host=host, port=port, workers=workers, limits=limits, on_ready=on_ready)
 
 
@@ -75,6 +73,7 @@ def engine_limits(settings: ServerSettings, threads: int) -> Limits:
         queue_timeout=settings.queue_timeout,
         cpu_burst=settings.cpu_burst,
         cpu_share=settings.cpu_share,
+        switch_interval=settings.switch_interval,
     )
 
 

@@ -60,6 +60,11 @@ class ServerSettings:
     # callers want a thread, the caller runs one request at a time, after theirs. 0: no share.
     cpu_burst: float = 2.0
     cpu_share: float = 0.5
+    # How long a thread runs Python before another may take the interpreter (Python's default
+    # is 5 ms): a request waiting behind a processor-bound one waits up to this at each of its
+    # database calls, so 0.5 ms keeps ordinary requests quick beside heavy ones
+    # (bench/bench_cpu_share.py).
+    switch_interval: float = 0.0005
     # Origins allowed to call the API from a browser ("*" for any); () disables CORS.
     cors_origins: tuple[str, ...] = ()
     # Whether the WSGI server writes an access log line per request (``serve --quiet``).

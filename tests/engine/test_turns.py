@@ -36,22 +36,39 @@ def _start(turns: Turns, started: list[str], caller: str, name: str) -> asyncio.
 
 def test_a_freed_thread_goes_to_the_caller_with_fewest_running() -> None:
     async def scenario() -> list[str]:
-        turns = _turns(2)
+        turns = _turns(3)  # one caller holds at most two
         started: list[str] = []
         for name in ("a1", "a2", "a3", "a4"):
             _start(turns, started, "A", name)
         await _settle()
+        _start(turns, started, "C", "c1")  # the thread kept for others
+        await _settle()
         for name in ("b1", "b2"):
             _start(turns, started, "B", name)
         await _settle()
-        assert started == ["a1", "a2"] and turns.waiting() == 4  # no thread free
-        for finished_by, expected in (("A", "b1"), ("A", "a3"), ("B", "b2"), ("A", "a4")):
+        assert started == ["a1", "a2", "c1"] and turns.waiting() == 4  # no thread free
+        for finished_by, expected in (("A", "b1"), ("C", "a3"), ("A", "b2"), ("B", "a4")):
             turns.release(finished_by)
             await _settle()
             assert started[-1] == expected, started  # A ran more: B first, though A came first
         return started
 
-    assert asyncio.run(scenario()) == ["a1", "a2", "b1", "a3", "b2", "a4"]
+    assert asyncio.run(scenario()) == ["a1", "a2", "c1", "b1", "a3", "b2", "a4"]
+
+
+def test_one_caller_holds_all_threads_but_one_and_another_gets_the_last_at_once() -> None:
+    async def scenario() -> list[str]:
+        turns = _turns(4)
+        started: list[str] = []
+        for n in range(6):
+            _start(turns, started, "A", f"a{n}")
+        await _settle()
+        assert started == ["a0", "a1", "a2"] and turns.free == 1
+        _start(turns, started, "B", "b0")
+        await _settle()
+        return started
+
+    assert asyncio.run(scenario())[-1] == "b0"
 
 
 def test_a_callers_own_requests_keep_their_order() -> None:
@@ -95,14 +112,37 @@ def test_a_caller_over_its_share_runs_one_at_a_time_after_the_others_while_they_
     asyncio.run(scenario())
 
 
-def test_alone_a_caller_over_its_share_gets_every_thread() -> None:
+def test_alone_a_caller_over_its_share_gets_its_share_of_the_threads() -> None:
     async def scenario() -> list[str]:
         usage = CpuUsage(2.0, 0.5, Clock())
-        turns = _turns(3, usage)
+        turns = _turns(4, usage)
         usage.charge("heavy", 10.0)
         started: list[str] = []
-        for name in ("h1", "h2", "h3"):
+        for name in ("h1", "h2", "h3", "h4"):
             _start(turns, started, "heavy", name)
+        await _settle()
+        return started
+
+    assert asyncio.run(scenario()) == ["h1", "h2", "h3"]
+
+
+def test_a_caller_over_its_share_runs_one_at_a_time_while_others_were_active_lately() -> None:
+    async def scenario() -> list[str]:
+        clock = Clock()
+        usage = CpuUsage(2.0, 0.5, clock)
+        turns = Turns(4, usage, 10.0, window=1.0, clock=clock)
+        usage.charge("heavy", 10.0)
+        started: list[str] = []
+        await turns.acquire("light")
+        turns.release("light")  # light was here a moment ago, and will be back
+        for name in ("h1", "h2"):
+            _start(turns, started, "heavy", name)
+        await _settle()
+        assert started == ["h1"]
+        clock.now += 1.5  # light has not been seen for longer than the window
+        turns.release("heavy")
+        await _settle()
+        _start(turns, started, "heavy", "h3")
         await _settle()
         return started
 
