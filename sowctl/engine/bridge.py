@@ -133,7 +133,7 @@ class Exchange:
             return
         self.environ = wsgi_environ.build(self.scope, body, multiprocess=self.bridge.multiprocess)
         del body
-        caller = self.bridge.hooks.caller(self.environ)
+        caller = self._caller()
         try:
             answer = await self.bridge.in_turn(
                 caller, partial(start, self.bridge.app, self.environ, self.method == "HEAD")
@@ -149,6 +149,13 @@ class Exchange:
             await self.refuse(Refusal(500, INTERNAL), close=True)
             return
         await self.respond(caller, answer)
+
+    def _caller(self) -> Hashable:
+        try:
+            return self.bridge.hooks.caller(self.environ)
+        except Exception as exc:  # the application's hook failed: the client's host is a caller
+            log_line(f"naming the caller failed: {type(exc).__name__}: {exc}")
+            return self.environ.get("REMOTE_ADDR")
 
     # --- before the application -----------------------------------------------------
 
@@ -204,9 +211,13 @@ class Exchange:
     async def respond(self, caller: Hashable, answer: Answer) -> None:
         pace = Pace(self.limits.send_timeout, self.limits.min_send_rate)
         try:
-            await self.send(
-                {"type": "http.response.start", "status": answer.status, "headers": answer.headers}
-            )
+            try:
+                await self.send(
+                    {"type": "http.response.start", "status": answer.status, "headers": answer.headers}
+                )
+            except Exception:  # the connection is gone
+                self.environ.setdefault(CUT_SHORT_KEY, "gone")
+                return
             while True:
                 for piece in [p for chunk in answer.pieces for p in pieces(chunk)]:
                     if not await self.send_piece(pace, piece):
