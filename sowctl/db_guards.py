@@ -18,6 +18,12 @@
   ``LOCK_TIMEOUT_SECONDS`` (``SOWCTL_DB_LOCK_TIMEOUT``, SQLite's busy timeout), then
   fails with "database is locked", which the server answers 503 with ``Retry-After``;
   nothing of it was written. Reads do not wait for that lock (WAL).
+* **Writers of one process passed over**: SQLite's busy handler makes a waiting writer
+  sleep and poll (longer and longer, up to 100 ms a time), so a writer that keeps
+  coming back takes the lock again in the gaps and one that waits can wait past the
+  busy timeout behind writes shorter than it. ``WriteTurns`` queues the threads of
+  one process that want the write lock, first come first served, each woken as the
+  one before commits; only writers in other processes still meet the polling.
 * **A database server that stops answering** (frozen, partitioned): libpq has no
   deadline of its own for a query, so psycopg2 runs with a wait callback that gives
   every call, connecting included, ``DB_TIMEOUT_SECONDS`` (``SOWCTL_DB_TIMEOUT``),
@@ -103,12 +109,61 @@ def connection_options(given: set[str]) -> dict[str, int]:
     return {name: value for name, value in options.items() if name not in given}
 
 
+class WriteTurns:
+    """A first-come-first-served lock with a deadline: a ticket per writer, taken in order.
+
+    A writer whose deadline passes gives its ticket back (the queue skips it) and fails
+    with SQLite's own "database is locked", which the server answers 503."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._issued = 0  # tickets handed out
+        self._serving = 0  # the ticket whose holder may write
+        self._abandoned: set[int] = set()
+
+    @contextlib.contextmanager
+    def turn(self, timeout: float) -> Iterator[None]:
+        with self._changed:
+            ticket, self._issued = self._issued, self._issued + 1
+            deadline = time.monotonic() + timeout
+            while ticket != self._serving:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._abandoned.add(ticket)
+                    raise pw.OperationalError("database is locked (waited for this server's other writes)")
+                self._changed.wait(remaining)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._serving += 1
+                while self._serving in self._abandoned:
+                    self._abandoned.discard(self._serving)
+                    self._serving += 1
+                self._changed.notify_all()
+
+    @property
+    def waiting(self) -> int:
+        """Writers holding or waiting for a turn (for tests)."""
+        with self._changed:
+            return self._issued - self._serving - len(self._abandoned)
+
+
 class GuardedSqliteDatabase(pw.SqliteDatabase):
-    """A SQLite database that notices when its file is removed or replaced."""
+    """A SQLite database that notices when its file is removed or replaced, and whose
+    writers in this process take turns (``write_turn``)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._identity: tuple[int, int] | None = None
+        self.turns = WriteTurns()
+
+    def write_turn(self) -> contextlib.AbstractContextManager[None]:
+        """This thread's turn to write, for a transaction that takes the write lock; a
+        nested transaction already has it."""
+        if self.transaction_depth() > 0:
+            return contextlib.nullcontext()
+        return self.turns.turn(LOCK_TIMEOUT_SECONDS)
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:

@@ -425,10 +425,11 @@ def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:
 
     The forward side (``after`` and what it reaches ranked up to ``low``) must end up after
     the backward side (``before`` and what reaches it ranked from ``high``); the edge closes
-    a cycle exactly when the two meet. Each side is first walked only ``PROBE`` items deep:
-    a side found whole moves into the gap next to the other end, its items alone rewritten,
-    without the other side read further. Otherwise both are walked whole and the smaller
-    side moves if a gap holds it, else both sides' ranks are dealt out again.
+    a cycle exactly when the two meet, and one side walked whole without meeting the other
+    end rules that out. Each side is first walked only ``PROBE`` items deep: a side found
+    whole moves into the gap next to the other end, its items alone rewritten. Otherwise the
+    forward side is walked whole, the backward side only as far as it is long, and the
+    smaller moves into its gap; only when none holds it are both sides' ranks dealt out.
     """
     forward = ranks.walk(after, high, forward=True, within=low, limit=ranks.PROBE)
     if before in forward:
@@ -443,11 +444,17 @@ def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:
         forward = ranks.walk(after, high, forward=True, within=low)
         if before in forward:
             return _name_cycle(before, after)
-    if len(backward) >= ranks.PROBE:
-        backward = ranks.walk(before, low, forward=False, within=high)
     # The two sets are disjoint (an item in both would close the cycle ruled out above).
-    if not _move_smaller([(forward, low, True), (backward, high, False)]):
-        ranks.store(ranks.deal_out(forward, backward))
+    if len(backward) >= ranks.PROBE:  # longer than the forward side: no need to know how long
+        backward = ranks.walk(before, low, forward=False, within=high, limit=len(forward) + 1)
+    shorter = len(backward) <= len(forward)  # and so walked whole
+    if _move_smaller([(forward, low, True), *([(backward, high, False)] if shorter else [])]):
+        return None
+    if not shorter:
+        backward = ranks.walk(before, low, forward=False, within=high)
+        if _move_smaller([(backward, high, False)]):
+            return None
+    ranks.store(ranks.deal_out(forward, backward))
     return None
 
 

@@ -21,7 +21,7 @@ from sowctl.services import bulk
 GAP = 1 << 24
 # Items a walk reads before the other side of the edge is looked at: a small side is then
 # found, and moved, without reading all of a large one.
-PROBE = 1_000
+PROBE = 256
 
 Ranked = dict[str, int]  # item id -> rank
 
