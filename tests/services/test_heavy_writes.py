@@ -292,8 +292,9 @@ def test_a_cycle_through_a_long_chain_is_refused_and_moves_nothing(org) -> None:
 
 
 def test_an_item_made_under_a_subtree_while_it_is_deleted_goes_too(org, monkeypatch) -> None:
-    """The subtree is read before the lock; a child made under it in between, and a
-    dependency on that child, go with its parent (ON DELETE CASCADE)."""
+    """On SQLite the subtree is read before the lock; a child made under it in between, and
+    a dependency on that child, go with its parent (ON DELETE CASCADE). PostgreSQL reads
+    nothing before the lock: the cascade takes the subtree as it is under the lock."""
     _insert(m.Item, [_item("root", 0, kind="requirement"), _item("kid", 0, "root"), _item("keep", 1)])
     read = items._subtree
 
