@@ -4,6 +4,7 @@
     python bench/bench_lock_hold.py                          # SQLite and PostgreSQL
     python bench/bench_lock_hold.py --backends sqlite --runs 5
     PYTHONPATH=/other/tree python bench/bench_lock_hold.py   # the sowctl package of another tree
+    python bench/bench_lock_hold.py --compare /other/tree    # that tree, then this one: ratios
 
 In process, through the service layer (what a request's handler calls), on a fresh database
 per backend (a temporary SQLite file in WAL mode; a throwaway PostgreSQL database created
@@ -38,8 +39,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -283,7 +286,7 @@ def run_backend(url: str, size: int, runs: int) -> dict[str, list[dict[str, floa
     try:
         started = time.perf_counter()
         load(size, runs)
-        print(f"  loaded in {time.perf_counter() - started:.1f} s", flush=True)
+        print(f"  loaded in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         clock = LockClock()
         found: dict[str, list[dict[str, float]]] = {key: [] for key in LABELS}
         ids = [f"r-{n:05d}" for n in range(size)]
@@ -356,19 +359,48 @@ LABELS = {
 }
 
 
-def report(backend: str, found: dict[str, list[dict[str, float]]]) -> None:
-    print(f"{backend}: medians of {len(found['reorder'])} (seconds)")
+FIELDS = ("wall", "lock", "cpu", "server", "statements")
+
+
+def medians(found: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
+    return {
+        key: {f: statistics.median(row[f] for row in rows) for f in FIELDS} for key, rows in found.items()
+    }
+
+
+def report(backend: str, found: dict[str, dict[str, float]], runs: int) -> None:
+    print(f"{backend}: medians of {runs} (seconds)")
     print(f"  {'request':<32} {'wall':>7} {'lock':>7} {'CPU':>7} {'DB CPU':>7} {'statements':>10}")
     for key, label in LABELS.items():
-        rows = found[key]
-
-        def median(field: str, rows: list[dict[str, float]] = rows) -> float:
-            return statistics.median(row[field] for row in rows)
-
+        row = found[key]
         print(
-            f"  {label:<32} {median('wall'):7.3f} {median('lock'):7.3f} {median('cpu'):7.3f} "
-            f"{median('server'):7.3f} {int(median('statements')):>10}"
+            f"  {label:<32} {row['wall']:7.3f} {row['lock']:7.3f} {row['cpu']:7.3f} "
+            f"{row['server']:7.3f} {int(row['statements']):>10}"
         )
+
+
+def compare(backend: str, before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> None:
+    print(f"{backend}: before -> after (ratio), medians, milliseconds")
+    print(f"  {'request':<32} {'lock':>24} {'CPU + DB CPU':>24} {'statements':>16}")
+    for key, label in LABELS.items():
+        old, new = before[key], after[key]
+        cells = []
+        for was, now in (
+            (old["lock"], new["lock"]),
+            (old["cpu"] + old["server"], new["cpu"] + new["server"]),
+        ):
+            cells.append(f"{was * 1000:7.0f} -> {now * 1000:5.0f} ({was / max(now, 1e-4):5.1f}x)")
+        statements = f"{int(old['statements'])} -> {int(new['statements'])}"
+        print(f"  {label:<32} {cells[0]:>24} {cells[1]:>24} {statements:>16}")
+
+
+def _child(args: argparse.Namespace, backend: str, tree: Path) -> dict[str, dict[str, float]]:
+    """This script run on ``tree``'s sowctl package for one backend: its medians."""
+    command = [sys.executable, __file__, "--backends", backend, "--pg-url", args.pg_url, "--json"]
+    command += ["--items", str(args.items), "--runs", str(args.runs)]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -377,12 +409,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--items", type=int, default=10_000, help="items reordered, and in the two chains")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--compare", type=Path, help="a tree whose sowctl runs first, backend by backend")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    print(f"sowctl from {Path(items.__file__).resolve().parents[2]}")
+    here = Path(items.__file__).resolve().parents[2]
     for backend in args.backends.split(","):
+        if args.compare is not None:
+            print(f"{backend}: {args.compare} (before), then {here} (after)", flush=True)
+            compare(backend, _child(args, backend, args.compare), _child(args, backend, here))
+            continue
         with database_for(backend, args.pg_url) as url:
-            print(f"{backend}:", flush=True)
-            report(backend, run_backend(url, args.items, args.runs))
+            found = medians(run_backend(url, args.items, args.runs))
+        if args.json:
+            print(json.dumps(found))
+        else:
+            print(f"sowctl from {here}")
+            report(backend, found, args.runs)
     return 0
 
 
