@@ -11,7 +11,7 @@ order, and all-or-nothing on a refusal, including a refusal found only under the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from itertools import pairwise
 
@@ -21,7 +21,7 @@ from sowctl import clock, operations
 from sowctl import models as m
 from sowctl.errors import CycleDetected, NotFound
 from sowctl.schemas.dependencies import DependencyCreate
-from sowctl.services import dependencies, graph, graph_ranks, items
+from sowctl.services import bulk, dependencies, graph, graph_ranks, items
 from sowctl.services.access import Caller
 
 ORG, SOW, USER = "org-heavy", "sow-heavy", "user-heavy"
@@ -136,6 +136,35 @@ def test_a_reorder_of_ten_thousand_items_sends_a_few_statements(org) -> None:
         (m.Item.sow == SOW) & (m.Item.updated_at == datetime(2026, 3, 17, 8, 0, 0))
     )
     assert touched.count() == 10_000
+
+
+def test_a_reorder_on_a_sqlite_without_update_from_sets_every_index(org, monkeypatch) -> None:
+    """SQLite before 3.33 has no UPDATE ... FROM: one UPDATE per row through executemany,
+    with the same result and the same check of the rows it updated."""
+    monkeypatch.setattr(bulk, "UPDATE_FROM_VALUES", False)
+    ids = [f"r-{n:04d}" for n in range(1_500)]
+    _insert(m.Item, [_item(item_id, n) for n, item_id in enumerate(ids)])
+    wanted = [(item_id, 3 * n) for n, item_id in enumerate(reversed(ids))]
+    _reorder(wanted)
+    assert _order() == dict(wanted)
+    m.Item.delete().where(m.Item.id == ids[7]).execute()
+    # Let the check before the lock pass: only the count of updated rows sees the gap.
+    monkeypatch.setattr(items, "_require_in_sow", _after_first(items._require_in_sow))
+    with pytest.raises(NotFound, match=f"item {ids[7]} not found"):
+        _reorder([(item_id, 1) for item_id in ids])
+    assert _order() == {item_id: index for item_id, index in wanted if item_id != ids[7]}
+
+
+def _after_first(check: Callable[..., None]) -> Callable[..., None]:
+    """``check`` from its second call on: the first (before the lock) passes."""
+    calls = []
+
+    def checked(*args: object) -> None:
+        calls.append(args)
+        if len(calls) > 1:
+            check(*args)
+
+    return checked
 
 
 @pytest.mark.parametrize("spoiler", ["missing", "other-sow"])
