@@ -351,7 +351,9 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
         # IMMEDIATE takes the write lock up front: the check-then-write sequences
         # inside (cycle checks, numbering) see no concurrent writer.
         turn = (
-            database.write_turn() if isinstance(database, GuardedSqliteDatabase) else contextlib.nullcontext()
+            database.write_turn(lock_key)
+            if isinstance(database, GuardedSqliteDatabase)
+            else contextlib.nullcontext()
         )
         try:
             with turn, database.atomic("IMMEDIATE"):

@@ -22,8 +22,9 @@
   sleep and poll (longer and longer, up to 100 ms a time), so a writer that keeps
   coming back takes the lock again in the gaps and one that waits can wait past the
   busy timeout behind writes shorter than it. ``WriteTurns`` queues the threads of
-  one process that want the write lock, first come first served, each woken as the
-  one before commits; only writers in other processes still meet the polling.
+  one process that want the write lock, one line per lock key (an organization), the
+  lines taking turns, each writer woken as the one before commits; only writers in
+  other processes still meet the polling.
 * **A database server that stops answering** (frozen, partitioned): libpq has no
   deadline of its own for a query, so psycopg2 runs with a wait callback that gives
   every call, connecting included, ``DB_TIMEOUT_SECONDS`` (``SOWCTL_DB_TIMEOUT``),
@@ -36,6 +37,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import select
@@ -109,44 +111,68 @@ def connection_options(given: set[str]) -> dict[str, int]:
     return {name: value for name, value in options.items() if name not in given}
 
 
-class WriteTurns:
-    """A first-come-first-served lock with a deadline: a ticket per writer, taken in order.
+_QUEUED_TOO_LONG = "database is locked (waited for this server's other writes)"
 
-    A writer whose deadline passes gives its ticket back (the queue skips it) and fails
-    with SQLite's own "database is locked", which the server answers 503."""
+
+class WriteTurns:
+    """Whose turn it is to write: one holder at a time, with a deadline for the others.
+
+    Waiting writers stand in one line per lock key (``write_transaction``'s: an
+    organization, ``import``...), each line first come first served, and the lines take
+    turns: the writer after the holder is the first of the line that was served longest
+    ago. So one organization's writes queued by the dozen delay another organization's
+    write by at most one of theirs. A writer whose deadline passes leaves its line and
+    fails with SQLite's own "database is locked", which the server answers 503."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition(threading.Lock())
-        self._issued = 0  # tickets handed out
-        self._serving = 0  # the ticket whose holder may write
-        self._abandoned: set[int] = set()
+        self._lines: dict[str, collections.deque[object]] = {}  # in the order of their turns
+        self._holder: object | None = None
 
     @contextlib.contextmanager
-    def turn(self, timeout: float) -> Iterator[None]:
+    def turn(self, key: str, timeout: float) -> Iterator[None]:
+        ticket = object()
         with self._changed:
-            ticket, self._issued = self._issued, self._issued + 1
-            deadline = time.monotonic() + timeout
-            while ticket != self._serving:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self._abandoned.add(ticket)
-                    raise pw.OperationalError("database is locked (waited for this server's other writes)")
-                self._changed.wait(remaining)
+            if self._holder is None and not self._lines:
+                self._holder = ticket
+            else:
+                self._lines.setdefault(key, collections.deque()).append(ticket)
+                deadline = time.monotonic() + timeout
+                while self._holder is not ticket:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self._leave(key, ticket)
+                        raise pw.OperationalError(_QUEUED_TOO_LONG)
+                    self._changed.wait(remaining)
         try:
             yield
         finally:
             with self._changed:
-                self._serving += 1
-                while self._serving in self._abandoned:
-                    self._abandoned.discard(self._serving)
-                    self._serving += 1
+                self._holder = self._next()
                 self._changed.notify_all()
+
+    def _next(self) -> object | None:
+        """The first writer of the line whose turn it is; that line goes to the back."""
+        key = next(iter(self._lines), None)
+        if key is None:
+            return None
+        line = self._lines.pop(key)
+        ticket = line.popleft()
+        if line:
+            self._lines[key] = line
+        return ticket
+
+    def _leave(self, key: str, ticket: object) -> None:
+        line = self._lines[key]
+        line.remove(ticket)
+        if not line:
+            del self._lines[key]
 
     @property
     def waiting(self) -> int:
         """Writers holding or waiting for a turn (for tests)."""
         with self._changed:
-            return self._issued - self._serving - len(self._abandoned)
+            return (self._holder is not None) + sum(len(line) for line in self._lines.values())
 
 
 class GuardedSqliteDatabase(pw.SqliteDatabase):
@@ -158,12 +184,12 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
         self._identity: tuple[int, int] | None = None
         self.turns = WriteTurns()
 
-    def write_turn(self) -> contextlib.AbstractContextManager[None]:
-        """This thread's turn to write, for a transaction that takes the write lock; a
-        nested transaction already has it."""
+    def write_turn(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """This thread's turn to write, in ``key``'s line, for a transaction that takes the
+        write lock; a nested transaction already has it."""
         if self.transaction_depth() > 0:
             return contextlib.nullcontext()
-        return self.turns.turn(LOCK_TIMEOUT_SECONDS)
+        return self.turns.turn(key, LOCK_TIMEOUT_SECONDS)
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:

@@ -270,29 +270,33 @@ def _held_write_lock() -> Iterator[threading.Event]:
         holder.join(30)
 
 
-def test_writers_of_one_process_get_the_write_lock_in_the_order_they_asked(tmp_path: Path) -> None:
+def test_writers_of_one_process_take_turns_by_lock_key_first_come_first_served(tmp_path: Path) -> None:
     """SQLite's busy handler lets waiting writers poll, longer and longer; one that keeps
-    coming back wins the gaps. This process's writers queue instead, first come first served."""
+    coming back wins the gaps. This process's writers queue instead, one line per lock
+    key (an organization), in the order they came, and the lines take turns: three writes
+    of one organization queued first delay another organization's write by one."""
     database = open_database(str(tmp_path / "turns.db"))
-    order: list[int] = []
+    order: list[str] = []
 
-    def write(number: int) -> None:
+    def write(key: str, name: str) -> None:
         try:
-            with write_transaction(f"org:{number}"):
-                order.append(number)
+            with write_transaction(key):
+                order.append(name)
         finally:
             m.database_proxy.close()
 
+    arrivals = [("org:a", "a0"), ("org:a", "a1"), ("org:a", "a2"), ("org:b", "b0"), ("org:c", "c0")]
+    arrivals.append(("org:a", "a3"))
     try:
         with _held_write_lock():
             writers = []
-            for number in range(5):
-                writers.append(threading.Thread(target=write, args=(number,)))
+            for number, (key, name) in enumerate(arrivals):
+                writers.append(threading.Thread(target=write, args=(key, name)))
                 writers[-1].start()
                 _queued(database, number + 2)  # the holder, and each writer in its turn
         for writer in writers:
             writer.join(30)
-        assert order == [0, 1, 2, 3, 4]
+        assert order == ["a0", "b0", "c0", "a1", "a2", "a3"]
         assert database.turns.waiting == 0
     finally:
         database.close()
