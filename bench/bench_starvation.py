@@ -165,7 +165,10 @@ def served(url: str, source: Path | None) -> Iterator[str]:
     if source is not None:
         env["PYTHONPATH"] = str(source)
     command = [sys.executable, "-m", "sowctl", "--db", url, "serve", "--port", "0", "--quiet"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    # Started elsewhere than this tree: ``python -m`` puts the working directory first on
+    # the path, ahead of PYTHONPATH, and would serve this tree's package whatever --source says.
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    process = subprocess.Popen(command, text=True, env=env, cwd=tempfile.gettempdir(), **pipes)
     assert process.stdout is not None
     address = None
     for line in process.stdout:
