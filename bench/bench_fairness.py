@@ -58,7 +58,10 @@ def serve(db: Path, source: Path | None) -> tuple[subprocess.Popen, str]:
     if source is not None:
         env["PYTHONPATH"] = str(source)
     command = [sys.executable, "-m", "sowctl", "--db", str(db), "serve", "--port", "0", "--quiet"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    # From a neutral directory: ``python -m`` puts the working directory first on the path,
+    # ahead of PYTHONPATH, so started from a tree it served that tree's package, not --source's.
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    process = subprocess.Popen(command, text=True, env=env, cwd=tempfile.gettempdir(), **pipes)
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith("Listening on "):

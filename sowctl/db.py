@@ -350,8 +350,13 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
     if isinstance(database, pw.SqliteDatabase):
         # IMMEDIATE takes the write lock up front: the check-then-write sequences
         # inside (cycle checks, numbering) see no concurrent writer.
+        turn = (
+            database.write_turn(lock_key)
+            if isinstance(database, GuardedSqliteDatabase)
+            else contextlib.nullcontext()
+        )
         try:
-            with database.atomic("IMMEDIATE"):
+            with turn, database.atomic("IMMEDIATE"):
                 yield
                 # Checked before the commit: a write into a removed file is refused, not lost.
                 check_storage(database)

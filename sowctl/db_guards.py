@@ -18,6 +18,13 @@
   ``LOCK_TIMEOUT_SECONDS`` (``SOWCTL_DB_LOCK_TIMEOUT``, SQLite's busy timeout), then
   fails with "database is locked", which the server answers 503 with ``Retry-After``;
   nothing of it was written. Reads do not wait for that lock (WAL).
+* **Writers of one process passed over**: SQLite's busy handler makes a waiting writer
+  sleep and poll (longer and longer, up to 100 ms a time), so a writer that keeps
+  coming back takes the lock again in the gaps and one that waits can wait past the
+  busy timeout behind writes shorter than it. ``WriteTurns`` queues the threads of
+  one process that want the write lock, one line per lock key (an organization), the
+  lines taking turns, each writer woken as the one before commits; only writers in
+  other processes still meet the polling.
 * **A database server that stops answering** (frozen, partitioned): libpq has no
   deadline of its own for a query, so psycopg2 runs with a wait callback that gives
   every call, connecting included, ``DB_TIMEOUT_SECONDS`` (``SOWCTL_DB_TIMEOUT``),
@@ -36,6 +43,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import select
@@ -110,12 +118,85 @@ def connection_options(given: set[str]) -> dict[str, int]:
     return {name: value for name, value in options.items() if name not in given}
 
 
+_QUEUED_TOO_LONG = "database is locked (waited for this server's other writes)"
+
+
+class WriteTurns:
+    """Whose turn it is to write: one holder at a time, with a deadline for the others.
+
+    Waiting writers stand in one line per lock key (``write_transaction``'s: an
+    organization, ``import``...), each line first come first served, and the lines take
+    turns: the writer after the holder is the first of the line that was served longest
+    ago. So one organization's writes queued by the dozen delay another organization's
+    write by at most one of theirs. A writer whose deadline passes leaves its line and
+    fails with SQLite's own "database is locked", which the server answers 503."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._lines: dict[str, collections.deque[object]] = {}  # in the order of their turns
+        self._holder: object | None = None
+
+    @contextlib.contextmanager
+    def turn(self, key: str, timeout: float) -> Iterator[None]:
+        ticket = object()
+        with self._changed:
+            if self._holder is None and not self._lines:
+                self._holder = ticket
+            else:
+                self._lines.setdefault(key, collections.deque()).append(ticket)
+                deadline = time.monotonic() + timeout
+                while self._holder is not ticket:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self._leave(key, ticket)
+                        raise pw.OperationalError(_QUEUED_TOO_LONG)
+                    self._changed.wait(remaining)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._holder = self._next()
+                self._changed.notify_all()
+
+    def _next(self) -> object | None:
+        """The first writer of the line whose turn it is; that line goes to the back."""
+        key = next(iter(self._lines), None)
+        if key is None:
+            return None
+        line = self._lines.pop(key)
+        ticket = line.popleft()
+        if line:
+            self._lines[key] = line
+        return ticket
+
+    def _leave(self, key: str, ticket: object) -> None:
+        line = self._lines[key]
+        line.remove(ticket)
+        if not line:
+            del self._lines[key]
+
+    @property
+    def waiting(self) -> int:
+        """Writers holding or waiting for a turn (for tests)."""
+        with self._changed:
+            return (self._holder is not None) + sum(len(line) for line in self._lines.values())
+
+
 class GuardedSqliteDatabase(pw.SqliteDatabase):
-    """A SQLite database that notices when its file is removed or replaced."""
+    """A SQLite database that notices when its file is removed or replaced, and whose
+    writers in this process take turns (``write_turn``)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._identity: tuple[int, int] | None = None
+        self.turns = WriteTurns()
+
+    def write_turn(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """This thread's turn to write, in ``key``'s line, for a transaction that takes the
+        write lock; a nested transaction already has it."""
+        if self.transaction_depth() > 0:
+            return contextlib.nullcontext()
+        return self.turns.turn(key, LOCK_TIMEOUT_SECONDS)
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:

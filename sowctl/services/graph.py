@@ -31,13 +31,12 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from itertools import pairwise
-
-import peewee as pw
 
 from sowctl import models as m
 from sowctl.db import hold_lock
+from sowctl.services import graph_ranks as ranks
 from sowctl.services.graph_algorithms import (  # re-exported: graph.X is the public name
     SOURCE_FIRST,
     TARGET_FIRST,
@@ -188,13 +187,15 @@ def _name_cycle(before: str, after: str) -> list[str]:
 # (Pearce and Kelly, "A dynamic topological sort algorithm for directed acyclic graphs",
 # 2006): forward from ``after`` through items ranked at most rank(before), which meets
 # ``before`` exactly when the edge closes a cycle (ranks rise along every path); if it
-# does not, backward from ``before`` through items ranked at least rank(after), and the
-# ranks of both sets are dealt out again, the backward set first. Removing an edge
-# never breaks the invariant.
+# does not, backward from ``before`` through items ranked at least rank(after). Then the
+# smaller of the two sets moves into the free ranks next to the other end (ranks are
+# handed out with gaps, ``graph_ranks``), or, once no gap holds it, the ranks of both
+# sets are dealt out again, the backward set first. Removing an edge never breaks the
+# invariant.
 #
-# Ranks come from one counter shared by all organizations (MAX + 1, or MIN - 1 for an
-# item placed before everything); they only need to be distinct and ordered within an
-# organization, which its write lock guarantees.
+# Ranks come from one counter shared by all organizations (``GAP`` past the highest
+# rank, or before the lowest, for an item placed after or before everything); they only
+# need to be distinct and ordered within an organization, which its write lock guarantees.
 #
 # Bulk writers (the importer) store edges without ranks and mark each organization
 # they touch with ``mark_ranks_stale``: a ``Meta`` row ``ranks-stale:<org>``. The next
@@ -310,8 +311,8 @@ def recompute_ranks(organization_id: str) -> bool:
         ring = [dependency_of[(nxt, node)] for node, nxt in pairwise([*cycle, cycle[0]])]
         _write_mark(organization_id, _CYCLIC + json.dumps(ring))
         return False
-    base = _rank_bound("MAX") + 1
-    _set_ranks([(node, base + position) for position, node in enumerate(order)])
+    base = ranks.top()
+    ranks.store([(node, base + ranks.GAP * position) for position, node in enumerate(order)])
     m.Meta.delete().where(m.Meta.key == stale_key(organization_id)).execute()
     return True
 
@@ -400,13 +401,6 @@ def _has_edges(node: str) -> bool:
     return m.database_proxy.execute_sql(sql, (node, node)).fetchone() is not None
 
 
-def _rank_bound(function: str) -> int:
-    """MAX or MIN of every rank in use (0 when none): one end of the index."""
-    sql = f"SELECT {function}(topo_rank) FROM {m.Item._meta.table_name}"
-    value = m.database_proxy.execute_sql(sql).fetchone()[0]
-    return 0 if value is None else int(value)
-
-
 def _place(before: str, after: str, low: int | None, high: int | None) -> tuple[int, int]:
     """Rank the unranked end(s) of a new edge so that the edge agrees with the order.
 
@@ -414,68 +408,61 @@ def _place(before: str, after: str, low: int | None, high: int | None) -> tuple[
     ``before`` can go before every item and ``after`` after every item.
     """
     if low is None and high is None:
-        top = _rank_bound("MAX")
-        low, high = top + 1, top + 2
-        _set_ranks([(before, low), (after, high)])
+        low = ranks.top()
+        high = low + ranks.GAP
+        ranks.store([(before, low), (after, high)])
     elif low is None:
-        low = _rank_bound("MIN") - 1
-        _set_ranks([(before, low)])
+        low = ranks.bottom()
+        ranks.store([(before, low)])
     else:
-        high = _rank_bound("MAX") + 1
-        _set_ranks([(after, high)])
+        high = ranks.top()
+        ranks.store([(after, high)])
     return low, high  # type: ignore[return-value]  (both set above)
 
 
 def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:
-    """Pearce-Kelly for an edge against the order (rank(before) = low > high = rank(after))."""
-    forward = _ranked_walk(after, forward=True, bound=low)
+    """Pearce-Kelly for an edge against the order (rank(before) = low > high = rank(after)).
+
+    The forward side (``after`` and what it reaches ranked up to ``low``) must end up after
+    the backward side (``before`` and what reaches it ranked from ``high``); the edge closes
+    a cycle exactly when the two meet, and one side walked whole without meeting the other
+    end rules that out. Each side is first walked only ``PROBE`` items deep: a side found
+    whole moves into the gap next to the other end, its items alone rewritten. Otherwise the
+    forward side is walked whole, the backward side only as far as it is long, and the
+    smaller moves into its gap; only when none holds it are both sides' ranks dealt out.
+    """
+    forward = ranks.walk(after, high, forward=True, within=low, limit=ranks.PROBE)
     if before in forward:
         return _name_cycle(before, after)
-    backward = _ranked_walk(before, forward=False, bound=high)
+    backward = ranks.walk(before, low, forward=False, within=high, limit=ranks.PROBE)
+    if after in backward:
+        return _name_cycle(before, after)
+    sides = [(forward, low, True), (backward, high, False)]
+    if _move_smaller([entry for entry in sides if len(entry[0]) < ranks.PROBE]):  # walked whole
+        return None
+    if len(forward) >= ranks.PROBE:
+        forward = ranks.walk(after, high, forward=True, within=low)
+        if before in forward:
+            return _name_cycle(before, after)
     # The two sets are disjoint (an item in both would close the cycle ruled out above).
-    # Their ranks, dealt out again: first to the backward set, then to the forward set,
-    # each in its old order. Every other item keeps its rank.
-    old = {**forward, **backward}
-    pool = sorted(old.values())
-    order = sorted(backward, key=backward.__getitem__) + sorted(forward, key=forward.__getitem__)
-    _set_ranks([(node, rank) for node, rank in zip(order, pool, strict=True) if old[node] != rank])
+    if len(backward) >= ranks.PROBE:  # longer than the forward side: no need to know how long
+        backward = ranks.walk(before, low, forward=False, within=high, limit=len(forward) + 1)
+    shorter = len(backward) <= len(forward)  # and so walked whole
+    if _move_smaller([(forward, low, True), *([(backward, high, False)] if shorter else [])]):
+        return None
+    if not shorter:
+        backward = ranks.walk(before, low, forward=False, within=high)
+        if _move_smaller([(backward, high, False)]):
+            return None
+    ranks.store(ranks.deal_out(forward, backward))
     return None
 
 
-def _ranked_walk(start: str, *, forward: bool, bound: int) -> dict[str, int]:
-    """``{item: rank}`` of ``start`` and every item it reaches (forward) or that reaches it
-    (backward) through items ranked at most (forward) or at least (backward) ``bound``.
-
-    One recursive query; the index on the edge columns drives it and each item's rank
-    is read by primary key.
-    """
-    dep, item = m.Dependency._meta.table_name, m.Item._meta.table_name
-    param = m.database_proxy.param
-    near, far, compare = (
-        ("before_item_id", "after_item_id", "<=") if forward else ("after_item_id", "before_item_id", ">=")
-    )
-    sql = (
-        f"WITH RECURSIVE walk(id) AS (SELECT CAST({param} AS TEXT) "
-        f"UNION SELECT CAST(d.{far} AS TEXT) FROM {dep} d JOIN walk ON d.{near} = walk.id "
-        f"JOIN {item} i ON i.id = d.{far} WHERE i.topo_rank {compare} {param}) "
-        f"SELECT walk.id, i.topo_rank FROM walk JOIN {item} i ON i.id = walk.id"
-    )
-    return dict(m.database_proxy.execute_sql(sql, (start, bound)).fetchall())
-
-
-def _set_ranks(ranks: Sequence[tuple[str, int]]) -> None:
-    """Store ``(item id, rank)`` pairs: executemany on SQLite, UPDATE ... FROM (VALUES ...) elsewhere."""
-    if not ranks:
-        return
-    database = m.database_proxy.obj
-    table = m.Item._meta.table_name
-    if isinstance(database, pw.SqliteDatabase):
-        cursor = database.cursor()
-        cursor.executemany(f"UPDATE {table} SET topo_rank = ? WHERE id = ?", [(r, i) for i, r in ranks])
-        return
-    param = database.param
-    for start in range(0, len(ranks), _BATCH):
-        chunk = ranks[start : start + _BATCH]
-        values = ", ".join([f"({param}, CAST({param} AS BIGINT))"] * len(chunk))
-        sql = f"UPDATE {table} SET topo_rank = v.r FROM (VALUES {values}) AS v(id, r) WHERE {table}.id = v.id"
-        database.execute_sql(sql, [value for pair in chunk for value in pair])
+def _move_smaller(sides: list[tuple[ranks.Ranked, int, bool]]) -> bool:
+    """Move the smallest of these sides that fits into the gap beyond the other end's rank."""
+    for side, edge_rank, above in sorted(sides, key=lambda entry: len(entry[0])):
+        moved = ranks.into_gap(side, edge_rank, above=above)
+        if moved is not None:
+            ranks.store(moved)
+            return True
+    return False

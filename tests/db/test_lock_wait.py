@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import peewee as pw
 import pytest
 
 from sowctl import db_guards, demo_data
 from sowctl import models as m
-from sowctl.db import open_database
+from sowctl.db import open_database, write_transaction
 from sowctl.operations import get as get_op
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
@@ -231,3 +232,100 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
         assert stored == statuses.count(201)  # every acknowledged write, and only those
     finally:
         m.database_proxy.obj.close()
+
+
+# --- this process's writers take turns --------------------------------------------------
+
+
+def _queued(database: db_guards.GuardedSqliteDatabase, count: int) -> None:
+    """Wait until ``count`` writers hold or wait for a turn (a thread gets there at once)."""
+    for _ in range(500):
+        if database.turns.waiting == count:
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError(f"{database.turns.waiting} writers queued, not {count}")
+
+
+@contextlib.contextmanager
+def _held_write_lock() -> Iterator[threading.Event]:
+    """A thread of this process inside a write transaction until the event is set."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with write_transaction("org:holder"):
+                m.Item.select().count()
+                entered.set()
+                release.wait(30)
+        finally:
+            m.database_proxy.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert entered.wait(10)
+    try:
+        yield release
+    finally:
+        release.set()
+        holder.join(30)
+
+
+def test_writers_of_one_process_take_turns_by_lock_key_first_come_first_served(tmp_path: Path) -> None:
+    """SQLite's busy handler lets waiting writers poll, longer and longer; one that keeps
+    coming back wins the gaps. This process's writers queue instead, one line per lock
+    key (an organization), in the order they came, and the lines take turns: three writes
+    of one organization queued first delay another organization's write by one."""
+    database = open_database(str(tmp_path / "turns.db"))
+    order: list[str] = []
+
+    def write(key: str, name: str) -> None:
+        try:
+            with write_transaction(key):
+                order.append(name)
+        finally:
+            m.database_proxy.close()
+
+    arrivals = [("org:a", "a0"), ("org:a", "a1"), ("org:a", "a2"), ("org:b", "b0"), ("org:c", "c0")]
+    arrivals.append(("org:a", "a3"))
+    try:
+        with _held_write_lock():
+            writers = []
+            for number, (key, name) in enumerate(arrivals):
+                writers.append(threading.Thread(target=write, args=(key, name)))
+                writers[-1].start()
+                _queued(database, number + 2)  # the holder, and each writer in its turn
+        for writer in writers:
+            writer.join(30)
+        assert order == ["a0", "b0", "c0", "a1", "a2", "a3"]
+        assert database.turns.waiting == 0
+    finally:
+        database.close()
+
+
+def test_a_writer_queued_past_the_lock_timeout_is_refused_and_the_queue_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 0.3)
+    database = open_database(str(tmp_path / "turns.db"))
+    failures: list[str] = []
+
+    def write() -> None:
+        try:
+            with write_transaction("org:late"):
+                m.Item.select().count()
+        except pw.OperationalError as exc:
+            failures.append(str(exc))
+        finally:
+            m.database_proxy.close()
+
+    try:
+        with _held_write_lock():
+            late = threading.Thread(target=write)
+            late.start()
+            late.join(30)
+        assert len(failures) == 1 and "database is locked" in failures[0]
+        assert database.turns.waiting == 0  # the abandoned turn is skipped
+        with write_transaction("org:after"):  # the next writer gets the lock at once
+            m.Item.select().count()
+    finally:
+        database.close()

@@ -32,7 +32,7 @@ from sowctl.schemas.dependencies import DependencyCreate, DependencyUpdate
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.services import dependencies as service
-from sowctl.services import graph, items, sows
+from sowctl.services import graph, graph_ranks, items, sows
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
 from tests.support.dataset import store_raw_ordering_edges
@@ -669,7 +669,17 @@ class RankedGraphMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.slow
-def test_random_operations_keep_the_topological_ranks(db) -> None:
+@pytest.mark.parametrize(
+    ("gap", "probe"),
+    [(graph_ranks.GAP, graph_ranks.PROBE), (1, 1), (2, 2)],
+    ids=["spaced", "no-gaps", "tiny-gaps"],
+)
+def test_random_operations_keep_the_topological_ranks(db, monkeypatch, gap: int, probe: int) -> None:
+    """Also with ranks handed out without gaps, or with gaps that fill at once, and walks
+    that stop after one or two items: the moves into gaps, the full walks after a probe
+    and the old deal-out all run on these small graphs."""
+    monkeypatch.setattr(graph_ranks, "GAP", gap)
+    monkeypatch.setattr(graph_ranks, "PROBE", probe)
     clock.set_fixed_now(datetime(2026, 3, 16, 12, 0, 0))
     run_state_machine_as_test(
         RankedGraphMachine,
@@ -711,7 +721,7 @@ def _ranks(*ids: str) -> list[int | None]:
 def test_new_items_are_placed_without_a_walk(db, monkeypatch) -> None:
     a, b, c, d = _items(4)
     assert _ranks(a, b, c, d) == [None] * 4  # no edge, no rank
-    monkeypatch.setattr(graph, "_ranked_walk", lambda *args, **kwargs: pytest.fail("walked"))
+    monkeypatch.setattr(graph_ranks, "walk", lambda *args, **kwargs: pytest.fail("walked"))
     _after(a, b)  # both new: appended in order
     _after(b, c)  # a new last item goes after everything
     _after(d, a)  # a new first item goes before everything
@@ -721,20 +731,20 @@ def test_new_items_are_placed_without_a_walk(db, monkeypatch) -> None:
     assert_rank_invariant(ORG)
 
 
-def test_an_edge_against_the_order_reorders_only_the_items_between(db) -> None:
+def test_an_edge_against_the_order_moves_only_the_smaller_side(db) -> None:
     a, b, c, d, e, x = _items(6)
     _after(a, b)
     _after(b, c)
     _after(d, e)  # ranks now: a < b < c < d < e
-    _after(x, e)
+    _after(x, e)  # x, new, goes before everything
     ranks_before = dict(zip((a, b, c, d, e, x), _ranks(a, b, c, d, e, x), strict=True))
-    assert ranks_before[c] < ranks_before[d]
+    assert ranks_before[x] < ranks_before[a] < ranks_before[c] < ranks_before[d]
     _after(e, a)  # e before a: against the order, no cycle
     assert_rank_invariant(ORG)
     ranks_after = dict(zip((a, b, c, d, e, x), _ranks(a, b, c, d, e, x), strict=True))
-    # The moved items took each other's ranks: the set of ranks in use is the same.
-    assert sorted(ranks_after.values()) == sorted(ranks_before.values())
-    assert ranks_after[d] < ranks_after[e] < ranks_after[a] < ranks_after[b] < ranks_after[c]
+    # a, b, c must follow d, e: the two of d and e moved into the free ranks below a.
+    assert {node for node in ranks_after if ranks_after[node] != ranks_before[node]} == {d, e}
+    assert ranks_after[x] < ranks_after[d] < ranks_after[e] < ranks_after[a] < ranks_after[b] < ranks_after[c]
 
 
 def test_a_cycle_against_the_order_is_refused_with_the_same_path(db) -> None:
