@@ -5,10 +5,11 @@ the fewest requests running (the one that waited longest among equals), so one c
 many slow requests queued does not put everyone else behind all of them. One caller holds at
 most all but one of the threads (``share``), so another caller's request finds a thread at
 once instead of waiting for a long request to end. A caller over its processor share
-(:class:`sowctl.engine.usage.CpuUsage`) comes after every caller within theirs and, while any
-of them has been active within the last ``window`` seconds, runs one request at a time:
-threads share one interpreter, so each further processor-bound request of the heavy caller
-would slow everyone else's. Alone, such a caller gets its share of the threads, as before. A
+(:class:`sowctl.engine.usage.CpuUsage`) starts nothing while any caller within theirs has been
+active within the last ``window`` seconds: its requests wait until its bucket has refilled,
+so that beside others it takes at most its share of the processor (threads share one
+interpreter: each of its processor-bound requests slows everyone else's). Alone, such a
+caller gets its share of the threads, as before. A
 request that waited ``timeout`` seconds is given up (:class:`QueueTimeout`).
 
 Runs on the worker's event loop only: no locks.
@@ -46,6 +47,7 @@ class Turns:
         self.running: Counter[Hashable] = Counter()
         self._waiting: OrderedDict[Hashable, deque[asyncio.Future[None]]] = OrderedDict()
         self._last_active: dict[Hashable, float] = {}  # callers within their share, last seen
+        self._timer: asyncio.TimerHandle | None = None
 
     async def acquire(self, caller: Hashable) -> None:
         """Wait for a thread in ``caller``'s turn; ``QueueTimeout`` after ``timeout``."""
@@ -102,12 +104,13 @@ class Turns:
     def _may_run(self, caller: Hashable) -> bool:
         if self.free <= 0 or self.running[caller] >= self.share:
             return False
-        return not (self.usage.over(caller) and self.running[caller] >= 1 and self._contended(caller))
+        return not (self.usage.over(caller) and self._contended(caller))
 
     def _grant(self) -> None:
         while self.free > 0 and self._waiting:
             eligible = [c for c in self._waiting if self._may_run(c)]
             if not eligible:
+                self._wake_when_refilled()
                 return
             caller = min(eligible, key=lambda c: (self.usage.over(c), self.running[c]))
             line = self._waiting.pop(caller)
@@ -118,6 +121,25 @@ class Turns:
                 continue
             self._take(caller)
             future.set_result(None)
+
+    def _wake_when_refilled(self) -> None:
+        """Look again once the first waiting caller over its share is back within it, or the
+        others have been quiet for a whole window (time changes both, not an event)."""
+        if self._timer is not None or self.free <= 0:
+            return
+        debts = [-self.usage.level(c) for c in self._waiting if self.usage.over(c)]
+        if not debts:
+            return
+        delay = min(debts) / self.usage.share
+        if self._last_active:
+            delay = min(delay, max(self._last_active.values()) + self.window - self._clock())
+        delay = max(0.001, delay)
+
+        def wake() -> None:
+            self._timer = None
+            self._grant()
+
+        self._timer = asyncio.get_running_loop().call_later(delay, wake)
 
     def _abandon(self, caller: Hashable, future: asyncio.Future[None]) -> None:
         if future.done() and not future.cancelled():

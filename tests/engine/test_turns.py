@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -86,30 +87,22 @@ def test_a_callers_own_requests_keep_their_order() -> None:
     assert asyncio.run(scenario()) == ["0", "1", "2", "3", "4"]
 
 
-def test_a_caller_over_its_share_runs_one_at_a_time_after_the_others_while_they_wait() -> None:
-    async def scenario() -> list[str]:
-        clock = Clock()
-        usage = CpuUsage(2.0, 0.5, clock)
-        turns = _turns(3, usage)
+def test_a_caller_over_its_share_starts_nothing_beside_others_until_its_bucket_refills() -> None:
+    async def scenario() -> tuple[list[str], float]:
+        usage = CpuUsage(burst=0.1, share=1.0)  # real time: refills 0.1 s of processor a second
+        turns = Turns(3, usage, 10.0)
         started: list[str] = []
-        usage.charge("heavy", 5.0)  # 3 seconds past its burst
-        assert usage.over("heavy")
-        _start(turns, started, "heavy", "h1")
-        _start(turns, started, "light", "l1")
+        usage.charge("heavy", 0.15)  # 0.05 s past its burst
+        await turns.acquire("light")  # light is running
+        began = time.monotonic()
+        waiting = _start(turns, started, "heavy", "h1")
         await _settle()
-        _start(turns, started, "heavy", "h2")  # a thread is free, but light is running
-        _start(turns, started, "light", "l2")
-        await _settle()
-        assert started == ["h1", "l1", "l2"]  # h2 waits: heavy already runs one, light is busy
-        turns.release("light")
-        await _settle()
-        assert started == ["h1", "l1", "l2"] and turns.free == 1  # still contended: one at a time
-        turns.release("heavy")
-        await _settle()
-        assert started[-1] == "h2"
-        return started
+        assert started == [] and turns.free == 2  # a thread is free, but heavy is over its share
+        await asyncio.wait_for(waiting, 2)
+        return started, time.monotonic() - began
 
-    asyncio.run(scenario())
+    started, waited = asyncio.run(scenario())
+    assert started == ["h1"] and waited >= 0.03  # once its bucket refilled
 
 
 def test_alone_a_caller_over_its_share_gets_its_share_of_the_threads() -> None:
@@ -126,27 +119,23 @@ def test_alone_a_caller_over_its_share_gets_its_share_of_the_threads() -> None:
     assert asyncio.run(scenario()) == ["h1", "h2", "h3"]
 
 
-def test_a_caller_over_its_share_runs_one_at_a_time_while_others_were_active_lately() -> None:
-    async def scenario() -> list[str]:
-        clock = Clock()
-        usage = CpuUsage(2.0, 0.5, clock)
-        turns = Turns(4, usage, 10.0, window=1.0, clock=clock)
-        usage.charge("heavy", 10.0)
-        started: list[str] = []
+def test_a_caller_over_its_share_waits_while_others_were_active_lately_then_runs_alone() -> None:
+    async def scenario() -> tuple[list[str], float]:
+        usage = CpuUsage(burst=2.0, share=0.5)
+        turns = Turns(4, usage, 10.0, window=0.2)
+        usage.charge("heavy", 100.0)  # far past its share: no refill within the test
         await turns.acquire("light")
-        turns.release("light")  # light was here a moment ago, and will be back
-        for name in ("h1", "h2"):
-            _start(turns, started, "heavy", name)
+        turns.release("light")  # light was here a moment ago, and may be back
+        began = time.monotonic()
+        started: list[str] = []
+        waiting = _start(turns, started, "heavy", "h1")
         await _settle()
-        assert started == ["h1"]
-        clock.now += 1.5  # light has not been seen for longer than the window
-        turns.release("heavy")
-        await _settle()
-        _start(turns, started, "heavy", "h3")
-        await _settle()
-        return started
+        assert started == []
+        await asyncio.wait_for(waiting, 2)  # light stayed away for a whole window
+        return started, time.monotonic() - began
 
-    assert asyncio.run(scenario()) == ["h1", "h2", "h3"]
+    started, waited = asyncio.run(scenario())
+    assert started == ["h1"] and waited >= 0.15
 
 
 def test_a_request_that_waits_too_long_is_given_up_and_its_place_freed() -> None:
