@@ -5,7 +5,7 @@
     python bench/bench_throughput.py --backends sqlite --workers 2 --only "hello|get item"
     python bench/bench_throughput.py --write BENCHMARKS.md # also record the table there
     python bench/bench_throughput.py --backends sqlite --only "get item|healthz" --compare DIR
-                                    # also the sowctl package in DIR (e.g. a worktree of main), interleaved
+                                    # also the sowctl of source tree DIR, interleaved
 
 Needs ``wrk`` on PATH (``apt-get install -y wrk``) and, for PostgreSQL, a server at
 ``--pg-url`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``).
@@ -18,13 +18,19 @@ and a PostgreSQL template database; every server configuration then runs on a
 fresh copy (a file copy, ``CREATE DATABASE ... TEMPLATE``), so the POST
 benchmark never changes what the next configuration measures.
 
-Each server is the production runner (``sowctl.server.runner.serve``: gunicorn
-with sowctl's worker, 4 threads per worker) serving the real application built by
-``create_app`` with ``serve --quiet`` settings and rate limits high enough
-never to refuse, plus, in the same worker processes, a bare Bottle app answering
-``GET /hello``. The script re-invokes itself with ``--serve`` for that, so the
-hello-world baseline runs on the same server, workers and run as the requests
-it is compared with; it is measured first and last, and the ratio uses the mean.
+Each server is the production runner (``sowctl.server.runner.serve``, what ``sowctl
+serve`` runs: granian parsing, sowctl's engine running the application in 4 threads per
+worker) serving the real application built by ``create_app`` with ``serve --quiet``
+settings and rate limits high enough never to refuse, plus, in the same worker processes, a
+bare Bottle app answering ``GET /hello``. ``--compare DIR`` serves DIR's ``sowctl`` the same
+way, with the interpreter of ``DIR/.venv`` when there is one (an older tree's own
+dependencies, such as the gunicorn of the engine before granian), else with this one. Both
+servers then run at once, each on its own copy of the database, and every probe runs on one
+and then the other, the order reversed each round: measured one server after the other, the
+side measured first came out up to 25% dearer (BENCHMARKS.md).
+The script re-invokes itself with ``--serve`` for that, so the hello-world baseline runs on
+the same server, workers and run as the requests it is compared with; it is measured first
+and last, and the ratio uses the mean.
 ``/healthz`` (one ``SELECT 1`` on the database) is the floor that includes a database
 round trip. ``--rounds N`` runs every probe N times interleaved and averages, so that
 on a shared machine a request and its floor see the same load on average.
@@ -40,7 +46,6 @@ the requests it served: steadier than requests per second on a shared machine.
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib.util
 import inspect
 import os
@@ -198,9 +203,9 @@ def pg_template(pg_url: str) -> str:
         conn.close()
 
 
-def fresh_copy(backend: str, template: str, pg_url: str, workdir: Path) -> str:
+def fresh_copy(backend: str, template: str, pg_url: str, workdir: Path, name: str = RUN_DB) -> str:
     if backend == "sqlite":
-        target = workdir / "run.db"
+        target = workdir / f"{name}.db"
         for suffix in ("", "-wal", "-shm"):
             Path(str(target) + suffix).unlink(missing_ok=True)
         shutil.copyfile(template, target)
@@ -208,11 +213,11 @@ def fresh_copy(backend: str, template: str, pg_url: str, workdir: Path) -> str:
     conn = _admin(pg_url)
     try:
         with conn.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{RUN_DB}"')
-            cur.execute(f'CREATE DATABASE "{RUN_DB}" TEMPLATE "{template}"')
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            cur.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     finally:
         conn.close()
-    return _with_db(pg_url, RUN_DB)
+    return _with_db(pg_url, name)
 
 
 def vacuum(url: str) -> None:
@@ -226,14 +231,12 @@ def vacuum(url: str) -> None:
         conn.close()
 
 
-def drop_run_database(pg_url: str) -> None:
+def drop_run_database(pg_url: str, name: str = RUN_DB) -> None:
     conn = _admin(pg_url)
     try:
         with conn.cursor() as cur:
-            cur.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (RUN_DB,)
-            )
-            cur.execute(f'DROP DATABASE IF EXISTS "{RUN_DB}"')
+            cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}"')
     finally:
         conn.close()
 
@@ -369,6 +372,7 @@ def bench_app(db_url: str, settings):  # runs in every worker, after the fork
             return hello(environ, start_response)
         return api(environ, start_response)
 
+    app.app = api  # where the server looks for the API's body limit (SowctlBottle.body_limit)
     return app
 
 
@@ -396,7 +400,10 @@ def run_server(ns: argparse.Namespace) -> None:
 
 class Server:
     def __init__(self, db_url: str, workers: int, source: Path | None = None) -> None:
-        command = [sys.executable, __file__, "--serve", db_url, "--server-workers", str(workers)]
+        python = sys.executable
+        if source is not None and (source / ".venv" / "bin" / "python").exists():
+            python = str(source / ".venv" / "bin" / "python")
+        command = [python, __file__, "--serve", db_url, "--server-workers", str(workers)]
         command += ["--server-threads", str(THREADS)]
         env = dict(os.environ)
         if source is not None:  # --compare: the sowctl package of another source tree
@@ -451,19 +458,21 @@ def parse_ms(text: str) -> float:
     return float(match[1]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[match[2]]
 
 
-@functools.cache
-def _wsgi_servers() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_wsgi_servers", ROOT / "bench" / "wsgi_servers.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def group_cpu_seconds(pgid: int) -> float:
-    """The server's CPU time so far, as bench/wsgi_servers.py measures it."""
-    return _wsgi_servers().group_cpu_seconds(pgid)
+    """user+system CPU time of the live processes in a process group (the server and its workers)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After "(comm)": state ppid pgrp ... utime (12th) stime (13th).
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def wrk(url: str, probe: Probe, duration: float) -> tuple[float, float, float, str, int]:
@@ -507,56 +516,79 @@ def check_answers(url: str, targets: Targets, selected: list[Probe]) -> None:
                 raise RuntimeError(f"{probe.name}: {response.status_code} {response.text[:300]}")
 
 
+@dataclass
+class Served:
+    """One source tree's server on its own copy of the database, and what its requests need."""
+
+    label: str
+    server: Server
+    targets: Targets
+    selected: list[Probe]
+    runs: dict[str, list[Measure]] = field(default_factory=dict)
+
+
 def bench_config(
     backend: str,
     workers: int,
-    db_url: str,
-    targets: Targets,
+    copies: list[tuple[str, Targets, Path | None]],
     only: str,
     duration: float,
     rounds: int = 1,
-    source: Path | None = None,
 ) -> list[Measure]:
-    """Every selected probe, hello world first and last; with ``rounds`` > 1 the probes run
-    that many times interleaved, and each figure is the mean of its runs (on a busy machine
-    a probe and its floor then see the same load, on average)."""
-    selected = [p for p in probes(targets) if p.path == "/hello" or re.search(only, p.name)]
-    server = Server(db_url, workers, source)
-    if source is not None:
-        backend += " (compared)"
-    runs: dict[str, list[Measure]] = {probe.name: [] for probe in selected}
+    """Every selected probe on a server per ``copies`` entry (database URL, its targets, the
+    source tree or None for this one), all serving at once; each probe runs on every server
+    in turn, the order of servers reversed each round, hello world first and last. With
+    ``rounds`` > 1 each figure is the mean of its runs: on a busy machine a probe and its
+    floor, and the two sources, then see the same load on average."""
+    served: list[Served] = []
     try:
-        check_answers(server.url, targets, selected)
-        for probe in selected:
-            wrk(server.url, probe, 1)  # warm-up: connections, caches, lazy imports
-        hello = selected[0]
-        order = [probe for _ in range(rounds) for probe in selected] + [hello]  # hello last too
-        for probe in order:
-            cpu_before = group_cpu_seconds(server.process.pid)
-            rps, p50, p99, errors, count = wrk(server.url, probe, duration)
-            cpu_us = (group_cpu_seconds(server.process.pid) - cpu_before) / max(count, 1) * 1e6
-            runs[probe.name].append(
-                Measure(backend, workers, probe.name, rps, p50, p99, errors, cpu_us=cpu_us)
-            )
-            print(
-                f"# {backend:10} w={workers} {probe.name:34} {rps:8.0f} req/s  p50 {p50:7.2f} ms  "
-                f"p99 {p99:8.2f} ms  cpu {cpu_us:5.0f} us/req  errors {errors}",
-                file=sys.stderr,
-                flush=True,
-            )
+        for db_url, targets, source in copies:
+            selected = [p for p in probes(targets) if p.path == "/hello" or re.search(only, p.name)]
+            label = backend + (" (compared)" if source is not None else "")
+            served.append(Served(label, Server(db_url, workers, source), targets, selected))
+        for one in served:
+            check_answers(one.server.url, one.targets, one.selected)
+            for probe in one.selected:
+                wrk(one.server.url, probe, 1)  # warm-up: connections, caches, lazy imports
+        count = len(served[0].selected)
+        order = [k for _ in range(rounds) for k in range(count)] + [0]  # hello world last too
+        for step, k in enumerate(order):
+            turn = served if (step // count) % 2 == 0 else served[::-1]
+            for one in turn:
+                measure(one, one.selected[k], backend, workers, duration)
     finally:
-        server.stop()
-    log = server.stderr()
-    server.log.close()
-    if "Traceback" in log:
-        print(log[-3000:], file=sys.stderr)
+        for one in served:
+            one.server.stop()
+            log = one.server.stderr()
+            one.server.log.close()
+            if "Traceback" in log:
+                print(log[-3000:], file=sys.stderr)
+    return [result for one in served for result in summarize(one, workers)]
+
+
+def measure(one: Served, probe: Probe, backend: str, workers: int, duration: float) -> None:
+    cpu_before = group_cpu_seconds(one.server.process.pid)
+    rps, p50, p99, errors, count = wrk(one.server.url, probe, duration)
+    cpu_us = (group_cpu_seconds(one.server.process.pid) - cpu_before) / max(count, 1) * 1e6
+    one.runs.setdefault(probe.name, []).append(
+        Measure(one.label, workers, probe.name, rps, p50, p99, errors, cpu_us=cpu_us)
+    )
+    print(
+        f"# {one.label:22} w={workers} {probe.name:34} {rps:8.0f} req/s  p50 {p50:7.2f} ms  "
+        f"p99 {p99:8.2f} ms  cpu {cpu_us:5.0f} us/req  errors {errors}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def summarize(one: Served, workers: int) -> list[Measure]:
     results = []
-    for probe in selected:
-        measured = runs[probe.name]
+    for probe in one.selected:
+        measured = one.runs[probe.name]
         errors = "; ".join(m.errors for m in measured if m.errors != "0") or "0"
         results.append(
             Measure(
-                backend,
+                one.label,
                 workers,
                 probe.name,
                 sum(m.rps for m in measured) / len(measured),
@@ -642,28 +674,34 @@ def main() -> None:
         for backend in backends:
             template = str(sqlite_template(ns.cache_dir)) if backend == "sqlite" else pg_template(ns.pg_url)
             for workers in worker_counts:
-                for source in [None, ns.compare.resolve()] if ns.compare else [None]:
-                    db_url = fresh_copy(backend, template, ns.pg_url, workdir)
-                    try:
-                        targets = prepare_run(db_url, workdir)
+                sources = [None, ns.compare.resolve()] if ns.compare else [None]
+                names = [f"{RUN_DB}_{k}" for k in range(len(sources))]
+                try:
+                    copies = []
+                    for name, source in zip(names, sources, strict=True):
+                        db_url = fresh_copy(backend, template, ns.pg_url, workdir, name)
+                        (workdir / name).mkdir(exist_ok=True)
+                        targets = prepare_run(db_url, workdir / name)
                         if backend != "sqlite":
                             vacuum(db_url)
-                        results += bench_config(
-                            backend, workers, db_url, targets, ns.only, ns.duration, ns.rounds, source
-                        )
-                    finally:
-                        if backend != "sqlite":
-                            drop_run_database(ns.pg_url)
+                        copies.append((db_url, targets, source))
+                    results += bench_config(backend, workers, copies, ns.only, ns.duration, ns.rounds)
+                finally:
+                    if backend != "sqlite":
+                        for name in names:
+                            drop_run_database(ns.pg_url, name)
 
     command = "python bench/bench_throughput.py " + shlex.join(sys.argv[1:])
     header = (
         f"`{command.strip()}` ({date.today().isoformat()}; {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; wrk {' '.join(WRK_ARGS)} "
         f"-d{ns.duration:g}s on loopback, {ns.rounds} interleaved round(s) averaged, sharing the CPUs "
-        f"with the server; gunicorn with sowctl's worker, "
+        f"with the server; sowctl serve's engine (granian), "
         f"{THREADS} threads per worker; 1-minute load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after)."
     )
+    if ns.compare:
+        header += f' "(compared)": the sowctl of `{ns.compare}`, served the same way.'
     text = table(results)
     print(header + "\n\n" + text)
     if ns.write:
