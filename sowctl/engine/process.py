@@ -92,7 +92,7 @@ def serve(
 
     server.on_startup(started)
     try:
-        server.serve(target_loader=_worker_loader(load, limits, workers > 1))
+        server.serve(target_loader=_worker_loader(load, limits, workers > 1, address[1]))
     except KeyboardInterrupt:
         pass
     except SystemExit as exc:
@@ -104,13 +104,14 @@ def serve(
             signal.signal(sig, handler)
 
 
-def _worker_loader(load: Loader, limits: Limits, multiprocess: bool) -> Callable[[str], Any]:
+def _worker_loader(load: Loader, limits: Limits, multiprocess: bool, port: int) -> Callable[[str], Any]:
     master = os.getpid()
 
     def loader(_target: str) -> Any:
         from sowctl.engine.bridge import Bridge
 
         _end_with(master)
+        _bound_stalled_writes(port, limits.send_timeout)
         try:
             app, hooks = load()
         except BaseException as exc:
@@ -136,6 +137,48 @@ def _end_with(master: int) -> None:
         return
     if os.getppid() != master:  # the master died before the request took effect
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _bound_stalled_writes(port: int, timeout: float) -> None:
+    """Have the kernel drop a connection whose answer the client stops taking for ``timeout``
+    seconds (``TCP_USER_TIMEOUT`` on the worker's listening socket, which every accepted
+    connection inherits). The engine stops sending to such a client, but the HTTP server
+    keeps the connection until what it was handed is written, with no deadline of its own: a
+    client that pipelined many requests and read nothing held its connection for good, and
+    a thousand such held every connection of a worker. Linux only; the socket is made by the
+    server in this process, so a thread waits for it to appear."""
+    option = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if option is None or not os.path.isdir("/proc/self/fd"):
+        return
+
+    def apply() -> None:
+        give_up = time.monotonic() + 60
+        while time.monotonic() < give_up:
+            if _set_on_listener(port, option, max(1, round(timeout * 1000))):
+                return
+            time.sleep(_READY_POLL)
+
+    threading.Thread(target=apply, name="sowctl-listener", daemon=True).start()
+
+
+def _set_on_listener(port: int, option: int, value: int) -> bool:
+    """Set TCP option ``option`` on this process's listening sockets on ``port``; whether any."""
+    import stat
+
+    found = False
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            fd = int(name)
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            with socket.socket(fileno=os.dup(fd)) as sock:
+                listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+                if listening and sock.type == socket.SOCK_STREAM and sock.getsockname()[1] == port:
+                    sock.setsockopt(socket.IPPROTO_TCP, option, value)
+                    found = True
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 def _when_accepting(

@@ -149,6 +149,15 @@ def test_a_coding_besides_chunked_is_refused(coding: bytes) -> None:
     assert result.received == 0
 
 
+def test_a_body_framed_two_ways_is_refused_unread() -> None:
+    """hyper reads such a body as chunked and drops the length; should a parser pass both,
+    which one frames the body is what a proxy in front may read otherwise."""
+    headers = [(b"content-length", b"5"), (b"transfer-encoding", b"chunked")]
+    result = run(echo, method="POST", headers=headers, chunks=[b"x"], hooks=Recorded().hooks())
+    assert result.status == 400 and b"conflicting Content-Length" in result.body
+    assert result.received == 0 and result.headers["connection"] == "close"
+
+
 def test_a_body_announced_too_large_is_413_before_any_of_it_is_read() -> None:
     seen = Recorded()
     headers = [(b"content-length", b"2000")]

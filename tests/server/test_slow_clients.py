@@ -4,7 +4,7 @@ Each attack is bounded (a few hundred sockets, a few seconds) and runs while ord
 requests (``/healthz`` and an authenticated API read) must keep being answered. The bound
 on an ordinary request (5 s) is about correctness, not speed: before the worker read
 requests in its event loop, four slow clients held every thread and nothing was answered
-at all. Speed is measured in bench/bench_slow_clients.py.
+at all. Speed is measured in bench/bench_servers.py (its attack scenarios).
 """
 
 from __future__ import annotations

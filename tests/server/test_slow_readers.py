@@ -60,7 +60,10 @@ from sowctl.server.runner import serve
 from sowctl.server.settings import ServerSettings
 
 db, grace, rate = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-settings = ServerSettings(send_timeout=grace, min_send_rate=rate, report_slots=1, report_slot_wait=0.2)
+connections = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
+settings = ServerSettings(
+    send_timeout=grace, min_send_rate=rate, report_slots=1, report_slot_wait=0.2, max_connections=connections
+)
 serve(partial(create_app, db, settings), port=0, threads=2, on_ready=print, settings=settings)
 """
 
@@ -106,12 +109,12 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def server(db: Path) -> Iterator[tuple[str, IO[bytes]]]:
+def server(db: Path, connections: int = 1000) -> Iterator[tuple[str, IO[bytes]]]:
     """The script in a subprocess: (its URL, its stderr file with the access log)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-c", SCRIPT, str(db), str(GRACE), str(RATE)],
+            [sys.executable, "-c", SCRIPT, str(db), str(GRACE), str(RATE), str(connections)],
             stdout=subprocess.PIPE,
             stderr=stderr,
             env=env,
@@ -227,3 +230,29 @@ def test_a_reader_that_keeps_up_gets_the_whole_body(answers: dict[str, Any], nam
             time.sleep(0.1)
         lines = [line for line in _text(log).splitlines() if answer["path"].split("?")[0] in line]
         assert len(lines) == 3 and not any("cut-short" in line for line in lines), lines
+
+
+def test_clients_that_pipeline_requests_and_never_read_lose_their_connections(
+    answers: dict[str, Any],
+) -> None:
+    """Each answer is handed to the HTTP server whole, and it has no deadline of its own for
+    writing it: three connections that pipelined many requests and read nothing held every
+    connection of a worker allowed three, for good. The kernel now drops a connection whose
+    data stays unacknowledged for ``send_timeout`` (2 s here), and the others get in."""
+    with server(answers["db"], connections=3) as (url, _log):
+        parsed = httpx.URL(url)
+        stuck = []
+        for _ in range(3):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * KIB)
+            sock.connect((parsed.host, parsed.port))
+            sock.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n" * 60)
+            stuck.append(sock)
+        try:
+            started = time.monotonic()
+            with httpx.Client(timeout=NO_HANG * 2) as client:
+                assert client.get(url + "/healthz").status_code == 200
+            assert time.monotonic() - started < NO_HANG * 2
+        finally:
+            for sock in stuck:
+                sock.close()
