@@ -89,8 +89,14 @@ def suggestion(value: object, choices: list[str]) -> str:
 
 
 def clipped(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut.
+
+    The cut is in the middle: a message usually ends with what went wrong ("SOW 0000… not
+    found"), which a cut at the end would lose."""
+    if len(text) <= limit:
+        return text
+    tail = limit // 4
+    return text[: limit - 1 - tail] + "…" + text[len(text) - tail :]
 
 
 @dataclass(frozen=True)

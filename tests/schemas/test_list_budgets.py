@@ -110,7 +110,7 @@ def test_every_error_is_bounded_where_it_is_made() -> None:
 
     error = InvalidInput("m" * 1_000_000, issues)
 
-    assert len(error.message) == MAX_MESSAGE_CHARS and error.message.endswith("…")
+    assert len(error.message) == MAX_MESSAGE_CHARS and "m…m" in error.message
     assert len(error.issues) == MAX_REPORTED_ISSUES + 1
     assert all(len(issue.message) <= MAX_MESSAGE_CHARS for issue in error.issues)
     assert all(len(str(part)) <= 80 for issue in error.issues for part in issue.path)
