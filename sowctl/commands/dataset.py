@@ -1,4 +1,4 @@
-"""sowctl import / export: whole datasets (admin commands, local mode only; contract §5, §9)."""
+"""sowctl import / export: whole datasets (admin commands, local mode only)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-API-key rate limits (spec §8, contract §7.3), counted in the database.
+"""Per-API-key rate limits, counted in the database.
 
 Semantics, decided here and documented in the README:
 
@@ -72,7 +72,7 @@ class RateState:
         return self.retry_after is None
 
     def headers(self) -> dict[str, str]:
-        """The response headers of contract §7.3 (``Retry-After`` only on a refusal)."""
+        """The rate-limit response headers (``Retry-After`` only on a refusal)."""
         headers = {
             "X-RateLimit-Limit": str(self.limit),
             "X-RateLimit-Remaining": str(self.remaining),
