@@ -460,7 +460,7 @@ def test_postgresql_without_its_driver_names_the_extra(cli, monkeypatch):
     assert result.exit_code == 5
     assert result.stderr == (
         "error: postgresql:// databases need the PostgreSQL driver, which is not installed: "
-        "pip install 'sowctl[postgres]'\n"
+        "pip install psycopg2-binary\n"
     )
 
 
