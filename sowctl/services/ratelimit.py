@@ -1,6 +1,6 @@
 """Per-API-key rate limits, counted in the database.
 
-Semantics, decided here and documented in the README:
+Semantics, decided here and documented in docs/api.md:
 
 * **Fixed windows**: a minute window aligned to the wall-clock minute (UTC) and a
   day window aligned to the UTC day. Both count every accepted request of a key.
