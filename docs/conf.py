@@ -9,7 +9,7 @@ import sowctl
 
 project = "sowctl"
 author = "sowctl maintainers"
-copyright = "2026, sowctl maintainers"  # noqa: A001 (Sphinx reads this name)
+copyright = "2026, sowctl maintainers"
 release = version = sowctl.__version__
 
 extensions = ["myst_parser"]
