@@ -26,7 +26,7 @@ import yaml
 from tests.support.cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_RUN = {"nginx", "text"}  # a proxy's configuration, program output
 
 
