@@ -26,7 +26,10 @@ import yaml
 from tests.support.cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
+# The README, CONTRIBUTING.md, docs/ and the files its pages include.
+INCLUDED = ["ARCHITECTURE.md", "BENCHMARKS.md", "CHANGELOG.md", "bench/WSGI_SERVERS.md"]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES += [ROOT / name for name in INCLUDED]
 NOT_RUN = {"nginx", "text"}  # a proxy's configuration, program output
 
 
@@ -134,3 +137,12 @@ def test_the_readme_pytest_example_passes(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_every_included_file_is_checked():
+    included = set()
+    for page in (ROOT / "docs").glob("*.md"):
+        included |= set(
+            re.findall(r"^```\{include\} \.\./(\S+)$", page.read_text(encoding="utf-8"), flags=re.M)
+        )
+    assert included == set(INCLUDED)
