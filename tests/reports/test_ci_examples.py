@@ -158,3 +158,4 @@ def test_the_examples_install_sowctl_as_the_readme_says() -> None:
     (job,) = GITLAB.values()
     assert [command for command in job["script"] if "pip install" in command] == [line]
     assert f"pip install sowctl-{sowctl.__version__}-py3-none-any.whl" in README
+    assert f"&& {line} >/dev/null" in (ROOT / ".ci" / "wheel").read_text()  # run there, as written
