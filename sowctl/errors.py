@@ -1,7 +1,7 @@
 """Typed errors raised by the domain core.
 
 Each error carries what every edge needs to translate it: the HTTP status
-(server), the Group C code, and the CLI exit code (contract §3). Surfaces map
+(server), the Group C code, and the CLI exit code. Surfaces map
 them in exactly one place each (``sowctl.server.errors`` and ``sowctl.cli``).
 """
 
@@ -16,7 +16,7 @@ from sowctl.limits import ECHO_LIMIT, MAX_MESSAGE_CHARS, MAX_REPORTED_ISSUES
 
 
 class ExitCode(IntEnum):
-    """CLI exit codes fixed by the contract (§3)."""
+    """CLI exit codes, fixed: scripts and CI gates rely on them."""
 
     OK = 0
     CHECK_FAILED = 1

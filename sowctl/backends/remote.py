@@ -63,7 +63,7 @@ DEFAULT_TIMEOUT = 10.0
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
-# Group C's message texts (spec §7.3): they say less than the issues that come with them.
+# Group C's message texts: they say less than the issues that come with them.
 GENERIC_MESSAGES = frozenset(GROUP_C_MESSAGES.values())
 
 
@@ -175,7 +175,7 @@ class RemoteBackend:
         return self.base_url + path
 
     def auth_headers(self, op: Operation) -> dict[str, str]:
-        """Credentials by group (spec §5); a missing one is refused before any request."""
+        """Credentials by group; a missing one is refused before any request."""
         s = self.settings
         if op.group in ("A", "C"):
             return {"Authorization": f"Bearer {_need(s.token, '--token', 'SOWCTL_TOKEN')}"}

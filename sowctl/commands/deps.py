@@ -1,4 +1,4 @@
-"""sowctl deps: dependencies between items, or on external parties (spec §4.1)."""
+"""sowctl deps: dependencies between items, or on external parties."""
 
 from __future__ import annotations
 

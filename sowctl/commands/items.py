@@ -1,4 +1,4 @@
-"""sowctl items: the items of a SOW (spec §4.2)."""
+"""sowctl items: the items of a SOW."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sowctl po: purchase orders of the external API (spec §2.3, §2.4, §4.3)."""
+"""sowctl po: purchase orders of the external API."""
 
 from __future__ import annotations
 

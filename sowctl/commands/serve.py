@@ -1,4 +1,4 @@
-"""sowctl serve: the whole HTTP API on the selected database (contract §4), the web console and /docs."""
+"""sowctl serve: the whole HTTP API on the selected database, the web console and /docs."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Error envelopes, one per group, built in this one place (contract §7).
+"""Error envelopes, one per group, built in this one place.
 
 Groups A and B answer ``{"error": message}``. Group C answers
 ``{"code", "message", "issues"}``: the message is the spec's fixed text for the
-code (§7.3), and the specific detail goes into ``issues`` as
+code, and the specific detail goes into ``issues`` as
 ``{"path": [...], "message": ...}`` elements.
 """
 

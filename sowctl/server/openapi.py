@@ -210,7 +210,7 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
                 "name": "limit",
                 "in": "query",
                 "required": False,
-                # No "maximum": larger values are accepted and clamped (contract §7.2).
+                # No "maximum": larger values are accepted and clamped.
                 "description": f"Page size; larger values are clamped to {PAGING.max_limit}",
                 "schema": {"type": "integer", "minimum": 1, "default": PAGING.default_limit},
             },

@@ -1,4 +1,4 @@
-"""Who is calling, and which records they may see (contract §7.2)."""
+"""Who is calling, and which records they may see."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class Caller:
     """The identity a request acts with.
 
     ``organization_id`` None means every organization: local mode, where the
-    user has the database file and so full rights (contract §2).
+    user has the database file and so full rights.
     """
 
     user_id: str | None

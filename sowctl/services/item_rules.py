@@ -1,4 +1,4 @@
-"""The requirement status rule (contract §7.2), once, on plain values.
+"""The requirement status rule, once, on plain values.
 
 A requirement's status is calculated from all its descendant task items: none,
 its own stored status; all cancelled, ``cancelled``; otherwise, ignoring the
@@ -21,7 +21,7 @@ from sowctl.limits import MAX_HIERARCHY_DEPTH
 
 
 def aggregate_status(own_status: str, descendant_task_statuses: Counter) -> str:
-    """A requirement's status from its descendant task items (contract §7.2)."""
+    """A requirement's status from its descendant task items."""
     total = sum(descendant_task_statuses.values())
     if total == 0:
         return own_status

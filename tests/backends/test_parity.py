@@ -719,7 +719,7 @@ def test_remote_mode_imports_neither_peewee_nor_the_services(tmp_path):
     ids=lambda args: " ".join(args[:2]),
 )
 def test_an_unknown_scope_names_the_same_missing_thing_in_both(cli, env, org, company, args):
-    """Contract §7.3: the organization is checked first, then the company; local mode
+    """The organization is checked first, then the company; local mode
     names what the server names (the server's key belongs to org-acme)."""
     scope = ["--org", org, "--company", company]
     local = cli("--db", env.local_db, *scope, *args)

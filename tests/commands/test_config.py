@@ -195,7 +195,7 @@ def test_write_is_atomic_on_failure(path, monkeypatch):
     assert [p.name for p in path.parent.iterdir()] == ["config.toml"]
 
 
-# --- precedence: option > env > profile > default (contract §2) -------------------------------------
+# --- precedence: option > env > profile > default -------------------------------------
 
 
 def write_profiles(profiles: dict, current: str | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The po, budgets and contracts commands (contract §3): --json, TSV, Rich tables, exit codes.
+"""The po, budgets and contracts commands: --json, TSV, Rich tables, exit codes.
 
 The ``cli`` fixture captures stdout (not a TTY), so plain output is TSV; the
 ``tty`` fixture makes the renderer draw Rich tables instead. Remote mode runs the
@@ -282,7 +282,7 @@ def test_contract_show(cli, fin):
 
 
 def test_contract_show_tty_gives_its_timestamps_in_local_time(cli, fin, tty):
-    """contract_date, start_date and estimated_completion_date are timestamps (spec §2.7):
+    """contract_date, start_date and estimated_completion_date are timestamps:
     on a terminal they are local time with the zone, like every other timestamp."""
     import os
     import time

@@ -147,10 +147,13 @@ def test_export_on_exit_into_a_missing_directory_is_refused_at_start(tmp_path: P
 
 
 def test_the_readme_exec_example_runs(tmp_path: Path) -> None:
-    """README's `serve --exec` example, as written, with a dataset and a test script of a user's."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### Any language: `serve --exec`", 1)[1]
+    """The test-double guide's `serve --exec` example (the README's too), as written, with a
+    dataset and a test script of a user's."""
+    root = Path(__file__).resolve().parents[2]
+    section = (root / "docs" / "test-double.md").read_text().split("## Any language: `serve --exec`", 1)[1]
     command = section.split("```sh\n", 1)[1].split("```\n", 1)[0]
+    readme = (root / "README.md").read_text().split("### A local instance for your tests", 1)[1]
+    assert readme.split("```sh\n", 1)[1].split("```\n", 1)[0] == command
     (tmp_path / "dataset.json").write_text(json.dumps(dataset()))
     script = tmp_path / "integration-tests.sh"
     script.write_text(
