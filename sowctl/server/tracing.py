@@ -51,21 +51,26 @@ def missing_sdk(environ: Mapping[str, str] = os.environ) -> str | None:
     return None
 
 
-def start_from_environment() -> None:
-    """In a worker, after the fork: trace requests as the ``OTEL_*`` variables say (no-op when
-    they do not ask, or the SDK is missing: ``serve`` already warned)."""
+def start_from_environment() -> Any:
+    """In a worker, after the fork: trace requests as the ``OTEL_*`` variables say, and return
+    the SDK's ``TracerProvider``; None when they do not ask, or the SDK is missing (``serve``
+    already warned)."""
     if not wanted() or missing_sdk() is not None:
-        return
+        return None
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    provider = TracerProvider(resource=Resource.create({"service.name": "sowctl"}))
+    resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({"service.name": "sowctl"}))
+    provider = TracerProvider(resource=resource)  # the sampler: OTEL_TRACES_SAMPLER
     for exporter in _exporters(os.environ) or ["otlp"]:
         made = _exporter(exporter)
         if made is not None:
-            provider.add_span_processor(BatchSpanProcessor(made))
+            provider.add_span_processor(BatchSpanProcessor(made))  # OTEL_BSP_*
     install(provider)
+    return provider
 
 
 def install(provider: Any) -> None:

@@ -270,3 +270,17 @@ def test_otel_variables_without_the_sdk_give_one_warning_line(monkeypatch) -> No
     assert tracing.missing_sdk({}) is None
     assert tracing.missing_sdk({**environ, "OTEL_SDK_DISABLED": "true"}) is None
     assert tracing.missing_sdk({**environ, "OTEL_TRACES_EXPORTER": "none"}) is None
+
+
+def test_the_otel_variables_choose_the_exporter_and_the_service_name(monkeypatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "sowctl-ci")
+    try:
+        provider = tracing.start_from_environment()
+        assert provider is not None and provider.resource.attributes["service.name"] == "sowctl-ci"
+        monkeypatch.delenv("OTEL_SERVICE_NAME")
+        assert tracing.start_from_environment().resource.attributes["service.name"] == "sowctl"
+        monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+        assert tracing.start_from_environment() is None
+    finally:
+        tracing.install(None)
