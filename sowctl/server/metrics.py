@@ -155,11 +155,17 @@ def _use_multiprocess_values() -> bool:
     return True
 
 
+# The variable's value before the server set it, while it runs (``serve --exec``'s command
+# gets that one: its own programs must not write into the server's directory).
+_before: dict[str, str | None] = {}
+
+
 @contextlib.contextmanager
 def shared_directory() -> Iterator[str]:
     """A directory of the workers' counts for one run of the server, removed afterwards."""
     directory = tempfile.mkdtemp(prefix="sowctl-metrics-")
     saved = os.environ.get(MULTIPROCESS_ENV)
+    _before[directory] = saved
     os.environ[MULTIPROCESS_ENV] = directory
     try:
         yield directory
@@ -168,4 +174,15 @@ def shared_directory() -> Iterator[str]:
             os.environ.pop(MULTIPROCESS_ENV, None)
         else:
             os.environ[MULTIPROCESS_ENV] = saved
+        _before.pop(directory, None)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def environment_without_ours(environ: dict[str, str]) -> dict[str, str]:
+    """``environ`` with the metrics directory variable as it was before a server set it."""
+    current = environ.get(MULTIPROCESS_ENV)
+    if current not in _before:
+        return environ
+    before = _before[current]
+    rest = {name: value for name, value in environ.items() if name != MULTIPROCESS_ENV}
+    return rest if before is None else {**rest, MULTIPROCESS_ENV: before}
