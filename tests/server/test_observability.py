@@ -74,12 +74,16 @@ def test_healthz_answers_without_asking_the_database_and_readyz_says_it_cannot(m
 def test_readyz_is_503_while_the_database_holds_a_schema_this_sowctl_does_not_know(migrated_db_url) -> None:
     client = wsgi_client(create_app(migrated_db_url))
     assert client.get("/readyz").json() == {"status": "ok"}
-    models.Meta.update(value=str(SCHEMA_VERSION + 1)).where(models.Meta.key == "schema_version").execute()
-    ready = client.get("/readyz")
+    version = models.Meta.key == "schema_version"
+    models.Meta.update(value=str(SCHEMA_VERSION + 1)).where(version).execute()
+    try:
+        ready = client.get("/readyz")
+    finally:  # a PostgreSQL test database is shared by the whole run
+        models.Meta.update(value=str(SCHEMA_VERSION)).where(version).execute()
     assert ready.status_code == 503 and ready.headers["Retry-After"] == "1"
     log = client.errors.getvalue()  # type: ignore[attr-defined]
     assert f"the database schema is version {SCHEMA_VERSION + 1}, sowctl's is {SCHEMA_VERSION}" in log
-    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
 
 
 def test_metrics_count_a_known_request_mix_exactly_by_route_template_group_and_status(seeded) -> None:
@@ -284,3 +288,13 @@ def test_the_otel_variables_choose_the_exporter_and_the_service_name(monkeypatch
         assert tracing.start_from_environment() is None
     finally:
         tracing.install(None)
+
+
+def test_the_test_doubles_request_log_keeps_the_incoming_traceparent(migrated_db_url) -> None:
+    from tests.support.doubles import ADMIN, in_process
+
+    client = in_process(migrated_db_url)
+    answer = client.get("/api/items/x", headers={"traceparent": TRACEPARENT})
+    (entry,) = client.get("/_admin/requests", headers=ADMIN).json()
+    assert entry["requestId"] == answer.headers["X-Request-Id"]
+    assert entry["headers"]["traceparent"] == TRACEPARENT
