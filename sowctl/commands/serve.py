@@ -163,7 +163,7 @@ def serve(
     database answers with the schema this sowctl needs (503 otherwise; 'sowctl wait URL'
     waits for it), GET /metrics gives Prometheus metrics, --log-format json writes the
     access log as JSON lines, and the standard OTEL_* variables turn on OpenTelemetry
-    traces (pip install 'sowctl[otel]').
+    traces (with sowctl's optional extra named otel installed).
 
     For one run of a test suite: --load FILE starts from a dataset, --exec CMD runs
     the suite against the server and exits with its exit code, --export-on-exit
