@@ -338,25 +338,32 @@ class RemoteBackend:
     # --- health -------------------------------------------------------------------------------
 
     def health(self, timeout: float = 3.0) -> tuple[bool, str]:
-        """GET /healthz once, without retries: (answers, what it said)."""
-        url = self.base_url + "/healthz"
+        """GET /readyz once, without retries: (ready, what it said). A server without /readyz
+        (sowctl before it, another implementation) is asked its /healthz instead."""
+        ready, detail, status = self._probe("/readyz", timeout)
+        if status == 404:
+            ready, detail, _ = self._probe("/healthz", timeout)
+        return ready, detail
+
+    def _probe(self, path: str, timeout: float) -> tuple[bool, str, int | None]:
+        url = self.base_url + path
         try:
             response = self.client.get(url, timeout=httpx.Timeout(timeout))
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            return False, str(self._unreachable(exc).message)
+            return False, str(self._unreachable(exc).message), None
         except httpx.TimeoutException:
-            return False, f"server at {self.shown_url} did not answer within {timeout:g} s"
+            return False, f"server at {self.shown_url} did not answer within {timeout:g} s", None
         except httpx.TransportError as exc:
-            return False, f"connection to server at {self.shown_url} failed: {_reason(exc)}"
+            return False, f"connection to server at {self.shown_url} failed: {_reason(exc)}", None
         try:
             body = response.json()
         except _NOT_JSON:
             body = None
-        if response.status_code == 200 and isinstance(body, dict) and body.get("status") == "ok":
-            return True, "ok"
-        return False, f"GET /healthz answered HTTP {response.status_code}" + (
-            "" if body is not None else " and not JSON"
-        )
+        status = response.status_code
+        if status == 200 and isinstance(body, dict) and body.get("status") == "ok":
+            return True, "ok", status
+        not_json = "" if body is not None else " and not JSON"
+        return False, f"GET {path} answered HTTP {status}{not_json}", status
 
 
 def _need(value: str | None, option: str, env: str, error: type[SowctlError] = Unauthorized) -> str:

@@ -65,6 +65,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.dataset", "export_command", "export"),
     ("sowctl.commands.serve", "serve", "serve"),
     ("sowctl.commands.status", "status", "status"),
+    ("sowctl.commands.wait", "wait", "wait"),
     ("sowctl.commands.replay", "replay", "replay"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)

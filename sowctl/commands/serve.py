@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,11 @@ from sowctl.commands import serve_exec
 from sowctl.context import app_context
 from sowctl.db_files import new_sqlite_file, remove_sqlite_file
 from sowctl.errors import SowctlError
+
+
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
 
 
 def serve(
@@ -39,6 +45,14 @@ def serve(
         int, typer.Option("--rate-per-day", min=1, help="Group B requests per API key per day.")
     ] = 5000,
     quiet: Annotated[bool, typer.Option("--quiet", help="No access log on stderr.")] = False,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            "--log-format",
+            help="The access log's lines: text, or json (one JSON object per request, with its "
+            "request id and incoming traceparent).",
+        ),
+    ] = LogFormat.text,
     cors: Annotated[
         list[str] | None,
         typer.Option(
@@ -145,6 +159,12 @@ def serve(
     and failures; --seed and --clock make ids and timestamps reproducible; --record
     FILE keeps every successful write for 'sowctl replay'.
 
+    For operators: GET /healthz answers while the server is up, GET /readyz once the
+    database answers with the schema this sowctl needs (503 otherwise; 'sowctl wait URL'
+    waits for it), GET /metrics gives Prometheus metrics, --log-format json writes the
+    access log as JSON lines, and the standard OTEL_* variables turn on OpenTelemetry
+    traces (with sowctl's optional extra named otel installed).
+
     For one run of a test suite: --load FILE starts from a dataset, --exec CMD runs
     the suite against the server and exits with its exit code, --export-on-exit
     FILE keeps the state for the next run.
@@ -208,6 +228,7 @@ def serve(
         rate_per_minute=rate_per_minute,
         rate_per_day=rate_per_day,
         access_log=not quiet,
+        log_format=log_format.value,
         cors_origins=tuple(cors or ()),
         # Writes waiting for the database never hold the last thread: reads keep flowing.
         write_slots=max(1, threads - 1),

@@ -69,6 +69,8 @@ class ServerSettings:
     cors_origins: tuple[str, ...] = ()
     # Whether the WSGI server writes an access log line per request (``serve --quiet``).
     access_log: bool = True
+    # The access log's lines: "text" (one readable line) or "json" (one JSON object a line).
+    log_format: str = "text"
     # Group A/B pagination: ``limit`` default and maximum (larger is clamped).
     default_limit: int = 20
     max_limit: int = limits.MAX_PAGE_SIZE

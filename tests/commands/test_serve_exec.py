@@ -171,3 +171,17 @@ def test_the_readme_exec_example_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 3, (done.stdout, done.stderr)
     assert json.loads((tmp_path / "after.json").read_text())["sows"]
+
+
+@pytest.mark.parametrize("before", [None, "/their/own/metrics"])
+def test_the_command_gets_no_metrics_directory_of_the_servers(tmp_path: Path, monkeypatch, before) -> None:
+    """The workers' metrics directory is the server's; a Python program under CMD that uses
+    prometheus_client keeps what its environment said before."""
+    if before is None:
+        monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    else:
+        monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", before)
+    show = "import os; print('dir', os.environ.get('PROMETHEUS_MULTIPROC_DIR', 'unset'))"
+    done = _serve(tmp_path, "--exec", shlex.join([sys.executable, "-c", show]))
+    assert done.returncode == 0, done.stderr
+    assert f"dir {before or 'unset'}" in done.stdout

@@ -107,7 +107,7 @@ def test_remote_server_answers(cli, server):
     }
     # Health first, then each credential with one cheap call (as `gh auth status` does).
     assert [path for _, path in server.script.requests] == [
-        "/healthz",
+        "/readyz",
         "/projects?limit=1",
         "/api/external/budget-views?project_id=0",
     ]
@@ -126,8 +126,16 @@ def test_remote_server_unhealthy(cli, server):
     server.script.default = (503, {}, {"status": "starting"})
     result = cli("--server", server.url, "status")
     assert result.exit_code == 5
-    assert "GET /healthz answered HTTP 503" in result.stderr
+    assert "GET /readyz answered HTTP 503" in result.stderr
     assert "reachable\tfalse" in result.stdout
+
+
+def test_a_server_without_readyz_is_asked_its_healthz(cli, server):
+    server.script.responses = [(404, {}, {"error": "no route for GET /readyz"})]
+    result = cli("--server", server.url, "status", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["detail"] == "ok"
+    assert [path for _, path in server.script.requests][:2] == ["/readyz", "/healthz"]
 
 
 def test_remote_server_slow(cli, server, monkeypatch):
@@ -149,7 +157,7 @@ def test_remote_password_in_server_url_masked(cli):
 
 
 def test_status_against_the_real_app(cli, tmp_path):
-    """The server's own /healthz, through WSGITransport (no socket)."""
+    """The server's own /readyz, through WSGITransport (no socket)."""
     from sowctl.server.app import create_app
     from sowctl.settings import Settings
 
