@@ -6,7 +6,7 @@ The OpenTelemetry SDK does everything else (exporters, sampling, batching), conf
 documents: ``OTEL_TRACES_EXPORTER`` (``otlp`` by default, ``console``, ``none``),
 ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``, ``OTEL_TRACES_SAMPLER``...
 
-The SDK is an optional extra (``pip install 'sowctl[otel]'``): without it, and with those
+The SDK is an optional extra (``otel``; ``pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http``): without it, and with those
 variables set, ``serve`` prints one warning line and serves without traces.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 # Any of these set asks for traces (unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none).
 ASKING = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-EXTRA_HINT = "pip install 'sowctl[otel]'"
+EXTRA_HINT = "pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http"
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
 _tracer: Any = None  # this process's tracer; None: no traces

@@ -269,7 +269,7 @@ def test_otel_variables_without_the_sdk_give_one_warning_line(monkeypatch) -> No
     warning = tracing.missing_sdk(environ)
     assert warning == (
         "warning: OTEL_EXPORTER_OTLP_ENDPOINT set, but the OpenTelemetry SDK is not installed "
-        "(pip install 'sowctl[otel]'): no traces"
+        "(pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http): no traces"
     )
     assert tracing.missing_sdk({}) is None
     assert tracing.missing_sdk({**environ, "OTEL_SDK_DISABLED": "true"}) is None
