@@ -6,8 +6,9 @@ The OpenTelemetry SDK does everything else (exporters, sampling, batching), conf
 documents: ``OTEL_TRACES_EXPORTER`` (``otlp`` by default, ``console``, ``none``),
 ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_SERVICE_NAME``, ``OTEL_TRACES_SAMPLER``...
 
-The SDK is an optional extra (``otel``; ``pip install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http``): without it, and with those
-variables set, ``serve`` prints one warning line and serves without traces.
+The SDK is an optional extra (``otel``: ``opentelemetry-sdk`` and
+``opentelemetry-exporter-otlp-proto-http``): without it, and with those variables set,
+``serve`` prints one warning line and serves without traces.
 """
 
 from __future__ import annotations
