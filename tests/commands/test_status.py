@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
-import pytest
-
 from sowctl.db import SCHEMA_VERSION
 from tests.support.client import SERVER, remote_backend
-from tests.support.scripted import ScriptedServer
+from tests.support.sockets import closed_url
 
 TOKEN = "sowt_status-token-0123456789"
 KEY = "sowk_status-key-0123456789"
-
-
-@pytest.fixture
-def server():
-    scripted = ScriptedServer()
-    scripted.script.default = (200, {}, {"status": "ok"})
-    yield scripted
-    scripted.close()
-
-
-def closed_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_local_database_opens(cli, db_url, db):  # the db fixture creates and migrates it

@@ -2,25 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
-from tests.support.scripted import ScriptedServer
-
-
-@pytest.fixture
-def server():
-    scripted = ScriptedServer()
-    scripted.script.default = (200, {}, {"status": "ok"})
-    yield scripted
-    scripted.close()
-
-
-def closed_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+from tests.support.sockets import closed_url
 
 
 def test_a_ready_server_is_waited_for_with_readyz_until_it_answers_200(cli, server) -> None:
