@@ -171,6 +171,13 @@ def _write(line: str) -> None:
             pass
 
 
+def close_app_body(body: Iterable[bytes]) -> None:
+    """Call the application's ``close()`` on its answer, as a WSGI server must, where it has one."""
+    close = getattr(body, "close", None)
+    if close is not None:
+        close()
+
+
 class LoggedBody:
     """The app's response iterable, counting bytes; logs on close() with the size and
     whether the body was iterated to its end.
@@ -194,8 +201,6 @@ class LoggedBody:
 
     def close(self) -> None:
         try:
-            close = getattr(self._body, "close", None)
-            if close is not None:
-                close()
+            close_app_body(self._body)
         finally:
             self._log(self._size, self._whole)

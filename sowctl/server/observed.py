@@ -16,6 +16,7 @@ import bottle
 
 from sowctl import operations
 from sowctl.server import tracing
+from sowctl.server.access_log import close_app_body
 from sowctl.server.metrics import NO_GROUP, UNMATCHED, Metrics
 from sowctl.server.responses import REQUEST_ID_KEY
 
@@ -80,8 +81,6 @@ class ObservedBody:
 
     def close(self) -> None:
         try:
-            close = getattr(self._body, "close", None)
-            if close is not None:
-                close()
+            close_app_body(self._body)
         finally:
             self._observation.finish()
