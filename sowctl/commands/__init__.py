@@ -44,6 +44,11 @@ GROUPS: list[tuple[str, str]] = [
     ("projects", "Projects (Group C listing).\n\nExample: sowctl projects list --status active"),
     ("clients", "Clients and their contacts (Group C listing).\n\nExample: sowctl clients list"),
     (
+        "orgs",
+        "Organizations (local mode only): create one on purpose, list them."
+        "\n\nExample: sowctl orgs create org-2",
+    ),
+    (
         "tokens",
         "Bearer tokens (stored hashed; local mode only)."
         "\n\nExample: sowctl tokens create --user ada --org org-1",

@@ -33,7 +33,13 @@ def create_sow(
     json_: Json = False,
     quiet: QuietCreate = False,
 ) -> None:
-    """Create a SOW (and a default organization and project when none exist).
+    """Create a SOW in an organization's default project (made when missing), or in --project.
+
+    Local mode: the SOW goes to the organization --org names, which must exist
+    ('sowctl orgs list' shows them, 'sowctl orgs create' makes one). Without --org it
+    goes to the only organization; on an empty database one named 'local' is made; with
+    several, --org is required. An --id another organization uses needs --org too.
+    Remote mode: the token's organization.
 
     Example: sowctl sows create "Tower A, phase 1" --id sow-1
     """

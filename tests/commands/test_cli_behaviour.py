@@ -132,6 +132,7 @@ def test_the_org_does_not_hide_items_dependencies_or_chains_in_local_mode(cli, d
     assert ok(cli("chain", "show", "sow-1", "--json", env=scoped)).json()["sowId"] == "sow-1"
     # It still chooses the organization of a SOW, and filters the SOW list.
     assert ok(cli("sows", "list", "-q", env=scoped)).stdout == ""
+    ok(cli("orgs", "create", "org-acme"))
     ok(cli("sows", "create", "Acme's", "--id", "sow-acme", env=scoped))
     assert m.Sow.get_by_id("sow-acme").project.organization_id == "org-acme"
     assert ok(cli("sows", "list", "-q", env=scoped)).stdout == "sow-acme\n"
@@ -142,7 +143,7 @@ def test_a_listing_scoped_to_an_unknown_org_says_so_in_local_mode(cli, db):
     ok(cli("sows", "create", "T", "--id", "sow-1"))  # an organization with a project
     for command in (("projects", "list"), ("clients", "list")):
         refused = cli("--org", "org-typo", *command)
-        assert refused.exit_code == 3 and refused.stderr == "error: organization org-typo not found\n"
+        assert refused.exit_code == 3 and refused.stderr == "error: organization org-typo not found (--org)\n"
     assert ok(cli("projects", "list", "-q")).stdout != ""
     org = m.Organization.select().first().id
     assert ok(cli("--org", org, "clients", "list", "--json")).json()["total"] == 0  # exists: empty

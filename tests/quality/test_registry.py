@@ -36,7 +36,7 @@ EXTENSIONS = {"sows.list", "sows.create", "finance.list_pos", "finance.po_option
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",
-    "po", "projects", "replay", "serve", "sows", "status", "tokens",
+    "orgs", "po", "projects", "replay", "serve", "sows", "status", "tokens",
 }  # fmt: skip
 
 
