@@ -8,8 +8,8 @@ from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.errors import InvalidInput, NotFound, UsageError
-from sowctl.schemas.sows import SowCreate, SowOut
-from sowctl.services.access import Caller, named_organization_not_found, organization_exists
+from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
+from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
 
 DEFAULT_ORG_ID = "local"
 DEFAULT_PROJECT_NAME = "Default project"
@@ -152,3 +152,52 @@ def _item_counts(keys: list[str] | pw.SelectQuery) -> dict[str, int]:
     count = pw.fn.COUNT(m.Item.id)
     query = m.Item.select(m.Item.sow, count).where(m.Item.sow.in_(keys)).group_by(m.Item.sow)
     return {key: number for key, number in query.tuples()}
+
+
+def _out(sow: m.Sow, item_count: int | None = None) -> SowOut:
+    if item_count is None:
+        item_count = m.Item.select().where(m.Item.sow == sow.key).count()
+    return SowOut(
+        id=sow.id,
+        project_id=sow.project_id,
+        title=sow.title,
+        created_at=sow.created_at,
+        item_count=item_count,
+    )
+
+
+def get_sow(caller: Caller, sow_id: str) -> SowOut:
+    """The caller's SOW with its item count (local mode: --org tells apart a shared id)."""
+    return _out(sow_for(caller, sow_id))
+
+
+def update_sow(caller: Caller, sow_id: str, data: SowUpdate) -> SowOut:
+    """A new title; the id, project and organization of a SOW never change."""
+    caller.require_write()
+    sow = sow_for(caller, sow_id)
+    with write_transaction(f"org:{sow.organization_id}"):
+        updated = m.Sow.update(title=data.title).where(m.Sow.key == sow.key).execute()
+        if not updated:  # deleted since it was read
+            raise NotFound(f"SOW {sow_id} not found")
+    sow.title = data.title
+    return _out(sow)
+
+
+def delete_sow(caller: Caller, sow_id: str) -> SowDeleted:
+    """Delete a SOW with its items and every dependency touching them (also another SOW's
+    dependency on one of its items), and say how many went. The database's cascades do
+    the deleting, in the same transaction as the counting."""
+    caller.require_write()
+    sow = sow_for(caller, sow_id)
+    with write_transaction(f"org:{sow.organization_id}"):
+        items = m.Item.select(m.Item.id).where(m.Item.sow == sow.key)
+        item_count = items.count()
+        touching = (m.Dependency.source_item.in_(items)) | (m.Dependency.target_item.in_(items))
+        dependency_count = m.Dependency.select().where(touching).count()
+        if not m.Sow.delete().where(m.Sow.key == sow.key).execute():
+            raise NotFound(f"SOW {sow_id} not found")
+    return SowDeleted(
+        message=f"SOW {sow_id} deleted successfully",
+        deleted_items=item_count,
+        deleted_dependencies=dependency_count,
+    )

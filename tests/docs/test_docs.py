@@ -1,4 +1,4 @@
-"""Docs stay honest: every command has help text and is mentioned in the README."""
+"""Docs stay honest: every command has help text and is mentioned in the README or docs/."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typer.main import get_command
 
 from sowctl.cli import app
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+# The README and the pages under docs/ it leads to, read as one text.
+README = "\n".join(path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 
 
 def _commands() -> list[tuple[str, ...]]:
