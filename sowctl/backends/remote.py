@@ -30,6 +30,7 @@ import httpx
 
 from sowctl import __version__ as _version
 from sowctl import json_text, operations
+from sowctl.backends.scheme import plain_http_instead, tls_hint
 from sowctl.config import mask_url
 from sowctl.errors import (
     GROUP_C_MESSAGES,
@@ -258,6 +259,9 @@ class RemoteBackend:
                     method, url, params=query or None, content=content, headers=headers
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                wrong_scheme = plain_http_instead(self.shown_url, exc)
+                if wrong_scheme is not None:  # every retry would meet the same server
+                    raise ServiceUnavailable(wrong_scheme) from None
                 # The connection was never opened, so nothing was sent: safe to retry any method.
                 if attempt < self.retries:
                     _sleep(backoff_delay(attempt))
@@ -280,8 +284,9 @@ class RemoteBackend:
                     _sleep(backoff_delay(attempt))
                     attempt += 1
                     continue
+                hint = tls_hint(self.shown_url) if isinstance(exc, httpx.RemoteProtocolError) else ""
                 raise ServiceUnavailable(
-                    f"connection to server at {self.shown_url} failed: {_reason(exc)}"
+                    f"connection to server at {self.shown_url} failed: {_reason(exc)}{hint}"
                 ) from None
             status = response.status_code
             if status in RETRY_STATUSES and idempotent and attempt < self.retries:
@@ -343,7 +348,7 @@ class RemoteBackend:
         try:
             response = self.client.get(url, timeout=httpx.Timeout(timeout))
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            return False, str(self._unreachable(exc).message)
+            return False, plain_http_instead(self.shown_url, exc) or str(self._unreachable(exc).message)
         except httpx.TimeoutException:
             return False, f"server at {self.shown_url} did not answer within {timeout:g} s"
         except httpx.TransportError as exc:

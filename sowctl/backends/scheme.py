@@ -1,0 +1,63 @@
+"""A server URL with the wrong scheme, told apart from a server that is down.
+
+An ``https://`` URL for a plain-HTTP server either fails the TLS handshake at once (the
+server answered the ClientHello in HTTP: "wrong version number") or hangs in it (the
+server waits for the end of a request head that never comes) until the connect timeout.
+Neither is worth retrying: the next attempt meets the same server. So the first failure
+is diagnosed, with at most one short plain-HTTP probe, and said in one line."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+
+import httpx
+
+PROBE_TIMEOUT = 1.0  # seconds for the plain-HTTP probe's connect, and again for its answer
+# OpenSSL's reasons for a handshake answered by something that is not TLS.
+_NOT_TLS_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"}
+)
+
+
+def plain_http_instead(base_url: str, exc: Exception) -> str | None:
+    """For an ``https://`` URL whose server speaks plain HTTP: the one line to say; else None."""
+    url = httpx.URL(base_url)
+    if url.scheme != "https":
+        return None
+    if _answered_not_tls(exc) or (isinstance(exc, httpx.ConnectTimeout) and _speaks_plain_http(url)):
+        plain = base_url.replace("https://", "http://", 1) if base_url.startswith("https://") else "http://…"
+        return f"server at {base_url} speaks plain HTTP, not HTTPS: use {plain}"
+    return None
+
+
+def tls_hint(base_url: str) -> str:
+    """What a failed ``http://`` connection adds: the server may want HTTPS."""
+    if httpx.URL(base_url).scheme != "http":
+        return ""
+    return f" (if the server speaks HTTPS, use {base_url.replace('http://', 'https://', 1)})"
+
+
+def _answered_not_tls(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLError) and getattr(current, "reason", None) in _NOT_TLS_REASONS:
+            return True
+        if any(reason in str(current) for reason in _NOT_TLS_REASONS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _speaks_plain_http(url: httpx.URL) -> bool:
+    """Whether the host answers a plain ``HEAD /`` with an HTTP status line (bounded by
+    ``PROBE_TIMEOUT`` twice); a host that cannot be reached is not HTTP either."""
+    port = url.port or 443
+    try:
+        with socket.create_connection((url.host, port), timeout=PROBE_TIMEOUT) as sock:
+            sock.sendall(f"HEAD / HTTP/1.0\r\nHost: {url.host}\r\n\r\n".encode("ascii", "replace"))
+            return sock.recv(5) == b"HTTP/"
+    except OSError:
+        return False

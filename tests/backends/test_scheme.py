@@ -1,0 +1,74 @@
+"""The wrong scheme for a server (issue 28): ``https://`` for a plain-HTTP server is said at
+once in one line naming ``http://``, never retried as if the server were down."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+
+@dataclass
+class PlainServer:
+    """A plain-HTTP server on a socket: ``hangs`` waits for a request head's end (as many
+    servers do, so a TLS ClientHello hangs), else it answers whatever arrives with a 400."""
+
+    hangs: bool
+    sock: socket.socket = field(default_factory=lambda: socket.create_server(("127.0.0.1", 0)))
+    connections: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            conn.settimeout(5)
+            try:
+                while not data or (self.hangs and b"\r\n\r\n" not in data):
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                conn.sendall(b"HTTP/1.0 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            except OSError:
+                return
+
+
+@pytest.fixture(params=[False, True], ids=["answers", "hangs"])
+def plain(request) -> Iterator[PlainServer]:
+    server = PlainServer(hangs=request.param)
+    threading.Thread(target=server.serve, daemon=True).start()
+    yield server
+    server.sock.close()
+
+
+def test_https_for_a_plain_http_server_is_said_at_once(cli, plain: PlainServer) -> None:
+    result = cli("--server", plain.url, "--token", "t", "--timeout", "1", "sows", "list")
+    assert result.exit_code == 5
+    plain_url = plain.url.replace("https://", "http://")
+    assert result.stderr == f"error: server at {plain.url} speaks plain HTTP, not HTTPS: use {plain_url}\n"
+    # One attempt (and, when the handshake hung, one plain probe): no retries.
+    assert plain.connections == (2 if plain.hangs else 1)
+
+
+def test_a_tls_failure_of_another_kind_is_not_taken_for_plain_http() -> None:
+    from sowctl.backends.scheme import plain_http_instead
+
+    failure = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    assert plain_http_instead("https://127.0.0.1:1", failure) is None
+    assert plain_http_instead("http://127.0.0.1:1", failure) is None
