@@ -330,7 +330,7 @@ class RemoteBackend:
         if status == 403:
             return Forbidden(message)
         if status == 404:
-            return NotFound(message)
+            return NotFound(message + self._api_path_hint())
         if status == 429:
             retry_after = _int_header(response, "retry-after") or 0
             suffix = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
@@ -339,6 +339,13 @@ class RemoteBackend:
             suffix = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
             return RemoteError(status, f"server error (HTTP {status}): {message}{suffix}")
         return RemoteError(status, message)
+
+    def _api_path_hint(self) -> str:
+        """A server URL ending in /api makes every path /api/api/...: say what to give instead."""
+        path = httpx.URL(self.base_url).path.rstrip("/")
+        if not path.endswith("/api"):
+            return ""
+        return f" (--server is the base URL, without /api: {self.shown_url[: -len('/api')]})"
 
     # --- health -------------------------------------------------------------------------------
 

@@ -72,3 +72,12 @@ def test_a_tls_failure_of_another_kind_is_not_taken_for_plain_http() -> None:
     failure = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
     assert plain_http_instead("https://127.0.0.1:1", failure) is None
     assert plain_http_instead("http://127.0.0.1:1", failure) is None
+
+
+def test_a_server_url_ending_in_api_gets_a_hint(modes) -> None:
+    from tests.support.client import SERVER
+
+    result = modes.cli("--server", f"{SERVER}/api", "--token", modes.token, "sows", "get", "sow-1")
+    assert result.exit_code == 3
+    assert result.stderr.endswith(f" (--server is the base URL, without /api: {SERVER})\n"), result.stderr
+    assert "/api/api/sows/sow-1" in result.stderr
