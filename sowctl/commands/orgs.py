@@ -22,7 +22,7 @@ COLUMNS = [
 @app.command("create")
 def create_org(
     ctx: typer.Context,
-    org_id: Annotated[str, typer.Argument(metavar="ORG_ID", help="The new organization's id.")],
+    org_id: Annotated[str, typer.Argument(help="The new organization's id.")],
     name: Annotated[str | None, typer.Option("--name", help="Its name (default: the id).")] = None,
     json_: Json = False,
     quiet: QuietCreate = False,
