@@ -108,6 +108,7 @@ class Issue:
 
     path: tuple[str | int, ...]
     message: str
+    option: str | None = None  # the CLI option that set the field, when a command built the call
 
     def __post_init__(self) -> None:
         if any(isinstance(part, str) and len(part) > ECHO_LIMIT for part in self.path):
@@ -158,6 +159,9 @@ class SowctlError(Exception):
     bounded already, as one error's issues passed on to another, is kept as it is)."""
 
     status: int = 500
+    # Set by the CLI's remote mode when a server answered: its HTTP status and X-Request-Id.
+    answered_status: int | None = None
+    request_id: str | None = None
 
     def __init__(self, message: str, issues: Sequence[Issue] = ()) -> None:
         message = clipped(message)

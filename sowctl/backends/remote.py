@@ -20,6 +20,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import time
 import weakref
 from datetime import UTC, datetime
@@ -321,10 +322,16 @@ class RemoteBackend:
             ) from None
 
     def _error(self, op: Operation, response: httpx.Response, attempts: int) -> Exception:
+        error = self._typed_error(op, response, attempts)
+        error.answered_status = response.status_code
+        error.request_id = response.headers.get("x-request-id")
+        return error
+
+    def _typed_error(self, op: Operation, response: httpx.Response, attempts: int) -> SowctlError:
         status = response.status_code
         message, issues = _error_message(op, response)
         if status == 400:
-            return InvalidInput(message, issues)
+            return InvalidInput(message, issues or _issues_in(message))
         if status == 401:
             return Unauthorized(message)
         if status == 403:
@@ -395,6 +402,29 @@ def _reason(exc: Exception) -> str:
     if "name or service not known" in lowered or "nodename nor servname" in lowered:
         return "unknown host"
     return text or type(exc).__name__
+
+
+# How an envelope without issues names its fields: Group A "field: problem", Group B
+# "Invalid parameter line_items[0].amount in query parameters: problem" and
+# "Missing required parameter name".
+_FIELD_PROBLEM = re.compile(r"([A-Za-z_][\w.]*): (.+)")
+_GROUP_B_PROBLEM = re.compile(
+    r"(?:Invalid|Missing required) parameter ([\w.\[\]]+)(?: in [a-z ]+)?(?:: (.+))?"
+)
+
+
+def _issues_in(message: str) -> list[Issue]:
+    """The issues of an envelope that carries only a message (Groups A and B), as local
+    mode's error holds them: every "; "-separated part names a field, or there are none."""
+    issues = []
+    for part in message.split("; "):
+        match = _GROUP_B_PROBLEM.fullmatch(part) or _FIELD_PROBLEM.fullmatch(part)
+        if match is None:
+            return []
+        keys = match.group(1).replace("[", ".").replace("]", "").split(".")
+        problem = match.group(2) or "is required"
+        issues.append(Issue(tuple(int(key) if key.isdigit() else key for key in keys if key), problem))
+    return issues
 
 
 def _error_message(op: Operation, response: httpx.Response) -> tuple[str, list[Issue]]:

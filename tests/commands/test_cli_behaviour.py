@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sowctl import models as m
+from tests.support.cli import mode_neutral
 from tests.support.modes import LOCAL_ORG
 
 
@@ -25,7 +26,11 @@ def ok(result):
 
 def same(pair) -> tuple:
     local, remote = pair
-    assert (local.exit_code, local.stdout, local.stderr) == (remote.exit_code, remote.stdout, remote.stderr)
+    assert (local.exit_code, local.stdout, local.stderr) == (
+        remote.exit_code,
+        remote.stdout,
+        mode_neutral(remote.stderr),
+    )
     return local.exit_code, local.stdout, local.stderr
 
 
@@ -374,15 +379,20 @@ def test_items_create_with_a_chosen_id_and_quiet_output(modes):
     assert m.Item.get_by_id(created).title == "B"
 
 
+def _not_found_json(message: str) -> str:
+    error = {"code": "not_found", "category": "not_found", "message": message, "exitCode": 3}
+    return json.dumps(error) + "\n"
+
+
 def test_a_filter_naming_no_item_is_not_found_in_both_modes(modes):
     ok(modes.local("items", "create", "sow-1", "--title", "Leaf", "--id", "leaf"))
     for args, message in [
         (("deps", "list", "--item", "nope"), "error: item nope not found\n"),
-        (("deps", "list", "--item", "nope", "--json"), "error: item nope not found\n"),
+        (("deps", "list", "--item", "nope", "--json"), _not_found_json("item nope not found")),
         (("items", "list", "sow-1", "--parent", "nope"), "error: parent item nope not found in SOW sow-1\n"),
         (
             ("items", "list", "sow-1", "--parent", "nope", "--json"),
-            "error: parent item nope not found in SOW sow-1\n",
+            _not_found_json("parent item nope not found in SOW sow-1"),
         ),
     ]:
         assert same(modes.both(*args)) == (3, "", message), args
