@@ -162,6 +162,7 @@ class SowctlError(Exception):
     # Set by the CLI's remote mode when a server answered: its HTTP status and X-Request-Id.
     answered_status: int | None = None
     request_id: str | None = None
+    answered_code: str | None = None  # the answer's ERROR_CODE_HEADER
 
     def __init__(self, message: str, issues: Sequence[Issue] = ()) -> None:
         message = clipped(message)
@@ -254,3 +255,33 @@ class RemoteError(SowctlError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+# The stable code of an error (``error_code``), sent by the server in this header with every
+# refusal, so the CLI's remote mode reports the code local mode does (``--json`` errors).
+ERROR_CODE_HEADER = "X-Error-Code"
+# The code of each typed error, most specific first.
+_ERROR_CODES: list[tuple[type[SowctlError], str]] = [
+    (CycleDetected, "cycle_detected"),
+    (HierarchyViolation, "hierarchy_violation"),
+    (InvalidInput, "invalid_input"),
+    (UsageError, "usage"),
+    (NotFound, "not_found"),
+    (Unauthorized, "unauthorized"),
+    (Forbidden, "forbidden"),
+    (RateLimited, "rate_limited"),
+    (ServiceUnavailable, "unavailable"),
+    (PayloadTooLarge, "too_large"),
+    (MethodNotAllowed, "method_not_allowed"),
+]
+_CODE_OF_EXIT = {2: "invalid_input", 3: "not_found", 4: "auth", 5: "failure"}
+
+
+def error_code(error: SowctlError) -> str:
+    """A stable name of what went wrong (docs/cli-json.md lists them)."""
+    for kind, code in _ERROR_CODES:
+        if isinstance(error, kind):
+            return code
+    if error.status >= 500:
+        return "server_error"
+    return _CODE_OF_EXIT.get(int(error.exit_code), "failure")

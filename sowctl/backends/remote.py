@@ -34,6 +34,7 @@ from sowctl import json_text, operations
 from sowctl.backends.scheme import plain_http_instead, tls_hint
 from sowctl.config import mask_url
 from sowctl.errors import (
+    ERROR_CODE_HEADER,
     GROUP_C_MESSAGES,
     Forbidden,
     InvalidInput,
@@ -325,6 +326,7 @@ class RemoteBackend:
         error = self._typed_error(op, response, attempts)
         error.answered_status = response.status_code
         error.request_id = response.headers.get("x-request-id")
+        error.answered_code = response.headers.get(ERROR_CODE_HEADER)
         return error
 
     def _typed_error(self, op: Operation, response: httpx.Response, attempts: int) -> SowctlError:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sowctl.errors import InvalidInput, Issue, quoted, suggestion
+from sowctl.errors import InvalidInput, Issue, error_code, quoted, suggestion
 
 # API field (body, query or path parameter) -> the option or argument that sets it.
 OPTION_FOR: dict[str, str] = {
@@ -106,6 +106,7 @@ def speak_cli(
         return error
     reworded = InvalidInput(message, issues)
     reworded.answered_status, reworded.request_id = error.answered_status, error.request_id
+    reworded.answered_code = error.answered_code or error_code(error)  # a cycle stays a cycle
     return reworded
 
 

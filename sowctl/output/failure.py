@@ -14,35 +14,8 @@ import os
 import sys
 from typing import Any
 
-from sowctl.errors import (
-    CycleDetected,
-    Forbidden,
-    HierarchyViolation,
-    InvalidInput,
-    MethodNotAllowed,
-    NotFound,
-    PayloadTooLarge,
-    RateLimited,
-    ServiceUnavailable,
-    SowctlError,
-    Unauthorized,
-    UsageError,
-)
+from sowctl.errors import RateLimited, SowctlError, error_code
 
-# The fine code of each typed error, most specific first.
-_CODES: list[tuple[type[SowctlError], str]] = [
-    (CycleDetected, "cycle_detected"),
-    (HierarchyViolation, "hierarchy_violation"),
-    (InvalidInput, "invalid_input"),
-    (UsageError, "usage"),
-    (NotFound, "not_found"),
-    (Unauthorized, "unauthorized"),
-    (Forbidden, "forbidden"),
-    (RateLimited, "rate_limited"),
-    (ServiceUnavailable, "unavailable"),
-    (PayloadTooLarge, "too_large"),
-    (MethodNotAllowed, "method_not_allowed"),
-]
 # The coarse category of each exit code.
 CATEGORIES = {
     1: "check_failed",
@@ -63,13 +36,8 @@ def wants_json(args: list[str]) -> bool:
 
 
 def code_of(error: SowctlError) -> str:
-    for kind, code in _CODES:
-        if isinstance(error, kind):
-            return code
-    status = error.status
-    if status >= 500:
-        return "server_error"
-    return CATEGORIES.get(int(error.exit_code), "failure")
+    """The error's stable code: the one the server sent with its answer (remote mode), else its own."""
+    return error.answered_code or error_code(error)
 
 
 def report(

@@ -74,3 +74,14 @@ def test_an_unreachable_server_is_unavailable(cli) -> None:
     assert result.exit_code == 5
     error = _error(result)
     assert (error["code"], error["category"]) == ("unavailable", "failure")
+
+
+def test_a_cycle_has_its_own_code_in_both_modes(modes: Modes) -> None:
+    for item in ("a", "b"):
+        assert modes.local("items", "create", "sow-1", "--title", item, "--id", item).exit_code == 0
+    link = ("deps", "create", "--type", "depends_on", "--risk", "low")
+    assert modes.local(*link, "--source", "a", "--target", "b").exit_code == 0
+    local, remote = modes.both(*link, "--source", "b", "--target", "a", "--json")
+    assert (local.exit_code, remote.exit_code) == (2, 2)
+    # The server names the code in X-Error-Code; the Group A envelope has only a message.
+    assert _error(local)["code"] == _error(remote)["code"] == "cycle_detected"
