@@ -260,6 +260,10 @@ class RemoteError(SowctlError):
 # The stable code of an error (``error_code``), sent by the server in this header with every
 # refusal, so the CLI's remote mode reports the code local mode does (``--json`` errors).
 ERROR_CODE_HEADER = "X-Error-Code"
+# Groups A and B answer a message only; their issues are sent in this header (a JSON array of
+# {"path", "message"}), when it stays under MAX_ISSUES_HEADER characters.
+ERROR_ISSUES_HEADER = "X-Error-Issues"
+MAX_ISSUES_HEADER = 4096
 # The code of each typed error, most specific first.
 _ERROR_CODES: list[tuple[type[SowctlError], str]] = [
     (CycleDetected, "cycle_detected"),

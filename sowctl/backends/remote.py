@@ -35,7 +35,9 @@ from sowctl.backends.scheme import plain_http_instead, tls_hint
 from sowctl.config import mask_url
 from sowctl.errors import (
     ERROR_CODE_HEADER,
+    ERROR_ISSUES_HEADER,
     GROUP_C_MESSAGES,
+    MAX_ISSUES_HEADER,
     Forbidden,
     InvalidInput,
     Issue,
@@ -333,7 +335,7 @@ class RemoteBackend:
         status = response.status_code
         message, issues = _error_message(op, response)
         if status == 400:
-            return InvalidInput(message, issues or _issues_in(message))
+            return InvalidInput(message, issues or _header_issues(response) or _issues_in(message))
         if status == 401:
             return Unauthorized(message)
         if status == 403:
@@ -413,6 +415,23 @@ _FIELD_PROBLEM = re.compile(r"([A-Za-z_][\w.]*): (.+)")
 _GROUP_B_PROBLEM = re.compile(
     r"(?:Invalid|Missing required) parameter ([\w.\[\]]+)(?: in [a-z ]+)?(?:: (.+))?"
 )
+
+
+def _header_issues(response: httpx.Response) -> list[Issue]:
+    """The issues a sowctl server sends beside a Group A/B message (ERROR_ISSUES_HEADER)."""
+    text = response.headers.get(ERROR_ISSUES_HEADER, "")
+    if not text or len(text) > MAX_ISSUES_HEADER:
+        return []
+    try:
+        listed = json_text.loads(text)
+    except ValueError:
+        return []
+    return [
+        Issue(tuple(entry["path"]), str(entry["message"]))
+        for entry in listed
+        if isinstance(listed, list)
+        if isinstance(entry, dict) and isinstance(entry.get("path"), list) and "message" in entry
+    ]
 
 
 def _issues_in(message: str) -> list[Issue]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import bottle
 
 from sowctl import db_errors
-from sowctl.errors import ERROR_CODE_HEADER, SowctlError, error_code
+from sowctl.errors import SowctlError
 from sowctl.redaction import RedactingStream, redact
 from sowctl.server.errors import envelope
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes
@@ -40,8 +40,7 @@ def error_response(group: str, error: SowctlError, headers: dict[str, str]) -> b
     response = envelope(group, error)
     if error.api_message != error.message:  # the operator's log keeps what the answer leaves out
         log(bottle.request.environ, error.message)
-    code = {ERROR_CODE_HEADER: error_code(error)}
-    return json_response(response.status, json_bytes(response.body), {**headers, **response.headers, **code})
+    return json_response(response.status, json_bytes(response.body), {**headers, **response.headers})
 
 
 def log(environ: dict, message: str) -> None:

@@ -85,3 +85,13 @@ def test_a_cycle_has_its_own_code_in_both_modes(modes: Modes) -> None:
     assert (local.exit_code, remote.exit_code) == (2, 2)
     # The server names the code in X-Error-Code; the Group A envelope has only a message.
     assert _error(local)["code"] == _error(remote)["code"] == "cycle_detected"
+
+
+def test_a_refusal_with_its_own_wording_keeps_its_issues_remotely(modes: Modes) -> None:
+    made = modes.local("items", "create", "sow-1", "--title", "T", "--id", "t")
+    assert made.exit_code == 0, made.stderr
+    args = ("items", "create", "sow-1", "--title", "R", "--type", "requirement", "--parent", "t", "--json")
+    local, remote = modes.both(*args)
+    mine, theirs = _error(local), _error(remote)
+    assert mine["code"] == theirs["code"] == "hierarchy_violation"
+    assert mine["issues"] == theirs["issues"] and [i["option"] for i in mine["issues"]] == ["--parent"]
