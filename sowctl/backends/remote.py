@@ -23,6 +23,7 @@ import random
 import re
 import time
 import weakref
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -189,6 +190,35 @@ class RemoteBackend:
         org = _need(s.org, "--org", "SOWCTL_ORG", UsageError)
         company = _need(s.company, "--company", "SOWCTL_COMPANY", UsageError)
         return group_b_headers(op, key, org, company)
+
+    # --- any route (sowctl api) -------------------------------------------------------
+
+    def raw(
+        self,
+        route: Operation | None,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        *,
+        paginate: bool = False,
+    ) -> Any:
+        """The JSON body of ``method`` ``path``: a declared operation's ``route`` with its
+        group's credentials, any other path (``/_admin``) with the bearer token, if any.
+        ``paginate``: every page of a list, as one array (or Group C's object)."""
+        op: Any = route or _RawRoute(method=method, path=path)
+        url = self.base_url + path
+        if route is not None:
+            sent = self.auth_headers(route)
+        else:
+            sent = {"Authorization": f"Bearer {self.settings.token}"} if self.settings.token else {}
+        sent = {**sent, **(headers or {})}
+        if paginate and op.paginated:
+            return self._all_pages(op, url, query, sent)
+        if paginate and op.list_key:
+            return self._all_offsets(op, url, query, sent)
+        return self._json(op, self.request(op, url, query, body, headers=sent))
 
     # --- paging -------------------------------------------------------------------------
 
@@ -380,6 +410,18 @@ class RemoteBackend:
         return False, f"GET /healthz answered HTTP {response.status_code}" + (
             "" if body is not None else " and not JSON"
         )
+
+
+@dataclass(frozen=True)
+class _RawRoute:
+    """A path no operation declares (``/_admin/...``), as ``request`` reads an operation."""
+
+    method: str
+    path: str
+    name: str = "api"
+    group: str = "A"
+    paginated: bool = False
+    list_key: str | None = None
 
 
 def _need(value: str | None, option: str, env: str, error: type[SowctlError] = Unauthorized) -> str:

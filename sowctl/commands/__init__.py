@@ -71,6 +71,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.serve", "serve", "serve"),
     ("sowctl.commands.status", "status", "status"),
     ("sowctl.commands.replay", "replay", "replay"),
+    ("sowctl.commands.api", "api_command", "api"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)
 

@@ -47,7 +47,7 @@ EXTENSIONS = {
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",
-    "orgs", "po", "projects", "replay", "serve", "sows", "status", "tokens",
+    "api", "orgs", "po", "projects", "replay", "serve", "sows", "status", "tokens",
 }  # fmt: skip
 
 

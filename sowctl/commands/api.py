@@ -1,0 +1,157 @@
+"""sowctl api METHOD PATH: any route of the API, with the CLI's mode, credentials and profiles."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import parse_qsl, urlsplit
+
+import typer
+
+from sowctl.context import app_context
+from sowctl.errors import NotFound, UsageError
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+QUERY_METHODS = frozenset({"GET", "DELETE"})  # their -f/-F fields go to the query string
+
+
+def api_command(
+    ctx: typer.Context,
+    method: Annotated[str, typer.Argument(help="GET, POST, PUT, PATCH or DELETE.")],
+    path: Annotated[str, typer.Argument(help="The route, with its query string: /api/sows?limit=5.")],
+    field: Annotated[
+        list[str] | None,
+        typer.Option("--field", "-f", help="KEY=VALUE, a string field (repeatable).", show_default=False),
+    ] = None,
+    typed_field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--typed-field",
+            "-F",
+            help="KEY=VALUE with true, false, null and numbers as JSON, @FILE for a file's text.",
+            show_default=False,
+        ),
+    ] = None,
+    input_file: Annotated[
+        typer.FileText | None,
+        typer.Option("--input", help='The JSON request body from a file ("-": stdin).'),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option("--header", "-H", help='"Name: value" for the server (repeatable).', show_default=False),
+    ] = None,
+    paginate: Annotated[
+        bool, typer.Option("--paginate", help="Every page of a list, printed as one JSON array.")
+    ] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="Errors as JSON objects too (the body is always JSON).")
+    ] = False,
+) -> None:
+    """Call any route and print its JSON body, as the commands do (exit codes by status).
+
+    Remote mode sends the request with the credentials of the route's group (token; API key
+    with --org and --company) and of the profile; a route no operation declares (/_admin)
+    gets the bearer token. Local mode runs the same operation in process, with full rights;
+    its lists are always whole, as with --paginate, and -H is not used.
+    GET and DELETE send -f/-F fields in the query string, other methods as a JSON body.
+
+    Example: sowctl api GET /api/sow/sow-1/items --paginate --jq '.[].title'
+    """
+    from sowctl.operations.routes import match
+    from sowctl.render import emit_json
+
+    verb = method.upper()
+    if verb not in METHODS:
+        raise UsageError(f"METHOD must be one of {', '.join(METHODS)}, not {method!r}")
+    route, query = _split(path)
+    fields = _fields(field or [], typed_field or [])
+    if fields and input_file is not None:
+        raise UsageError("give the body with --input or with -f/-F fields, not both")
+    body: Any = _read_input(input_file) if input_file is not None else None
+    if verb in QUERY_METHODS:
+        query.update({key: _query_text(value) for key, value in fields.items()})
+    elif fields:
+        body = fields
+    context = app_context(ctx)
+    matched = match(verb, route)
+    if context.settings.remote:
+        operation, _params = matched if matched else (None, {})
+        answer = context.backend.raw(
+            operation, verb, path.split("?", 1)[0], query, body, _headers(header or []), paginate=paginate
+        )
+    else:
+        if matched is None:
+            raise NotFound(f"no route for {verb} {route}")
+        operation, params = matched
+        answer = context.call(operation.name, params, query, body, from_options=False)
+    if answer is not None:
+        emit_json(answer)
+
+
+def _split(path: str) -> tuple[str, dict[str, str]]:
+    if not path.startswith("/"):
+        raise UsageError(f"PATH must start with / (a route of the server, e.g. /api/sows), not {path!r}")
+    parts = urlsplit(path)
+    return parts.path, dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
+def _pair(text: str, option: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"{text!r} is not KEY=VALUE", param_hint=option)
+    return key, value
+
+
+def _fields(strings: list[str], typed: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = dict(_pair(text, "-f") for text in strings)
+    for text in typed:
+        key, value = _pair(text, "-F")
+        out[key] = _typed(value)
+    return out
+
+
+def _typed(value: str) -> Any:
+    """-F's value: JSON's true, false, null and numbers; @FILE a file's text; else the string."""
+    if value.startswith("@"):
+        try:
+            with open(value[1:], encoding="utf-8") as handle:
+                return handle.read()
+        except OSError as exc:
+            raise typer.BadParameter(f"cannot read {value[1:]!r}: {exc.strerror}", param_hint="-F") from None
+    if value in ("true", "false", "null"):
+        return {"true": True, "false": False, "null": None}[value]
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _query_text(value: Any) -> str:
+    """A field's value in a query string: JSON's spelling of true, false and null."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return str(value)
+
+
+def _read_input(stream: Any) -> Any:
+    from sowctl import json_text
+
+    try:
+        return json_text.loads(stream.read())
+    except json_text.JsonTooDeep as exc:
+        raise typer.BadParameter(str(exc), param_hint="--input") from None
+    except ValueError as exc:  # bad JSON or UTF-8
+        raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--input") from None
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    out = {}
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"{line!r} is not 'Name: value'", param_hint="-H")
+        out[name.strip()] = value.strip()
+    return out
