@@ -371,9 +371,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.exit_code)
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        _fail("aborted", "aborted", 130)
-        return 130
+    except typer.Abort:  # "no" at a confirmation: a person's choice, not an error or Ctrl-C
+        if _json_errors:
+            _fail("cancelled: nothing was changed", "aborted", int(ExitCode.CHECK_FAILED))
+        else:
+            sys.stderr.write("cancelled: nothing was changed\n")
+        return int(ExitCode.CHECK_FAILED)
     except typer.TyperException as exc:  # click's usage errors and bad parameters
         return _usage_error(exc)
     except KeyboardInterrupt:

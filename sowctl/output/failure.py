@@ -57,7 +57,7 @@ def report(
     else:
         body: dict[str, Any] = {
             "code": code,
-            "category": CATEGORIES.get(exit_code, "failure"),
+            "category": "cancelled" if code == "aborted" else CATEGORIES.get(exit_code, "failure"),
             "message": message,
             "exitCode": exit_code,
         }
