@@ -69,3 +69,12 @@ def test_readme_fixture_example_is_the_tested_file() -> None:
     section = README.split("## Using `sowctl serve` in your test suite", 1)[1]
     block = section.split("```python\n", 1)[1].split("```\n", 1)[0]
     assert block == body
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_every_option_has_help(path: tuple[str, ...]) -> None:
+    command = get_command(app)
+    for part in path:
+        command = command.commands[part]
+    bare = [param.opts for param in command.params if param.param_type_name == "option" and not param.help]
+    assert not bare, f"sowctl {' '.join(path)}: options without help: {bare}"
