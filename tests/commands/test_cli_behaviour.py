@@ -33,10 +33,6 @@ def same(pair) -> tuple:
     return local.exit_code, local.stdout, local.stderr
 
 
-def _without_updated_at(stdout: str) -> str:
-    return "".join(line for line in stdout.splitlines(keepends=True) if not line.startswith("updatedAt\t"))
-
-
 # --- reads never create a database ---------------------------------------------------------
 
 
