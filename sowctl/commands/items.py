@@ -16,7 +16,6 @@ from sowctl.commands._options import (
     Yes,
     confirm,
     emit_created,
-    needs_confirmation,
 )
 from sowctl.context import app_context
 from sowctl.errors import InvalidInput, UsageError, quoted
@@ -194,16 +193,18 @@ def delete_item(
     """Delete an item with all its descendants and their dependencies.
 
     On a terminal it first shows what goes with the item and asks; --yes skips the question
-    (scripts, whose input is not a terminal, are never asked).
+    (scripts, whose input is not a terminal, are never asked). On a terminal or with --yes,
+    what went with it is said on stderr.
 
     Example: sowctl items delete req-1 --yes
     """
     context = app_context(ctx)
     went = None
-    if needs_confirmation(yes) or (sys.stdin is not None and sys.stdin.isatty()):
-        # A person is there: say what goes with the item. The dependencies are read for the
-        # whole organization, not with the SOW filter: that one filters by the source item's
-        # SOW, and a dependency of another SOW's item on one of these items goes too.
+    if yes or (sys.stdin is not None and sys.stdin.isatty()):
+        # A person is there, or --yes asked for it: say what goes with the item. The
+        # dependencies are read for the whole organization, not with the SOW filter: that one
+        # filters by the source item's SOW, and a dependency of another SOW's item on one of
+        # these items goes too.
         from sowctl.itemtree import cascade
 
         item = context.call("items.get", {"itemId": item_id})

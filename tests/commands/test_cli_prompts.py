@@ -96,9 +96,13 @@ def test_yes_skips_the_question_and_a_script_is_never_asked(modes, terminal_inpu
     assert ok(modes.local("items", "delete", "t2", "--yes")).stderr == (
         "deleted with it: 0 descendant items and 0 dependencies\n"
     )
-    # stdin not a terminal (the cli fixture's default): no question, as before.
-    assert ok(modes.local("items", "delete", "r", input="")).stderr == ""
-    assert [item.id for item in m.Item.select()] == ["x"]
+    # stdin not a terminal (the cli fixture's default): no question, as before; with --yes
+    # what went is said there too.
+    assert ok(modes.local("items", "delete", "x", input="")).stderr == ""
+    assert ok(modes.remote("items", "delete", "r", "--yes", input="")).stderr == (
+        "deleted with it: 1 descendant item and 0 dependencies\n"
+    )
+    assert [item.id for item in m.Item.select()] == []
 
 
 def test_deps_delete_asks_on_a_terminal(modes, terminal_input):
