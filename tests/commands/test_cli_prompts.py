@@ -162,3 +162,11 @@ def test_the_token_option_reads_stdin(modes):
     result = modes.cli("--server", "http://sowctl.test", "--token", "-", "items", "list", "sow-1", "-q",
                        input=modes.token + "\n")  # fmt: skip
     assert ok(result).stdout == "a\n"
+
+
+def test_deps_update_prints_only_the_id_with_q(modes):
+    _tree(modes.local)
+    dep = m.Dependency.select().first().id
+    for run in (modes.local, modes.remote):
+        assert ok(run("deps", "update", dep, "--notes", "checked", "-q")).stdout == f"{dep}\n"
+    assert m.Dependency.get_by_id(dep).notes == "checked"
