@@ -548,3 +548,14 @@ def test_a_refused_line_names_the_line_option(cli, db):
         2,
         "error: invalid --line 2 (amount): must have at most 4 digits after the decimal point\n",
     )
+
+
+def test_a_refused_write_on_a_mistyped_db_leaves_no_file(cli, tmp_path):
+    typo = tmp_path / "tpyo.db"
+    refused = cli("--db", str(typo), "items", "create", "sow-1", "--title", "T")
+    assert refused.exit_code == 3 and refused.stderr == "error: SOW sow-1 not found\n"
+    assert list(tmp_path.glob("tpyo.db*")) == []
+    ok(cli("--db", str(typo), "sows", "create", "S", "--id", "sow-1"))  # a write that succeeds keeps it
+    assert typo.exists()
+    assert cli("--db", str(typo), "items", "create", "sow-2", "--title", "T").exit_code == 3
+    assert typo.exists()  # an existing database stays, whatever the command
