@@ -54,7 +54,7 @@ def api_command(
     its lists are always whole, as with --paginate, and -H is not used.
     GET and DELETE send -f/-F fields in the query string, other methods as a JSON body.
 
-    Example: sowctl api GET /api/sow/sow-1/items --paginate --jq '.[].title'
+    Example: sowctl api GET /api/sow/sow-1/items --paginate
     """
     from sowctl.operations.routes import match
     from sowctl.render import emit_json
