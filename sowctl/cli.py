@@ -69,13 +69,16 @@ def root(
         typer.Option(
             "--token",
             envvar="SOWCTL_TOKEN",
-            help='Bearer token (Groups A and C); "-" reads it from stdin (or asks, on a terminal).',
+            help='Bearer token (sows, items, deps, chain, projects, clients); "-" reads it from '
+            "stdin (or asks, on a terminal).",
         ),
     ] = None,
     api_key: Annotated[
         str | None,
         typer.Option(
-            "--api-key", envvar="SOWCTL_API_KEY", help='API key (Group B); "-" reads it from stdin.'
+            "--api-key",
+            envvar="SOWCTL_API_KEY",
+            help='API key (po, budgets, contracts); "-" reads it from stdin.',
         ),
     ] = None,
     org: Annotated[
@@ -83,14 +86,19 @@ def root(
         typer.Option(
             "--org",
             envvar="SOWCTL_ORG",
-            help="Organization id (Group B). Local mode: scopes po, budgets, contracts, "
+            help="Organization id (with the API key: po, budgets, contracts). Local mode: scopes "
+            "po, budgets, contracts, "
             "projects, clients and sows; for items, deps and chain it only tells apart a SOW id "
             "that several organizations use.",
         ),
     ] = None,
     company: Annotated[
         str | None,
-        typer.Option("--company", envvar="SOWCTL_COMPANY", help="Company id (Group B)."),
+        typer.Option(
+            "--company",
+            envvar="SOWCTL_COMPANY",
+            help="Company id (with the API key: po, budgets, contracts).",
+        ),
     ] = None,
     profile: Annotated[
         str | None,

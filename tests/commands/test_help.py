@@ -11,7 +11,7 @@ import pytest
 
 from sowctl.cli import _VALUE_OPTIONS, hoist_global_options
 from sowctl.output.params import choices
-from tests.support.help import COMMANDS, ROOT, help_text
+from tests.support.help import COMMANDS, ROOT, every_help, help_text
 
 
 def examples(command) -> list[str]:
@@ -46,9 +46,7 @@ def test_every_command_and_group_has_an_example_in_its_help(path):
 
 
 CHOICE_COMMANDS = [
-    (path, command)
-    for path, command in COMMANDS
-    if any(choices(param) for param in command.params)
+    (path, command) for path, command in COMMANDS if any(choices(param) for param in command.params)
 ]
 
 
@@ -64,3 +62,10 @@ def test_every_choice_shows_whole_at_80_columns(path, monkeypatch):
     for param in command.params:
         for choice in choices(param) or ():
             assert str(choice) in words, f"{' '.join(path)} {param.opts}: {choice!r} not shown whole"
+
+
+def test_help_uses_no_word_an_installed_wheel_cannot_explain():
+    """ "Group B" and "the README" name things a user of an installed wheel cannot look up."""
+    jargon = re.compile(r"\bGroups? [ABC]\b|\bREADME\b")
+    found = {line: jargon.findall(text) for line, text in every_help() if jargon.search(text)}
+    assert not found
