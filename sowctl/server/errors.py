@@ -70,6 +70,7 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
     if group != "C" and status < 500 and error.issues:
         # Groups A and B answer a message only: the issues go in a header, when small.
         listed = json.dumps([_issue(issue) for issue in error.issues], ensure_ascii=True)
+        listed = listed.replace("\x7f", "\\u007f")  # a header value holds visible ASCII only
         if len(listed) <= MAX_ISSUES_HEADER:
             headers[ERROR_ISSUES_HEADER] = listed
     if status == 401 and group in ("A", "C"):
