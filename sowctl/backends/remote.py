@@ -32,7 +32,7 @@ import httpx
 
 from sowctl import __version__ as _version
 from sowctl import json_text, operations
-from sowctl.backends.scheme import plain_http_instead, tls_hint
+from sowctl.backends.scheme import followed_redirect, plain_http_instead, redirect_refusal, tls_hint
 from sowctl.config import mask_url
 from sowctl.errors import (
     ERROR_CODE_HEADER,
@@ -286,7 +286,7 @@ class RemoteBackend:
         if body is not None:
             content = json_text.dumps(body).encode("utf-8")
             headers = {**headers, "Content-Type": "application/json"}
-        attempt = 0
+        attempt = redirects = 0
         while True:
             try:
                 response = self.client.request(
@@ -328,6 +328,12 @@ class RemoteBackend:
                 response.close()
                 _sleep(delay)
                 attempt += 1
+                continue
+            if 300 <= status < 400:
+                target = followed_redirect(self.base_url, method, response, redirects)
+                if target is None:
+                    raise ServiceUnavailable(redirect_refusal(self.shown_url, method, response))
+                url, query, redirects = target, None, redirects + 1  # the location has its query
                 continue
             if status >= 400:
                 raise self._error(op, response, attempts=attempt + 1)

@@ -1,4 +1,4 @@
-"""A server URL with the wrong scheme, told apart from a server that is down.
+"""A server URL with the wrong scheme, told apart from a server that is down; redirects.
 
 An ``https://`` URL for a plain-HTTP server either fails the TLS handshake at once (the
 server answered the ClientHello in HTTP: "wrong version number") or hangs in it (the
@@ -13,6 +13,9 @@ import ssl
 
 import httpx
 
+MAX_REDIRECTS = 5
+# Redirects that keep the method and body; 301, 302 and 303 do so for a GET only.
+_KEEPING = frozenset({307, 308})
 PROBE_TIMEOUT = 1.0  # seconds for the plain-HTTP probe's connect, and again for its answer
 # OpenSSL's reasons for a handshake answered by something that is not TLS.
 _NOT_TLS_REASONS = frozenset(
@@ -61,3 +64,44 @@ def _speaks_plain_http(url: httpx.URL) -> bool:
             return sock.recv(5) == b"HTTP/"
     except OSError:
         return False
+
+
+def followed_redirect(base_url: str, method: str, response: httpx.Response, hops: int) -> str | None:
+    """The URL a 3xx sends the request to, when it is followed: on the server's own origin
+    (scheme, host and port: the credentials never leave it), keeping the method, at most
+    ``MAX_REDIRECTS`` times. None: reported instead (``redirect_refusal``)."""
+    target = _location(response)
+    if target is None or hops >= MAX_REDIRECTS or _origin(target) != _origin(httpx.URL(base_url)):
+        return None
+    if response.status_code not in _KEEPING and method != "GET":
+        return None
+    return str(target)
+
+
+def redirect_refusal(shown_url: str, method: str, response: httpx.Response) -> str:
+    """One line for a redirect not followed, naming where it leads and what to do."""
+    target = _location(response)
+    status = response.status_code
+    if target is None:
+        return f"server at {shown_url} answered {method} with HTTP {status} and no usable Location"
+    if _origin(target) != _origin(httpx.URL(shown_url)):
+        port = f":{target.port}" if target.port else ""  # no user:password@ from the Location
+        origin = f"{target.scheme}://{target.host}{port}"
+        return (
+            f"server at {shown_url} redirects to another origin ({origin}), where sowctl does not "
+            f"send your credentials: if that is the server, use --server {origin}"
+        )
+    return f"server at {shown_url} answered {method} with HTTP {status} (a redirect sowctl does not follow)"
+
+
+def _location(response: httpx.Response) -> httpx.URL | None:
+    try:
+        location = response.headers.get("location")
+        return response.url.join(location) if location else None
+    except (httpx.InvalidURL, ValueError):
+        return None
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default

@@ -81,3 +81,49 @@ def test_a_server_url_ending_in_api_gets_a_hint(modes) -> None:
     assert result.exit_code == 3
     assert result.stderr.endswith(f" (--server is the base URL, without /api: {SERVER})\n"), result.stderr
     assert "/api/api/sows/sow-1" in result.stderr
+
+
+def _redirecting_backend(location: str, status: int = 301):
+    import httpx
+
+    from sowctl.backends.remote import RemoteBackend
+    from sowctl.settings import Settings
+
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        if request.url.path == "/api/sows/":
+            return httpx.Response(200, json=[])
+        return httpx.Response(status, headers={"Location": location})
+
+    settings = Settings(server="http://sowctl.test", token="sow_t")
+    return RemoteBackend(settings, transport=httpx.MockTransport(answer)), seen
+
+
+def test_a_redirect_on_the_same_origin_is_followed() -> None:
+    backend, seen = _redirecting_backend("/api/sows/")
+    assert backend.call("sows.list", all_pages=False) == []
+    assert seen == ["http://sowctl.test/api/sows", "http://sowctl.test/api/sows/"]
+
+
+def test_a_redirect_to_another_origin_is_reported_not_followed() -> None:
+    from sowctl.errors import ServiceUnavailable
+
+    backend, seen = _redirecting_backend("https://user:pw@sowctl.test:8443/api/sows")
+    with pytest.raises(ServiceUnavailable) as refused:
+        backend.call("sows.list", all_pages=False)
+    assert refused.value.message == (
+        "server at http://sowctl.test redirects to another origin (https://sowctl.test:8443), where "
+        "sowctl does not send your credentials: if that is the server, use --server https://sowctl.test:8443"
+    )
+    assert len(seen) == 1
+
+
+def test_a_write_is_not_resent_to_a_301() -> None:
+    from sowctl.errors import ServiceUnavailable
+
+    backend, seen = _redirecting_backend("/api/sows/")
+    with pytest.raises(ServiceUnavailable, match="a redirect sowctl does not follow"):
+        backend.call("sows.create", body={"title": "T"})
+    assert len(seen) == 1
