@@ -249,6 +249,14 @@ class UsageError(SowctlError):
     status = 400
 
 
+class Interrupted(SowctlError):
+    """Ctrl-C while a request was out (exit 130), saying what may have happened."""
+
+    @property
+    def exit_code(self) -> ExitCode:  # type: ignore[override]
+        return 130  # type: ignore[return-value]
+
+
 class RemoteError(SowctlError):
     """An HTTP error answered by a remote server; keeps the server's status."""
 
@@ -277,6 +285,7 @@ _ERROR_CODES: list[tuple[type[SowctlError], str]] = [
     (ServiceUnavailable, "unavailable"),
     (PayloadTooLarge, "too_large"),
     (MethodNotAllowed, "method_not_allowed"),
+    (Interrupted, "interrupted"),
 ]
 _CODE_OF_EXIT = {2: "invalid_input", 3: "not_found", 4: "auth", 5: "failure"}
 

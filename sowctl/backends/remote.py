@@ -40,6 +40,7 @@ from sowctl.errors import (
     GROUP_C_MESSAGES,
     MAX_ISSUES_HEADER,
     Forbidden,
+    Interrupted,
     InvalidInput,
     Issue,
     NotFound,
@@ -302,6 +303,13 @@ class RemoteBackend:
                     attempt += 1
                     continue
                 raise self._unreachable(exc) from None
+            except KeyboardInterrupt:
+                # Ctrl-C (which Typer would end silently): a write may have reached the server.
+                if method == "GET":
+                    raise Interrupted("interrupted") from None
+                raise Interrupted(
+                    f"interrupted: the server may have applied {method} {op.path}; check before resending"
+                ) from None
             except httpx.TimeoutException:
                 if idempotent and attempt < self.retries:
                     _sleep(backoff_delay(attempt))

@@ -127,3 +127,19 @@ def test_a_write_is_not_resent_to_a_301() -> None:
     with pytest.raises(ServiceUnavailable, match="a redirect sowctl does not follow"):
         backend.call("sows.create", body={"title": "T"})
     assert len(seen) == 1
+
+
+def test_ctrl_c_during_a_write_says_it_may_have_been_applied(cli, monkeypatch) -> None:
+    import httpx
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(httpx.Client, "request", interrupted)
+    result = cli("--server", "http://sowctl.test", "--token", "sow_t", "sows", "create", "T")
+    assert result.exit_code == 130
+    assert result.stderr == (
+        "error: interrupted: the server may have applied POST /api/sows; check before resending\n"
+    )
+    read = cli("--server", "http://sowctl.test", "--token", "sow_t", "sows", "list")
+    assert (read.exit_code, read.stderr) == (130, "error: interrupted\n")
