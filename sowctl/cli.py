@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return int(result) if isinstance(result, int) else 0
     except SowctlError as exc:
-        _fail(exc.message, failure.code_of(exc), int(exc.exit_code), error=exc)
+        _fail(_with_more_hint(exc), failure.code_of(exc), int(exc.exit_code), error=exc)
         return int(exc.exit_code)
     except typer.Exit as exc:
         return exc.exit_code
@@ -413,6 +413,13 @@ def main(argv: list[str] | None = None) -> int:
             int(ExitCode.FAILURE),
         )
         return int(ExitCode.FAILURE)
+
+
+def _with_more_hint(exc: Any) -> str:
+    """A message that counts problems it does not list says where they are listed."""
+    if _json_errors or len(exc.issues) < 2 or "more problem" not in exc.message:
+        return exc.message
+    return f"{exc.message}; --json lists them"
 
 
 def _reader_left() -> int:

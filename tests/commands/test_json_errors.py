@@ -95,3 +95,14 @@ def test_a_refusal_with_its_own_wording_keeps_its_issues_remotely(modes: Modes) 
     mine, theirs = _error(local), _error(remote)
     assert mine["code"] == theirs["code"] == "hierarchy_violation"
     assert mine["issues"] == theirs["issues"] and [i["option"] for i in mine["issues"]] == ["--parent"]
+
+
+def test_an_import_with_several_problems_says_where_they_are_listed(cli, tmp_path) -> None:
+    projects = [{"id": f"p{n}", "organizationId": "o1", "name": "P"} for n in range(3)]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"organizations": [{"id": "o1", "name": "O"}], "projects": projects}))
+    line = cli("import", str(path))
+    assert line.exit_code == 2
+    assert line.stderr.endswith("(and 2 more problems); --json lists them\n"), line.stderr
+    error = _error(cli("import", str(path), "--json"))
+    assert [issue["path"][:2] for issue in error["issues"]] == [["projects", n] for n in range(3)]
