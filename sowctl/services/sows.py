@@ -73,13 +73,15 @@ def create_sow(caller: Caller, data: SowCreate) -> SowOut:
 def _only_organization() -> str:
     """The organization a SOW made with full rights and no --org goes to: the only one, or
     ``local`` on an empty database; several are refused, listed."""
-    ids = [org for (org,) in m.Organization.select(m.Organization.id).order_by(m.Organization.id).tuples()]
+    first = m.Organization.select(m.Organization.id).order_by(m.Organization.id)
+    ids = [org for (org,) in first.limit(ORGANIZATIONS_LISTED + 1).tuples()]
     if not ids:
         return DEFAULT_ORG_ID
     if len(ids) == 1:
         return ids[0]
-    shown = ", ".join(ids[:ORGANIZATIONS_LISTED]) + (", …" if len(ids) > ORGANIZATIONS_LISTED else "")
-    raise UsageError(f"the database holds {len(ids)} organizations ({shown}): choose one with --org")
+    total = len(ids) if len(ids) <= ORGANIZATIONS_LISTED else m.Organization.select().count()
+    shown = ", ".join(ids[:ORGANIZATIONS_LISTED]) + (", …" if total > ORGANIZATIONS_LISTED else "")
+    raise UsageError(f"the database holds {total} organizations ({shown}): choose one with --org")
 
 
 def _refuse_id_of_another_organization(sow_id: str, organization_id: str) -> None:
