@@ -52,7 +52,7 @@ from sowctl.errors import (
     UsageError,
     quoted,
 )
-from sowctl.limits import MAX_PAGE_SIZE
+from sowctl.limits import MAX_MESSAGE_CHARS, MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     from sowctl.operations import Operation
@@ -492,7 +492,10 @@ def _header_issues(response: httpx.Response) -> list[Issue]:
 
 def _issues_in(message: str) -> list[Issue]:
     """The issues of an envelope that carries only a message (Groups A and B), as local
-    mode's error holds them: every "; "-separated part names a field, or there are none."""
+    mode's error holds them: every "; "-separated part names a field, or there are none.
+    A message longer than any sowctl sends (another server's) is not read for them."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        return []
     issues = []
     for part in message.split("; "):
         match = _GROUP_B_PROBLEM.fullmatch(part) or _FIELD_PROBLEM.fullmatch(part)
