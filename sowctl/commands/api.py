@@ -71,12 +71,13 @@ def api_command(
         query.update({key: _query_text(value) for key, value in fields.items()})
     elif fields:
         body = fields
+    headers = _headers(header or [])  # checked in both modes, so a typo is found in either
     context = app_context(ctx)
     matched = match(verb, route)
     if context.settings.remote:
         operation, _params = matched if matched else (None, {})
         answer = context.backend.raw(
-            operation, verb, path.split("?", 1)[0], query, body, _headers(header or []), paginate=paginate
+            operation, verb, path.split("?", 1)[0], query, body, headers, paginate=paginate
         )
     else:
         if matched is None:
