@@ -23,6 +23,7 @@ import random
 import re
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -204,10 +205,12 @@ class RemoteBackend:
         headers: dict[str, str] | None = None,
         *,
         paginate: bool = False,
+        answered: Callable[[httpx.Response], None] | None = None,
     ) -> Any:
         """The JSON body of ``method`` ``path``: a declared operation's ``route`` with its
         group's credentials, any other path (``/_admin``) with the bearer token, if any.
-        ``paginate``: every page of a list, as one array (or Group C's object)."""
+        ``paginate``: every page of a list, as one array (or Group C's object); else
+        ``answered`` is shown the response (``sowctl api -i``)."""
         op: Any = route or _RawRoute(method=method, path=path)
         url = self.base_url + path
         if route is not None:
@@ -219,7 +222,10 @@ class RemoteBackend:
             return self._all_pages(op, url, query, sent)
         if paginate and op.list_key:
             return self._all_offsets(op, url, query, sent)
-        return self._json(op, self.request(op, url, query, body, headers=sent))
+        response = self.request(op, url, query, body, headers=sent)
+        if answered is not None:
+            answered(response)
+        return self._json(op, response)
 
     # --- paging -------------------------------------------------------------------------
 

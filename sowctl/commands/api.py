@@ -42,6 +42,9 @@ def api_command(
     paginate: Annotated[
         bool, typer.Option("--paginate", help="Every page of a list, printed as one JSON array.")
     ] = False,
+    include: Annotated[
+        bool, typer.Option("--include", "-i", help="Print the status line and headers first (remote mode).")
+    ] = False,
     json_: Annotated[
         bool, typer.Option("--json", help="Errors as JSON objects too (the body is always JSON).")
     ] = False,
@@ -73,12 +76,15 @@ def api_command(
         body = fields
     headers = _headers(header or [])  # checked in both modes, so a typo is found in either
     context = app_context(ctx)
+    if include and (paginate or not context.settings.remote):
+        raise UsageError("-i shows one answer of a server: not with --paginate, nor in local mode")
     matched = match(verb, route)
     if context.settings.remote:
         operation, _params = matched if matched else (None, {})
         answer = context.backend.raw(
-            operation, verb, path.split("?", 1)[0], query, body, headers, paginate=paginate
-        )
+            operation, verb, path.split("?", 1)[0], query, body, headers, paginate=paginate,
+            answered=_print_head if include else None,
+        )  # fmt: skip
     else:
         if matched is None:
             raise NotFound(f"no route for {verb} {route}")
@@ -86,6 +92,17 @@ def api_command(
         answer = context.call(operation.name, params, query, body, from_options=False)
     if answer is not None:
         emit_json(answer)
+
+
+def _print_head(response: Any) -> None:
+    """The status line and headers, as ``curl -i`` shows them (terminal-safe)."""
+    import sys
+
+    from sowctl.output.safe import clean
+
+    lines = [f"{response.http_version} {response.status_code} {response.reason_phrase}"]
+    lines += [f"{name}: {value}" for name, value in response.headers.items()]
+    sys.stdout.write("".join(clean(line) + "\n" for line in lines) + "\n")
 
 
 def _split(path: str) -> tuple[str, dict[str, str]]:

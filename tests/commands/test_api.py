@@ -99,3 +99,14 @@ def test_a_route_no_operation_declares_is_sent_as_is_remotely(modes: Modes) -> N
     assert health.exit_code == 0, health.stderr
     assert health.json()["status"] == "ok"
     assert modes.remote("api", "GET", "/nowhere").exit_code == 3
+
+
+def test_include_prints_the_status_line_and_headers_first(modes: Modes) -> None:
+    shown = modes.remote("api", "GET", "/api/sows/sow-1", "-i")
+    assert shown.exit_code == 0, shown.stderr
+    head, _, body = shown.stdout.partition("\n\n")
+    assert head.startswith("HTTP/1.1 200 OK\n")
+    assert "x-request-id: " in head.lower()
+    assert '"id": "sow-1"' in body
+    refused = modes.local("api", "GET", "/api/sows/sow-1", "-i")
+    assert refused.exit_code == 2 and "local mode" in refused.stderr
