@@ -33,7 +33,13 @@ import httpx
 
 from sowctl import __version__ as _version
 from sowctl import json_text, operations
-from sowctl.backends.scheme import followed_redirect, plain_http_instead, redirect_refusal, tls_hint
+from sowctl.backends.scheme import (
+    followed_redirect,
+    https_instead,
+    plain_http_instead,
+    redirect_refusal,
+    tls_hint,
+)
 from sowctl.config import mask_url
 from sowctl.errors import (
     ERROR_CODE_HEADER,
@@ -327,6 +333,9 @@ class RemoteBackend:
                     "(raise the limit with --timeout or SOWCTL_TIMEOUT)"
                 ) from None
             except httpx.TransportError as exc:
+                wrong_scheme = https_instead(self.shown_url, exc)
+                if wrong_scheme is not None:  # every retry would meet the same server
+                    raise ServiceUnavailable(wrong_scheme) from None
                 # The request may have reached the server: only an idempotent one is resent.
                 if idempotent and attempt < self.retries:
                     _sleep(backoff_delay(attempt))

@@ -34,6 +34,19 @@ def plain_http_instead(base_url: str, exc: Exception) -> str | None:
     return None
 
 
+def https_instead(base_url: str, exc: Exception) -> str | None:
+    """For an ``http://`` URL whose server answered a plain request with something else (a
+    TLS alert, a reset, nothing): the one line to say when a TLS handshake there succeeds;
+    else None."""
+    url = httpx.URL(base_url)
+    answered_oddly = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)  # a reset, an alert
+    if url.scheme != "http" or not answered_oddly or not _speaks_tls(url):
+        return None
+    return (
+        f"server at {base_url} speaks HTTPS, not plain HTTP: use {base_url.replace('http://', 'https://', 1)}"
+    )
+
+
 def tls_hint(base_url: str) -> str:
     """What a failed ``http://`` connection adds: the server may want HTTPS."""
     if httpx.URL(base_url).scheme != "http":
@@ -105,3 +118,17 @@ def _location(response: httpx.Response) -> httpx.URL | None:
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     default = {"http": 80, "https": 443}.get(url.scheme)
     return url.scheme, url.host, url.port or default
+
+
+def _speaks_tls(url: httpx.URL) -> bool:
+    """Whether the host completes a TLS handshake (its certificate unchecked: this only
+    tells the protocol), within ``PROBE_TIMEOUT`` for the connect and again for the handshake."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        sock = socket.create_connection((url.host, url.port or 80), timeout=PROBE_TIMEOUT)
+        with sock, context.wrap_socket(sock, server_hostname=url.host):
+            return True
+    except OSError:  # ssl.SSLError included: not TLS
+        return False

@@ -8,6 +8,7 @@ import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +144,43 @@ def test_ctrl_c_during_a_write_says_it_may_have_been_applied(cli, monkeypatch) -
     )
     read = cli("--server", "http://sowctl.test", "--token", "sow_t", "sows", "list")
     assert (read.exit_code, read.stderr) == (130, "error: interrupted\n")
+
+
+TLS = Path(__file__).resolve().parents[1] / "support" / "tls"
+
+
+@pytest.fixture
+def tls_server() -> Iterator[tuple[str, list[int]]]:
+    """A TLS server (a self-signed certificate) that closes any connection that is not TLS,
+    as HTTPS servers do with a plain request: its http:// URL and a count of connections."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(TLS / "cert.pem", TLS / "key.pem")
+    sock = socket.create_server(("127.0.0.1", 0))
+    connections = [0]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            connections[0] += 1
+            conn.settimeout(5)
+            try:
+                with context.wrap_socket(conn, server_side=True):
+                    pass  # a TLS client: handshake done, nothing to answer
+            except OSError:  # plain HTTP: the handshake fails and the connection closes
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}", connections
+    sock.close()
+
+
+def test_http_for_an_https_server_is_said_at_once(cli, tls_server) -> None:
+    url, connections = tls_server
+    result = cli("--server", url, "--token", "t", "--timeout", "2", "sows", "list")
+    assert result.exit_code == 5
+    secure = url.replace("http://", "https://")
+    assert result.stderr == f"error: server at {url} speaks HTTPS, not plain HTTP: use {secure}\n"
+    assert connections[0] == 2  # the request and the probe: no retries
