@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl, urlsplit
 import typer
 
 from sowctl.context import app_context
-from sowctl.errors import NotFound, UsageError
+from sowctl.errors import NotFound, UsageError, quoted
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 QUERY_METHODS = frozenset({"GET", "DELETE"})  # their -f/-F fields go to the query string
@@ -59,39 +59,55 @@ def api_command(
 
     Example: sowctl api GET /api/sow/sow-1/items --paginate
     """
-    from sowctl.operations.routes import match
     from sowctl.render import emit_json
 
     verb = method.upper()
     if verb not in METHODS:
-        raise UsageError(f"METHOD must be one of {', '.join(METHODS)}, not {method!r}")
+        raise UsageError(f"METHOD must be one of {', '.join(METHODS)}, not {quoted(method)}")
     route, query = _split(path)
-    fields = _fields(field or [], typed_field or [])
-    if fields and input_file is not None:
-        raise UsageError("give the body with --input or with -f/-F fields, not both")
-    body: Any = _read_input(input_file) if input_file is not None else None
-    if verb in QUERY_METHODS:
-        query.update({key: _query_text(value) for key, value in fields.items()})
-    elif fields:
-        body = fields
+    body = _body(verb, query, _fields(field or [], typed_field or []), input_file)
     headers = _headers(header or [])  # checked in both modes, so a typo is found in either
     context = app_context(ctx)
     if include and (paginate or not context.settings.remote):
         raise UsageError("-i shows one answer of a server: not with --paginate, nor in local mode")
-    matched = match(verb, route)
     if context.settings.remote:
-        operation, _params = matched if matched else (None, {})
-        answer = context.backend.raw(
-            operation, verb, path.split("?", 1)[0], query, body, headers, paginate=paginate,
-            answered=_print_head if include else None,
-        )  # fmt: skip
+        answer = _remote(context, verb, route, query, body, headers, paginate=paginate, include=include)
     else:
-        if matched is None:
-            raise NotFound(f"no route for {verb} {route}")
-        operation, params = matched
-        answer = context.call(operation.name, params, query, body, from_options=False)
+        answer = _local(context, verb, route, query, body)
     if answer is not None:
         emit_json(answer)
+
+
+def _body(verb: str, query: dict[str, str], fields: dict[str, Any], input_file: Any) -> Any:
+    """The request body; GET and DELETE put the fields in ``query`` instead."""
+    if fields and input_file is not None:
+        raise UsageError("give the body with --input or with -f/-F fields, not both")
+    if verb in QUERY_METHODS:
+        query.update({key: _query_text(value) for key, value in fields.items()})
+        return _read_input(input_file) if input_file is not None else None
+    return _read_input(input_file) if input_file is not None else (fields or None)
+
+
+def _remote(context: Any, verb: str, route: str, query: dict, body: Any, headers: dict, **how: bool) -> Any:
+    """Any route on the server: a declared one with its group's credentials."""
+    from sowctl.operations.routes import match
+
+    matched = match(verb, route)
+    return context.backend.raw(
+        matched[0] if matched else None, verb, route, query, body, headers,
+        paginate=how["paginate"], answered=_print_head if how["include"] else None,
+    )  # fmt: skip
+
+
+def _local(context: Any, verb: str, route: str, query: dict, body: Any) -> Any:
+    """The declared operation of ``route``, in process: what the server would run."""
+    from sowctl.operations.routes import match
+
+    matched = match(verb, route)
+    if matched is None:
+        raise NotFound(f"no route for {verb} {route}")
+    operation, params = matched
+    return context.call(operation.name, params, query, body, from_options=False)
 
 
 def _print_head(response: Any) -> None:
@@ -107,7 +123,7 @@ def _print_head(response: Any) -> None:
 
 def _split(path: str) -> tuple[str, dict[str, str]]:
     if not path.startswith("/"):
-        raise UsageError(f"PATH must start with / (a route of the server, e.g. /api/sows), not {path!r}")
+        raise UsageError(f"PATH must start with / (a route, e.g. /api/sows), not {quoted(path)}")
     parts = urlsplit(path)
     return parts.path, dict(parse_qsl(parts.query, keep_blank_values=True))
 
@@ -115,7 +131,7 @@ def _split(path: str) -> tuple[str, dict[str, str]]:
 def _pair(text: str, option: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise typer.BadParameter(f"{text!r} is not KEY=VALUE", param_hint=option)
+        raise typer.BadParameter(f"{quoted(text)} is not KEY=VALUE", param_hint=option)
     return key, value
 
 
@@ -134,7 +150,8 @@ def _typed(value: str) -> Any:
             with open(value[1:], encoding="utf-8") as handle:
                 return handle.read()
         except OSError as exc:
-            raise typer.BadParameter(f"cannot read {value[1:]!r}: {exc.strerror}", param_hint="-F") from None
+            problem = f"cannot read {quoted(value[1:])}: {exc.strerror}"
+            raise typer.BadParameter(problem, param_hint="-F") from None
     if value in ("true", "false", "null"):
         return {"true": True, "false": False, "null": None}[value]
     try:
@@ -170,6 +187,6 @@ def _headers(lines: list[str]) -> dict[str, str]:
     for line in lines:
         name, sep, value = line.partition(":")
         if not sep or not name.strip():
-            raise typer.BadParameter(f"{line!r} is not 'Name: value'", param_hint="-H")
+            raise typer.BadParameter(f"{quoted(line)} is not 'Name: value'", param_hint="-H")
         out[name.strip()] = value.strip()
     return out
