@@ -106,7 +106,7 @@ def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_:
 
     On a terminal it first shows how many items go with it and asks; --yes skips the
     question (scripts, whose input is not a terminal, are never asked). What went with it
-    is said on stderr.
+    is said on stderr (with --json, counted in the body).
 
     Example: sowctl sows delete sow-1 --yes
     """
@@ -124,6 +124,8 @@ def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_:
         )
     result = context.call("sows.delete", {"sowId": sow_id})
     emit_message(result["message"], json_mode=json_, body=result)
+    if json_:
+        return  # the body counts what went
     items, deps = result["deletedItems"], result["deletedDependencies"]
     sys.stderr.write(
         f"deleted with it: {items} item{'' if items == 1 else 's'} and "
