@@ -81,7 +81,9 @@ def _only_organization() -> str:
         return ids[0]
     total = len(ids) if len(ids) <= ORGANIZATIONS_LISTED else m.Organization.select().count()
     shown = ", ".join(ids[:ORGANIZATIONS_LISTED]) + (", …" if total > ORGANIZATIONS_LISTED else "")
-    raise UsageError(f"the database holds {total} organizations ({shown}): choose one with --org")
+    raise UsageError(
+        f"the database holds {total} organizations ({shown}): choose one with --org (or SOWCTL_ORG)"
+    )
 
 
 def _refuse_id_of_another_organization(sow_id: str, organization_id: str) -> None:

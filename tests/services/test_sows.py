@@ -211,8 +211,8 @@ def test_several_organizations_need_org_and_are_listed(cli, tmp_path):
     _imported(cli, tmp_path, ["org-1", "org-2"])
     refused = cli("sows", "create", "Tower B")
     assert refused.exit_code == 2
-    assert (
-        refused.stderr == "error: the database holds 2 organizations (org-1, org-2): choose one with --org\n"
+    assert refused.stderr == (
+        "error: the database holds 2 organizations (org-1, org-2): choose one with --org (or SOWCTL_ORG)\n"
     )
     assert m.Sow.select().count() == 2 and _organizations() == ["org-1", "org-2"]
     chosen = cli("--org", "org-2", "sows", "create", "Tower B", "--json")
