@@ -39,10 +39,14 @@ def serve(
         ),
     ] = False,
     rate_per_minute: Annotated[
-        int, typer.Option("--rate-per-minute", min=1, help="Group B requests per API key per minute.")
+        int,
+        typer.Option(
+            "--rate-per-minute", min=1, help="Requests per API key per minute (po, budgets, contracts)."
+        ),
     ] = 100,
     rate_per_day: Annotated[
-        int, typer.Option("--rate-per-day", min=1, help="Group B requests per API key per day.")
+        int,
+        typer.Option("--rate-per-day", min=1, help="Requests per API key per day (po, budgets, contracts)."),
     ] = 5000,
     quiet: Annotated[bool, typer.Option("--quiet", help="No access log on stderr.")] = False,
     log_format: Annotated[
@@ -144,7 +148,7 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Serve the HTTP API (Groups A, B and C) until Ctrl-C or SIGTERM.
+    """Serve the HTTP API until Ctrl-C or SIGTERM.
 
     Prints "Listening on URL" once the server accepts connections. The database
     is migrated before the workers start. With --demo an empty database gets the

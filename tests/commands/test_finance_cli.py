@@ -16,6 +16,7 @@ from sowctl import operations, render
 from sowctl.commands import budgets
 from sowctl.commands.po import parse_line
 from sowctl.services.access import Caller
+from tests.support.cli import mode_neutral
 from tests.support.client import SERVER, route_remote_in_process
 from tests.support.finance import COMPANY, CREATE, GLOBEX_ORG, ORG, OTHER_COMPANY, build_finance, po_body
 
@@ -384,7 +385,7 @@ def remote(fin, db_url, monkeypatch):
 def test_remote_mode_prints_the_same(cli, remote, args, json_flag):
     local = cli(*args, *json_flag)
     remote_result = cli(*remote(), *args, *json_flag)
-    assert (remote_result.exit_code, remote_result.stdout, remote_result.stderr) == (
+    assert (remote_result.exit_code, remote_result.stdout, mode_neutral(remote_result.stderr)) == (
         local.exit_code,
         local.stdout,
         local.stderr,

@@ -1,4 +1,5 @@
-"""Docs stay honest: every command has help text and is in the generated CLI reference, which is current."""
+"""Docs stay honest: every command and option has help text, and every command is in the generated
+CLI reference, which is current."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typer.main import get_command
 from sowctl.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+# The README and the pages under docs/ it leads to, read as one text.
+README = "\n".join(path.read_text() for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
 
 
 def _commands() -> list[tuple[str, ...]]:
@@ -74,3 +76,12 @@ def test_plugin_example_is_the_tested_file() -> None:
     section = page.split("## With pytest: the plugin", 1)[1]
     block = section.split("```python\n", 1)[1].split("```\n", 1)[0]
     assert block == body
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_every_option_has_help(path: tuple[str, ...]) -> None:
+    command = get_command(app)
+    for part in path:
+        command = command.commands[part]
+    bare = [param.opts for param in command.params if param.param_type_name == "option" and not param.help]
+    assert not bare, f"sowctl {' '.join(path)}: options without help: {bare}"
