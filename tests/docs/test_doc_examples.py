@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INCLUDED = ["ARCHITECTURE.md", "BENCHMARKS.md", "CHANGELOG.md", "bench/WSGI_SERVERS.md"]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 PAGES += [ROOT / name for name in INCLUDED]
+PAGES += [ROOT / "sowctl" / "data" / "skill.md"]  # sowctl skill: what an agent is told to run
 NOT_RUN = {"nginx", "text"}  # a proxy's configuration, program output
 
 
