@@ -73,6 +73,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.wait", "wait", "wait"),
     ("sowctl.commands.replay", "replay", "replay"),
     ("sowctl.commands.api", "api_command", "api"),
+    ("sowctl.commands.schema", "schema", "schema"),
     ("sowctl.commands.skill", "skill", "skill"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)

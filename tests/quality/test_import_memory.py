@@ -102,6 +102,8 @@ def test_a_deeply_nested_file_is_refused_in_the_memory_of_a_small_import(tmp_pat
 
     assert code == 2, stderr[-2000:]
     where = f"(line 1, column {column})"
-    assert stderr == f"error: {deep}: arrays and objects are nested more than 64 levels deep {where}"
+    refusal = json.loads(stderr)  # --json: the error is one JSON object
+    assert refusal["code"] == "invalid_input" and refusal["exitCode"] == 2
+    assert refusal["message"] == f"{deep}: arrays and objects are nested more than 64 levels deep {where}"
     assert peak - baseline < 20 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB, baseline {baseline / 1e6:.0f} MB"
     assert not (tmp_path / "deep.db").exists()

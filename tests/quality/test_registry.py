@@ -47,7 +47,7 @@ EXTENSIONS = {
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",
-    "api", "orgs", "po", "projects", "replay", "serve", "skill", "sows", "status", "tokens", "wait",
+    "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status", "tokens", "wait",
 }  # fmt: skip
 
 

@@ -44,6 +44,10 @@ def run_main(*args: str, input: str | None = None) -> CliResult:
     finally:
         sys.stdin = stdin
     assert "Traceback" not in err.getvalue(), err.getvalue()
+    if code == 0:
+        from tests.support import json_output
+
+        json_output.check([str(a) for a in args], out.getvalue())
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
