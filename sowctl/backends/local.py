@@ -47,6 +47,34 @@ class LocalBackend:
 
         op = operations.get(name)
         self.open(create=op.write)
-        caller = self.caller if op.group == "A" and not name.startswith("sows.") else self.scoped
         query = {k: str(v) for k, v in (query or {}).items() if v is not None}
-        return operations.call_local(name, caller, params, query, body, company_id=self.company)
+        return operations.call_local(name, self._caller(name), params, query, body, company_id=self.company)
+
+    def call_page(
+        self, name: str, params: dict[str, str] | None, query: dict[str, Any] | None, *, page: int, limit: int
+    ) -> tuple[Any, int | None]:
+        """One page of a paginated list, as the server pages it: its JSON body and the total."""
+        from sowctl import operations
+        from sowctl.schemas.lazy import materialize
+
+        op = operations.get(name)
+        self.open(create=False)
+        query = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        request = operations.build_request(
+            op,
+            self._caller(name),
+            params,
+            query,
+            offset=(page - 1) * limit,
+            limit=limit,
+            company_id=self.company,
+        )
+        result = op.run(request)
+        return materialize(result.body), result.total
+
+    def _caller(self, name: str) -> Caller:
+        from sowctl import operations
+
+        return (
+            self.caller if operations.get(name).group == "A" and not name.startswith("sows.") else self.scoped
+        )

@@ -67,6 +67,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.status", "status", "status"),
     ("sowctl.commands.wait", "wait", "wait"),
     ("sowctl.commands.replay", "replay", "replay"),
+    ("sowctl.commands.mcp", "mcp", "mcp"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)
 
