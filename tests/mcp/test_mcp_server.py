@@ -192,3 +192,15 @@ def test_without_the_sdk_one_line_says_how_to_install_it(cli, monkeypatch) -> No
     assert result.stderr.strip().splitlines() == [
         "error: sowctl mcp needs the MCP Python SDK: pip install mcp"
     ]
+
+
+def test_the_users_guide_lists_every_tool() -> None:
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    rows = {line.split("`")[1] for line in guide.splitlines() if line.startswith("| `")}
+    assert rows == {spec.name for spec in mcp_tools.tools(allow_writes=True)}
+    writes = {
+        line.split("`")[1] for line in guide.splitlines() if line.startswith("| `") and "| yes |" in line
+    }
+    assert writes == {spec.name for spec in mcp_tools.tools(allow_writes=True) if spec.write}
