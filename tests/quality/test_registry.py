@@ -35,7 +35,7 @@ OPERATIONS = {
 EXTENSIONS = {"sows.list", "sows.create", "finance.list_pos", "finance.po_options"}
 
 COMMANDS = {
-    "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",
+    "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys", "mcp",
     "po", "projects", "replay", "serve", "sows", "status", "tokens", "wait",
 }  # fmt: skip
 
