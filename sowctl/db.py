@@ -292,6 +292,28 @@ def _v7_item_list_order_index(database: pw.Database) -> None:
     migrate(*operations)
 
 
+def _v8_dependency_list_order(database: pw.Database) -> None:
+    """``Dependency.organization_id``, filled from the SOW, and the indexes in list order
+    (``services.dependencies.list_dependencies``): ``(organization_id, created_at, id)``
+    and ``(sow_id, created_at, id)``, from which a page's ids are read without the rows.
+    A database created at v8 or later already has them (v1 creates the current models)."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.Dependency._meta.table_name
+    migrator = SchemaMigrator.from_database(database)
+    if "organization_id" not in {column.name for column in database.get_columns(table)}:
+        migrate(migrator.add_column(table, "organization_id", pw.CharField(max_length=64, null=True)))
+        sow = models.Sow._meta.table_name
+        database.execute_sql(
+            f'UPDATE "{table}" SET organization_id = '
+            f'(SELECT s.organization_id FROM "{sow}" s WHERE s.id = "{table}".sow_id)'
+        )
+    present = [index.columns for index in database.get_indexes(table)]
+    wanted = (["organization_id", "created_at", "id"], ["sow_id", "created_at", "id"])
+    missing = [columns for columns in wanted if columns not in present]
+    migrate(*(migrator.add_index(table, tuple(columns), False) for columns in missing))
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
@@ -301,6 +323,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v5_request_log_headers,
     _v6_sow_ids_per_organization,
     _v7_item_list_order_index,
+    _v8_dependency_list_order,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -172,11 +172,20 @@ class Dependency(BaseModel):
     # Indexed so a cycle check walks only the reachable part of the graph.
     before_item_id = pw.CharField(max_length=64, null=True, index=True)
     after_item_id = pw.CharField(max_length=64, null=True, index=True)
+    # Denormalised from the SOW (schema v8), for the list's index below; every writer fills it
+    # (a migrated database's rows were filled from their SOW).
+    organization_id = pw.CharField(max_length=64, null=True)
 
     class Meta:
         # Covering index of the cycle check's recursive walk: it reads both columns from
         # the index alone, never the (wide) table row; 3x faster on a dense 10k-item SOW.
-        indexes = ((("before_item_id", "after_item_id"), False),)
+        # The list order by organization and by SOW (schema v8): a page's ids come from
+        # the index in order, and a deep OFFSET skips index entries, never rows or a sort.
+        indexes = (
+            (("before_item_id", "after_item_id"), False),
+            (("organization_id", "created_at", "id"), False),
+            (("sow", "created_at", "id"), False),
+        )
 
 
 # --- Group B: companies and financial records ---------------------------------

@@ -19,3 +19,9 @@ class Backend(Protocol):
     ) -> Any:
         """Run the named operation (see ``sowctl.operations``) and return its JSON body."""
         ...
+
+    def call_page(
+        self, name: str, params: dict[str, str] | None, query: dict[str, Any] | None, *, page: int, limit: int
+    ) -> tuple[Any, int | None]:
+        """One page of a paginated operation (``page`` from 1) and the total count, if known."""
+        ...

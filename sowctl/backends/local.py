@@ -48,10 +48,11 @@ class LocalBackend:
         op = operations.get(name)
         created = self._new_file() if op.write else None
         self.open(create=op.write)
-        caller = self.caller if op.group == "A" and not name.startswith("sows.") else self.scoped
         query = {k: str(v) for k, v in (query or {}).items() if v is not None}
         try:
-            return operations.call_local(name, caller, params, query, body, company_id=self.company)
+            return operations.call_local(
+                name, self._caller(name), params, query, body, company_id=self.company
+            )
         except BaseException:
             if created is not None:  # a refused first write leaves no new, empty database behind
                 from sowctl.db_files import remove_sqlite_file
@@ -67,3 +68,32 @@ class LocalBackend:
         from sowctl.db_files import new_sqlite_file
 
         return new_sqlite_file(self.db_url)
+
+    def call_page(
+        self, name: str, params: dict[str, str] | None, query: dict[str, Any] | None, *, page: int, limit: int
+    ) -> tuple[Any, int | None]:
+        """One page of a paginated list, as the server pages it: its JSON body and the total."""
+        from sowctl import operations
+        from sowctl.schemas.lazy import materialize
+
+        op = operations.get(name)
+        self.open(create=False)
+        query = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        request = operations.build_request(
+            op,
+            self._caller(name),
+            params,
+            query,
+            offset=(page - 1) * limit,
+            limit=limit,
+            company_id=self.company,
+        )
+        result = op.run(request)
+        return materialize(result.body), result.total
+
+    def _caller(self, name: str) -> Caller:
+        from sowctl import operations
+
+        return (
+            self.caller if operations.get(name).group == "A" and not name.startswith("sows.") else self.scoped
+        )

@@ -179,6 +179,17 @@ class RemoteBackend:
             return self._all_offsets(op, url, query, headers)
         return self._json(op, self.request(op, url, query, body, headers=headers))
 
+    def call_page(
+        self, name: str, params: dict[str, str] | None, query: dict[str, Any] | None, *, page: int, limit: int
+    ) -> tuple[Any, int | None]:
+        """One page of a paginated list: its JSON body and the server's X-Total-Count."""
+        op = operations.get(name)
+        url = self.url_for(op, params or {})
+        headers = self.auth_headers(op)
+        query = {key: str(value) for key, value in (query or {}).items() if value is not None}
+        response = self.request(op, url, {**query, "page": str(page), "limit": str(limit)}, headers=headers)
+        return self._json(op, response), _int_header(response, "x-total-count")
+
     def url_for(self, op: Operation, params: dict[str, str]) -> str:
         path = op.path
         for name in op.path_params:

@@ -75,6 +75,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.api", "api_command", "api"),
     ("sowctl.commands.schema", "schema", "schema"),
     ("sowctl.commands.skill", "skill", "skill"),
+    ("sowctl.commands.mcp", "mcp", "mcp"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)
 

@@ -43,6 +43,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.settings",
             "sowctl.client",
             "sowctl.testing",
+            "sowctl.mcp_tools",
+            "sowctl.mcp_server",
         ),
     ),
     (
@@ -86,6 +88,9 @@ SIBLING_RULES = {
     # The Python client and the test kit talk HTTP: they never reach into the server.
     "sowctl.client": ("sowctl.server", "sowctl.testdouble", "sowctl.testing"),
     "sowctl.testing": ("sowctl.server", "sowctl.testdouble", "sowctl.backends"),
+    # The MCP server runs operations through the CLI's backends, never the HTTP server's code.
+    "sowctl.mcp_tools": ("sowctl.server", "sowctl.testdouble"),
+    "sowctl.mcp_server": ("sowctl.server", "sowctl.testdouble"),
 }
 # The one deliberate exception: create_app is the composition root that puts the test
 # double (when asked for) in front of the API it wraps.

@@ -46,7 +46,7 @@ EXTENSIONS = {
 }
 
 COMMANDS = {
-    "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",
+    "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys", "mcp",
     "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status", "tokens", "wait",
 }  # fmt: skip
 

@@ -290,7 +290,8 @@ class ItemChecks:
         ids, others = _Problems(), _Problems()
         add = others.add
         getter = _getter(kind)
-        extra = (m.Dependency.sow, m.Dependency.before_item_id, m.Dependency.after_item_id)
+        dep = m.Dependency
+        extra = (dep.sow, dep.before_item_id, dep.after_item_id, dep.organization_id)
         ordered: set[str | None] = set()
         for offset, records in validated_batches(kind, self.source, self.invalid):
             self.counted[kind] = self.counted.get(kind, 0) + len(records)
@@ -319,7 +320,7 @@ class ItemChecks:
                 sow = source[0] if source else None
                 if before is not None:
                     ordered.add(sow_org.get(sow) if sow is not None else None)
-                rows.append((*getter(r), sow, before, after))
+                rows.append((*getter(r), sow, before, after, sow_org.get(sow) if sow is not None else None))
             self._table(kind, rows, extra=extra)
             del records, rows
             if ids.total or others.total:
