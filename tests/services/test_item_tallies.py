@@ -276,5 +276,7 @@ def test_reading_a_requirement_takes_one_statement_whatever_its_subtree(checked_
         return original(sql, params, *args, **kwargs)
 
     monkeypatch.setattr(database, "execute_sql", counting)
+    assert api("items.get", {"itemId": "w-0"})["status"] == "completed"  # PostgreSQL prepares it here
+    executed.clear()
     assert api("items.get", {"itemId": top})["status"] == "completed"
     assert len(executed) == 1, executed
