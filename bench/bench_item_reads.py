@@ -285,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, list[dict]]] = {}
     for backend in args.backends.split(","):
         urls = {
-            side: _database(backend, _tree_key(src), args.cache_dir, args.pg_url)
+            side: _database(
+                backend, f"{_tree_key(src)}_{args.sows}x{args.items}", args.cache_dir, args.pg_url
+            )
             for side, src in sides.items()
         }
         results[backend] = {side: [] for side in sides}
