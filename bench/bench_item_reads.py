@@ -57,7 +57,7 @@ PAGE = 100
 # --- the child: one side, one backend, one pass -------------------------------------------
 
 
-def child(url: str, dataset_path: str) -> dict:
+def child(url: str, dataset_path: str, reads: str) -> dict:
     from sowctl import models as m
     from sowctl import operations
     from sowctl.db import open_database
@@ -95,16 +95,20 @@ def child(url: str, dataset_path: str) -> dict:
         "items": {kind: len(ids) for kind, ids in by_kind.items()},
         "kinds": {},
     }
-    for kind, ids in by_kind.items():
+    for kind, ids in by_kind.items() if "get" in reads else ():
         repeat = max(1, -(-AT_LEAST // len(ids))) if ids else 0
         result["kinds"][kind] = _measure([i for _ in range(repeat) for i in ids], get, counter, backend)
     sows = [sow.id for sow in m.Sow.select(m.Sow.id)]
 
-    def page(key: tuple[str, int]) -> None:
-        operations.call_local("items.list", local, {"sowId": key[0]}, {"offset": key[1], "limit": PAGE})
+    listing = operations.get("items.list")
 
-    pages = [(sow, offset) for sow in sows for offset in range(0, len(rows) // len(sows) + PAGE, PAGE)]
-    result["kinds"]["list page"] = _measure(pages, page, counter, backend)
+    def page(key: tuple[str, int]) -> None:  # as a paged GET runs it (call_local is unpaged)
+        request = operations.build_request(listing, local, {"sowId": key[0]}, None, offset=key[1], limit=PAGE)
+        listing.run(request)
+
+    pages = [(sow, offset) for sow in sows for offset in range(0, len(rows) // len(sows), PAGE)]
+    if "list" in reads:
+        result["kinds"]["list page"] = _measure(pages, page, counter, backend)
     database.close()
     return result
 
@@ -199,9 +203,9 @@ def _database(backend: str, key: str, cache: Path, pg_url: str) -> str:
     return urlunsplit(parts._replace(path="/" + name))
 
 
-def _run_child(source: Path, url: str, dataset: Path) -> dict:
+def _run_child(source: Path, url: str, dataset: Path, reads: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(source)}
-    command = [sys.executable, __file__, "--child", url, str(dataset)]
+    command = [sys.executable, __file__, "--child", url, str(dataset), reads]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the child failed ({source}):\n{done.stderr[-3000:]}")
@@ -236,8 +240,12 @@ def table(results: dict, sides: list[str]) -> list[str]:
     ]
     for backend, by_side in results.items():
         counts = by_side[sides[0]][0]["items"]
-        rows = [(kind, counts.get(kind)) for kind in KINDS] + [("every item", sum(counts.values()))]
-        rows.append(("list page (100)", None))
+        measured = by_side[sides[0]][0]["kinds"]
+        rows = []
+        if KINDS[0] in measured:
+            rows = [(kind, counts.get(kind)) for kind in KINDS] + [("every item", sum(counts.values()))]
+        if "list page" in measured:
+            rows.append(("list page (100)", None))
         for label, number in rows:
             cells, cpu = [], []
             for side in sides:
@@ -249,7 +257,7 @@ def table(results: dict, sides: list[str]) -> list[str]:
                     values = [_mean(runs, kind, f) for f in ("cpu_us", "db_us", "statements")]
                 cpu.append(values[0])
                 cells += [_fmt(values[0]), _fmt(values[1]), _fmt(values[2], 2)]
-            ratio = f" {cpu[1] / cpu[0]:.1f}x |" if len(sides) == 2 and cpu[0] else " |"
+            ratio = f" {cpu[1] / cpu[0]:.2g}x |" if len(sides) == 2 and cpu[0] else " |"
             shown = f"{number:,}" if number is not None else ""
             lines.append(
                 f"| {backend} | {label} | {shown} | "
@@ -271,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "sowctl-bench")
     parser.add_argument("--write", type=Path, help="append the table to this Markdown file")
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--reads", default="get,list", help="get (every item), list (every page), or both")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(*args.child)))
@@ -294,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         order = list(sides)
         for round_ in range(args.rounds):
             for side in order if round_ % 2 == 0 else order[::-1]:
-                results[backend][side].append(_run_child(sides[side], urls[side], dataset))
+                results[backend][side].append(_run_child(sides[side], urls[side], dataset, args.reads))
                 load.append(os.getloadavg()[0])
     lines = table(results, list(sides))
     sized = (
@@ -304,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     header = (
         f"`python bench/bench_item_reads.py --backends {args.backends} --rounds {args.rounds}{sized}"
+        + ("" if args.reads == "get,list" else f" --reads {args.reads}")
         + (" --compare DIR`" if args.compare else "`")
         + f", {datetime.now().strftime('%Y-%m-%d %H:%M')}, {platform.machine()}, {os.cpu_count()} CPUs,"
         + f" load average {min(load):.1f} to {max(load):.1f} during the run"
