@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate large, valid datasets (contract §9 format) for benchmarks and load tests.
+"""Generate large, valid datasets (the import format) for benchmarks and load tests.
 
     python bench/gen_dataset.py --sows 20 --items 100000 --deps 100000 -o big.json
     python bench/gen_dataset.py --chain-heavy --items 10000 --deps 50000 -o chain.json
@@ -11,7 +11,7 @@ Validity is by construction, so no graph search is needed (that is what keeps
 
 * Items are created parents-first, so the creation order is a valid insertion
   order, and requirements only get requirement or task-item children while task
-  items only get task-item children (contract §7.2 hierarchy rules).
+  items only get task-item children (the hierarchy rules).
 * Creation order also serves as the "work order" for dependencies. Every ordered
   edge points from an earlier to a later item in the contract's before/after
   sense: depends_on/prerequisite/successor use the later item as source and the
@@ -221,7 +221,7 @@ class _Builder:
         return ids
 
     def _aggregate_requirements(self, start: int, types: list[str], parents: list[int]) -> None:
-        """Store each requirement's calculated status (contract §7.2).
+        """Store each requirement's calculated status.
 
         Children always come after parents, so one reverse pass pushes descendant
         task-item counts up the tree: [total, cancelled, completed, pending].

@@ -69,13 +69,16 @@ def root(
         typer.Option(
             "--token",
             envvar="SOWCTL_TOKEN",
-            help='Bearer token (Groups A and C); "-" reads it from stdin (or asks, on a terminal).',
+            help='Bearer token (sows, items, deps, chain, projects, clients); "-" reads it from '
+            "stdin (or asks, on a terminal).",
         ),
     ] = None,
     api_key: Annotated[
         str | None,
         typer.Option(
-            "--api-key", envvar="SOWCTL_API_KEY", help='API key (Group B); "-" reads it from stdin.'
+            "--api-key",
+            envvar="SOWCTL_API_KEY",
+            help='API key (po, budgets, contracts); "-" reads it from stdin.',
         ),
     ] = None,
     org: Annotated[
@@ -83,14 +86,19 @@ def root(
         typer.Option(
             "--org",
             envvar="SOWCTL_ORG",
-            help="Organization id (Group B). Local mode: scopes po, budgets, contracts, "
+            help="Organization id (with the API key: po, budgets, contracts). Local mode: scopes "
+            "po, budgets, contracts, "
             "projects, clients and sows; for items, deps and chain it only tells apart a SOW id "
             "that several organizations use.",
         ),
     ] = None,
     company: Annotated[
         str | None,
-        typer.Option("--company", envvar="SOWCTL_COMPANY", help="Company id (Group B)."),
+        typer.Option(
+            "--company",
+            envvar="SOWCTL_COMPANY",
+            help="Company id (with the API key: po, budgets, contracts).",
+        ),
     ] = None,
     profile: Annotated[
         str | None,
@@ -348,13 +356,16 @@ def _placeholder() -> None:  # stands in for a command that is not run
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; every failure becomes one line on stderr and an exit code."""
+    """Run the CLI; every failure becomes one line on stderr (one JSON object with --json,
+    ``sowctl.output.failure``) and an exit code."""
     from sowctl.errors import ExitCode, SowctlError
-    from sowctl.output import state
+    from sowctl.output import failure, state
 
+    global _json_errors
     state.decided_exit = None  # in process (tests) main runs many times
+    args = list(sys.argv[1:] if argv is None else argv)
+    _json_errors = failure.wants_json(args)
     try:
-        args = list(sys.argv[1:] if argv is None else argv)
         # A shell asking for completions (the _SOWCTL_COMPLETE protocol) passes its words in
         # the environment, not argv: it gets the whole app.
         whole = "_SOWCTL_COMPLETE" in os.environ
@@ -364,17 +375,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         return int(result) if isinstance(result, int) else 0
     except SowctlError as exc:
-        _fail(exc.message)
+        _fail(_with_more_hint(exc), failure.code_of(exc), int(exc.exit_code), error=exc)
         return int(exc.exit_code)
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        _fail("aborted")
-        return 130
+    except typer.Abort:  # "no" at a confirmation: a person's choice, not an error or Ctrl-C
+        if _json_errors:
+            _fail("cancelled: nothing was changed", "aborted", int(ExitCode.CHECK_FAILED))
+        else:
+            sys.stderr.write("cancelled: nothing was changed\n")
+        return int(ExitCode.CHECK_FAILED)
     except typer.TyperException as exc:  # click's usage errors and bad parameters
         return _usage_error(exc)
     except KeyboardInterrupt:
-        _fail("interrupted")
+        _fail("interrupted", "interrupted", 130)
         return 130
     except BrokenPipeError:
         # `sowctl ... | head`: the reader left; that is not an error of ours, and it does not
@@ -391,10 +405,21 @@ def main(argv: list[str] | None = None) -> int:
         database_error = _database_error(exc)
         if database_error is not None:
             # The database went away, is busy or locked, cannot store, or refused a statement.
-            _fail(database_error)
+            _fail(database_error, "database", int(ExitCode.FAILURE))
             return int(ExitCode.FAILURE)
-        _fail(f"unexpected error: {type(exc).__name__}: {_first_line(exc)} (set SOWCTL_DEBUG=1 for details)")
+        _fail(
+            f"unexpected error: {type(exc).__name__}: {_first_line(exc)} (set SOWCTL_DEBUG=1 for details)",
+            "internal",
+            int(ExitCode.FAILURE),
+        )
         return int(ExitCode.FAILURE)
+
+
+def _with_more_hint(exc: Any) -> str:
+    """A message that counts problems it does not list says where they are listed."""
+    if _json_errors or len(exc.issues) < 2 or "more problem" not in exc.message:
+        return exc.message
+    return f"{exc.message}; --json lists them"
 
 
 def _reader_left() -> int:
@@ -425,12 +450,24 @@ def _usage_error(exc: typer.TyperException) -> int:
     format_message = getattr(exc, "format_message", None)
     message = format_message() if format_message else str(exc)
     message = _with_hint(message, _closest_choice(exc))
+    problem = message
     if ctx is not None:
         message += f" (see '{ctx.command_path} --help')"
-    _fail(message)
     # Click gives 1 to some parameter errors (e.g. an unreadable file); 1 means "check failed" here.
     code = int(getattr(exc, "exit_code", ExitCode.INVALID_INPUT) or ExitCode.INVALID_INPUT)
-    return code if code != int(ExitCode.CHECK_FAILED) else int(ExitCode.INVALID_INPUT)
+    code = code if code != int(ExitCode.CHECK_FAILED) else int(ExitCode.INVALID_INPUT)
+    _fail(message, "usage", code, issues=_usage_issues(exc, problem))
+    return code
+
+
+def _usage_issues(exc: typer.TyperException, problem: str) -> list[dict] | None:
+    """The option or argument click refused, as the JSON error's issue (None: none named)."""
+    param = getattr(exc, "param", None)
+    if param is None:
+        return None
+    is_option = getattr(param, "param_type_name", "") == "option" and param.opts
+    name = param.opts[0] if is_option else param.human_readable_name
+    return [{"path": [], "option": name, "message": problem}]
 
 
 def _closest_choice(exc: typer.TyperException) -> str:
@@ -472,11 +509,13 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _fail(message: str) -> None:
-    from sowctl.output.safe import clean  # a value quoted in a message is printed safely too
+_json_errors = False  # set by main from its arguments: failures as JSON objects
 
-    sys.stderr.write("error: " + clean(message) + "\n")
-    sys.stderr.flush()
+
+def _fail(message: str, code: str, exit_code: int, *, error: Any = None, issues: Any = None) -> None:
+    from sowctl.output.failure import report
+
+    report(message, as_json=_json_errors, code=code, exit_code=exit_code, error=error, issues=issues)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ def connect(url_or_path: str | os.PathLike) -> pw.Database:
     except ImportError:
         raise SowctlError(
             f"{scheme}:// databases need the PostgreSQL driver, which is not installed: "
-            "pip install 'sowctl[postgres]'"
+            "pip install psycopg2-binary"
         ) from None
     from urllib.parse import parse_qs, urlsplit
 

@@ -1,4 +1,4 @@
-"""A realistic, deterministic demo dataset in the import/export format (contract §9).
+"""A realistic, deterministic demo dataset in the import/export format.
 
 ``sowctl serve --demo`` loads it into an empty database, and the tests and docs use
 it as a known fixture. The data is ``sowctl/data/demo.json``, written for the day
@@ -90,7 +90,7 @@ def _stored() -> dict[str, Any]:
 
 
 def demo_dataset(today: datetime.date) -> dict[str, Any]:
-    """The demo dataset (contract §9 format) with dates relative to ``today``.
+    """The demo dataset (the import/export format) with dates relative to ``today``.
 
     Deterministic: the same ``today`` always yields an equal dict. A fresh dict is
     returned on every call, so callers may change it freely.

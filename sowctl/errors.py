@@ -1,7 +1,7 @@
 """Typed errors raised by the domain core.
 
 Each error carries what every edge needs to translate it: the HTTP status
-(server), the Group C code, and the CLI exit code (contract §3). Surfaces map
+(server), the Group C code, and the CLI exit code. Surfaces map
 them in exactly one place each (``sowctl.server.errors`` and ``sowctl.cli``).
 """
 
@@ -16,7 +16,7 @@ from sowctl.limits import ECHO_LIMIT, MAX_MESSAGE_CHARS, MAX_REPORTED_ISSUES
 
 
 class ExitCode(IntEnum):
-    """CLI exit codes fixed by the contract (§3)."""
+    """CLI exit codes, fixed: scripts and CI gates rely on them."""
 
     OK = 0
     CHECK_FAILED = 1
@@ -108,6 +108,7 @@ class Issue:
 
     path: tuple[str | int, ...]
     message: str
+    option: str | None = None  # the CLI option that set the field, when a command built the call
 
     def __post_init__(self) -> None:
         if any(isinstance(part, str) and len(part) > ECHO_LIMIT for part in self.path):
@@ -158,6 +159,10 @@ class SowctlError(Exception):
     bounded already, as one error's issues passed on to another, is kept as it is)."""
 
     status: int = 500
+    # Set by the CLI's remote mode when a server answered: its HTTP status and X-Request-Id.
+    answered_status: int | None = None
+    request_id: str | None = None
+    answered_code: str | None = None  # the answer's ERROR_CODE_HEADER
 
     def __init__(self, message: str, issues: Sequence[Issue] = ()) -> None:
         message = clipped(message)
@@ -244,9 +249,52 @@ class UsageError(SowctlError):
     status = 400
 
 
+class Interrupted(SowctlError):
+    """Ctrl-C while a request was out (exit 130), saying what may have happened."""
+
+    @property
+    def exit_code(self) -> ExitCode:  # type: ignore[override]
+        return 130  # type: ignore[return-value]
+
+
 class RemoteError(SowctlError):
     """An HTTP error answered by a remote server; keeps the server's status."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+# The stable code of an error (``error_code``), sent by the server in this header with every
+# refusal, so the CLI's remote mode reports the code local mode does (``--json`` errors).
+ERROR_CODE_HEADER = "X-Error-Code"
+# Groups A and B answer a message only; their issues are sent in this header (a JSON array of
+# {"path", "message"}), when it stays under MAX_ISSUES_HEADER characters.
+ERROR_ISSUES_HEADER = "X-Error-Issues"
+MAX_ISSUES_HEADER = 4096
+# The code of each typed error, most specific first.
+_ERROR_CODES: list[tuple[type[SowctlError], str]] = [
+    (CycleDetected, "cycle_detected"),
+    (HierarchyViolation, "hierarchy_violation"),
+    (InvalidInput, "invalid_input"),
+    (UsageError, "usage"),
+    (NotFound, "not_found"),
+    (Unauthorized, "unauthorized"),
+    (Forbidden, "forbidden"),
+    (RateLimited, "rate_limited"),
+    (ServiceUnavailable, "unavailable"),
+    (PayloadTooLarge, "too_large"),
+    (MethodNotAllowed, "method_not_allowed"),
+    (Interrupted, "interrupted"),
+]
+_CODE_OF_EXIT = {2: "invalid_input", 3: "not_found", 4: "auth", 5: "failure"}
+
+
+def error_code(error: SowctlError) -> str:
+    """A stable name of what went wrong (docs/cli-json.md lists them)."""
+    for kind, code in _ERROR_CODES:
+        if isinstance(error, kind):
+            return code
+    if error.status >= 500:
+        return "server_error"
+    return _CODE_OF_EXIT.get(int(error.exit_code), "failure")

@@ -3,7 +3,7 @@
 Each bound is checked before the cost it bounds is paid: a JSON text's nesting before it
 is parsed (``json_text``), a list's length before any of its elements is validated
 (``schemas.common.bounded_list``), an error's problems as they are collected
-(``errors.bounded_issues``). The README's "Limits on what one caller can make the server
+(``errors.bounded_issues``). docs/server.md's "Limits on what one caller can make the server
 do" lists them in a table; change a value here and there.
 """
 

@@ -1,4 +1,4 @@
-"""Peewee models: the whole data model of the dataset format (contract §9).
+"""Peewee models: the whole data model of the dataset format.
 
 Models bind to ``database_proxy``; ``sowctl.db.open_database`` initialises it.
 Column names are snake_case; the API's camelCase names live in the schemas.

@@ -1,7 +1,7 @@
 """Exact money: parsing decimal strings, summing, and rendering for JSON and humans.
 
-Money never passes through a float on its way from a request to storage and back
-(contract §7.3). The rules, in one place:
+Money never passes through a float on its way from a request to storage and back.
+The rules, in one place:
 
 * **Requests** carry amounts as decimal strings: optional ``-``, digits, optionally
   ``.`` and 1 to ``MAX_FRACTION_DIGITS`` digits; at most ``MAX_INTEGER_DIGITS``

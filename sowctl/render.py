@@ -1,4 +1,4 @@
-"""Output, decided once for every command (contract §3).
+"""Output, decided once for every command.
 
 ``--json``: exactly the API body (``--jq`` filters it). A TTY: tables, records and
 trees drawn by Rich, fitted to the terminal. Piped: tab-separated lines with no
@@ -163,8 +163,8 @@ def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | 
 
 
 # Keys that name a moment: ``createdAt``, ``updated_at``, and the spec's timestamps named
-# for a date (``contract_date``, ``start_date``, ``estimated_completion_date``: §2.7;
-# ``startDate``, ``endDate``: §2.8). A calendar date (``slaDate``) has no time or zone:
+# for a date (``contract_date``, ``start_date``, ``estimated_completion_date`` of a prime contract;
+# ``startDate``, ``endDate`` of a project). A calendar date (``slaDate``) has no time or zone:
 # ``shown`` changes only values in the exact timestamp shape, so it stays as it is.
 _TIME_KEY_SUFFIXES = ("At", "_at", "Date", "_date")
 

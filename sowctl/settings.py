@@ -1,4 +1,4 @@
-"""Resolved global settings: option > environment > profile > default (contract §2).
+"""Resolved global settings: option > environment > profile > default.
 
 Typer resolves option-over-environment itself (``envvar=``); what is still
 unset here is filled from the selected profile of the config file.

@@ -46,7 +46,24 @@ class LocalBackend:
         from sowctl import operations
 
         op = operations.get(name)
+        created = self._new_file() if op.write else None
         self.open(create=op.write)
         caller = self.caller if op.group == "A" and not name.startswith("sows.") else self.scoped
         query = {k: str(v) for k, v in (query or {}).items() if v is not None}
-        return operations.call_local(name, caller, params, query, body, company_id=self.company)
+        try:
+            return operations.call_local(name, caller, params, query, body, company_id=self.company)
+        except BaseException:
+            if created is not None:  # a refused first write leaves no new, empty database behind
+                from sowctl.db_files import remove_sqlite_file
+
+                remove_sqlite_file(created)
+                self._opened = False
+            raise
+
+    def _new_file(self) -> Any:
+        """The SQLite file opening will create (a mistyped --db, say), else None."""
+        if self._opened:
+            return None
+        from sowctl.db_files import new_sqlite_file
+
+        return new_sqlite_file(self.db_url)

@@ -20,8 +20,11 @@ import email.utils
 import json
 import os
 import random
+import re
 import time
 import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -30,10 +33,21 @@ import httpx
 
 from sowctl import __version__ as _version
 from sowctl import json_text, operations
+from sowctl.backends.scheme import (
+    followed_redirect,
+    https_instead,
+    plain_http_instead,
+    redirect_refusal,
+    tls_hint,
+)
 from sowctl.config import mask_url
 from sowctl.errors import (
+    ERROR_CODE_HEADER,
+    ERROR_ISSUES_HEADER,
     GROUP_C_MESSAGES,
+    MAX_ISSUES_HEADER,
     Forbidden,
+    Interrupted,
     InvalidInput,
     Issue,
     NotFound,
@@ -45,7 +59,7 @@ from sowctl.errors import (
     UsageError,
     quoted,
 )
-from sowctl.limits import MAX_PAGE_SIZE
+from sowctl.limits import MAX_MESSAGE_CHARS, MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     from sowctl.operations import Operation
@@ -63,7 +77,7 @@ DEFAULT_TIMEOUT = 10.0
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
-# Group C's message texts (spec §7.3): they say less than the issues that come with them.
+# Group C's message texts: they say less than the issues that come with them.
 GENERIC_MESSAGES = frozenset(GROUP_C_MESSAGES.values())
 
 
@@ -175,7 +189,7 @@ class RemoteBackend:
         return self.base_url + path
 
     def auth_headers(self, op: Operation) -> dict[str, str]:
-        """Credentials by group (spec §5); a missing one is refused before any request."""
+        """Credentials by group; a missing one is refused before any request."""
         s = self.settings
         if op.group in ("A", "C"):
             return {"Authorization": f"Bearer {_need(s.token, '--token', 'SOWCTL_TOKEN')}"}
@@ -184,6 +198,40 @@ class RemoteBackend:
         org = _need(s.org, "--org", "SOWCTL_ORG", UsageError)
         company = _need(s.company, "--company", "SOWCTL_COMPANY", UsageError)
         return group_b_headers(op, key, org, company)
+
+    # --- any route (sowctl api) -------------------------------------------------------
+
+    def raw(
+        self,
+        route: Operation | None,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        *,
+        paginate: bool = False,
+        answered: Callable[[httpx.Response], None] | None = None,
+    ) -> Any:
+        """The JSON body of ``method`` ``path``: a declared operation's ``route`` with its
+        group's credentials, any other path (``/_admin``) with the bearer token, if any.
+        ``paginate``: every page of a list, as one array (or Group C's object); else
+        ``answered`` is shown the response (``sowctl api -i``)."""
+        op: Any = route or _RawRoute(method=method, path=path)
+        url = self.base_url + path
+        if route is not None:
+            sent = self.auth_headers(route)
+        else:
+            sent = {"Authorization": f"Bearer {self.settings.token}"} if self.settings.token else {}
+        sent = {**sent, **(headers or {})}
+        if paginate and op.paginated:
+            return self._all_pages(op, url, query, sent)
+        if paginate and op.list_key:
+            return self._all_offsets(op, url, query, sent)
+        response = self.request(op, url, query, body, headers=sent)
+        if answered is not None:
+            answered(response)
+        return self._json(op, response)
 
     # --- paging -------------------------------------------------------------------------
 
@@ -251,19 +299,29 @@ class RemoteBackend:
         if body is not None:
             content = json_text.dumps(body).encode("utf-8")
             headers = {**headers, "Content-Type": "application/json"}
-        attempt = 0
+        attempt = redirects = 0
         while True:
             try:
                 response = self.client.request(
                     method, url, params=query or None, content=content, headers=headers
                 )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                wrong_scheme = plain_http_instead(self.shown_url, exc)
+                if wrong_scheme is not None:  # every retry would meet the same server
+                    raise ServiceUnavailable(wrong_scheme) from None
                 # The connection was never opened, so nothing was sent: safe to retry any method.
                 if attempt < self.retries:
                     _sleep(backoff_delay(attempt))
                     attempt += 1
                     continue
                 raise self._unreachable(exc) from None
+            except KeyboardInterrupt:
+                # Ctrl-C (which Typer would end silently): a write may have reached the server.
+                if method == "GET":
+                    raise Interrupted("interrupted") from None
+                raise Interrupted(
+                    f"interrupted: the server may have applied {method} {op.path}; check before resending"
+                ) from None
             except httpx.TimeoutException:
                 if idempotent and attempt < self.retries:
                     _sleep(backoff_delay(attempt))
@@ -275,13 +333,17 @@ class RemoteBackend:
                     "(raise the limit with --timeout or SOWCTL_TIMEOUT)"
                 ) from None
             except httpx.TransportError as exc:
+                wrong_scheme = https_instead(self.shown_url, exc)
+                if wrong_scheme is not None:  # every retry would meet the same server
+                    raise ServiceUnavailable(wrong_scheme) from None
                 # The request may have reached the server: only an idempotent one is resent.
                 if idempotent and attempt < self.retries:
                     _sleep(backoff_delay(attempt))
                     attempt += 1
                     continue
+                hint = tls_hint(self.shown_url) if isinstance(exc, httpx.RemoteProtocolError) else ""
                 raise ServiceUnavailable(
-                    f"connection to server at {self.shown_url} failed: {_reason(exc)}"
+                    f"connection to server at {self.shown_url} failed: {_reason(exc)}{hint}"
                 ) from None
             status = response.status_code
             if status in RETRY_STATUSES and idempotent and attempt < self.retries:
@@ -289,6 +351,12 @@ class RemoteBackend:
                 response.close()
                 _sleep(delay)
                 attempt += 1
+                continue
+            if 300 <= status < 400:
+                target = followed_redirect(self.base_url, method, response, redirects)
+                if target is None:
+                    raise ServiceUnavailable(redirect_refusal(self.shown_url, method, response))
+                url, query, redirects = target, None, redirects + 1  # the location has its query
                 continue
             if status >= 400:
                 raise self._error(op, response, attempts=attempt + 1)
@@ -316,16 +384,23 @@ class RemoteBackend:
             ) from None
 
     def _error(self, op: Operation, response: httpx.Response, attempts: int) -> Exception:
+        error = self._typed_error(op, response, attempts)
+        error.answered_status = response.status_code
+        error.request_id = response.headers.get("x-request-id")
+        error.answered_code = response.headers.get(ERROR_CODE_HEADER)
+        return error
+
+    def _typed_error(self, op: Operation, response: httpx.Response, attempts: int) -> SowctlError:
         status = response.status_code
         message, issues = _error_message(op, response)
         if status == 400:
-            return InvalidInput(message, issues)
+            return InvalidInput(message, issues or _header_issues(response) or _issues_in(message))
         if status == 401:
             return Unauthorized(message)
         if status == 403:
             return Forbidden(message)
         if status == 404:
-            return NotFound(message)
+            return NotFound(message + self._api_path_hint())
         if status == 429:
             retry_after = _int_header(response, "retry-after") or 0
             suffix = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
@@ -335,28 +410,54 @@ class RemoteBackend:
             return RemoteError(status, f"server error (HTTP {status}): {message}{suffix}")
         return RemoteError(status, message)
 
+    def _api_path_hint(self) -> str:
+        """A server URL ending in /api makes every path /api/api/...: say what to give instead."""
+        path = httpx.URL(self.base_url).path.rstrip("/")
+        if not path.endswith("/api"):
+            return ""
+        return f" (--server is the base URL, without /api: {self.shown_url[: -len('/api')]})"
+
     # --- health -------------------------------------------------------------------------------
 
     def health(self, timeout: float = 3.0) -> tuple[bool, str]:
-        """GET /healthz once, without retries: (answers, what it said)."""
-        url = self.base_url + "/healthz"
+        """GET /readyz once, without retries: (ready, what it said). A server without /readyz
+        (sowctl before it, another implementation) is asked its /healthz instead."""
+        ready, detail, status = self._probe("/readyz", timeout)
+        if status == 404:
+            ready, detail, _ = self._probe("/healthz", timeout)
+        return ready, detail
+
+    def _probe(self, path: str, timeout: float) -> tuple[bool, str, int | None]:
+        url = self.base_url + path
         try:
             response = self.client.get(url, timeout=httpx.Timeout(timeout))
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            return False, str(self._unreachable(exc).message)
+            return False, plain_http_instead(self.shown_url, exc) or str(self._unreachable(exc).message), None
         except httpx.TimeoutException:
-            return False, f"server at {self.shown_url} did not answer within {timeout:g} s"
+            return False, f"server at {self.shown_url} did not answer within {timeout:g} s", None
         except httpx.TransportError as exc:
-            return False, f"connection to server at {self.shown_url} failed: {_reason(exc)}"
+            return False, f"connection to server at {self.shown_url} failed: {_reason(exc)}", None
         try:
             body = response.json()
         except _NOT_JSON:
             body = None
-        if response.status_code == 200 and isinstance(body, dict) and body.get("status") == "ok":
-            return True, "ok"
-        return False, f"GET /healthz answered HTTP {response.status_code}" + (
-            "" if body is not None else " and not JSON"
-        )
+        status = response.status_code
+        if status == 200 and isinstance(body, dict) and body.get("status") == "ok":
+            return True, "ok", status
+        not_json = "" if body is not None else " and not JSON"
+        return False, f"GET {path} answered HTTP {status}{not_json}", status
+
+
+@dataclass(frozen=True)
+class _RawRoute:
+    """A path no operation declares (``/_admin/...``), as ``request`` reads an operation."""
+
+    method: str
+    path: str
+    name: str = "api"
+    group: str = "A"
+    paginated: bool = False
+    list_key: str | None = None
 
 
 def _need(value: str | None, option: str, env: str, error: type[SowctlError] = Unauthorized) -> str:
@@ -383,6 +484,49 @@ def _reason(exc: Exception) -> str:
     if "name or service not known" in lowered or "nodename nor servname" in lowered:
         return "unknown host"
     return text or type(exc).__name__
+
+
+# How an envelope without issues names its fields: Group A "field: problem", Group B
+# "Invalid parameter line_items[0].amount in query parameters: problem" and
+# "Missing required parameter name".
+_FIELD_PROBLEM = re.compile(r"([A-Za-z_][\w.]*): (.+)")
+_GROUP_B_PROBLEM = re.compile(
+    r"(?:Invalid|Missing required) parameter ([\w.\[\]]+)(?: in [a-z ]+)?(?:: (.+))?"
+)
+
+
+def _header_issues(response: httpx.Response) -> list[Issue]:
+    """The issues a sowctl server sends beside a Group A/B message (ERROR_ISSUES_HEADER)."""
+    text = response.headers.get(ERROR_ISSUES_HEADER, "")
+    if not text or len(text) > MAX_ISSUES_HEADER:
+        return []
+    try:
+        listed = json_text.loads(text)
+    except ValueError:
+        return []
+    return [
+        Issue(tuple(entry["path"]), str(entry["message"]))
+        for entry in listed
+        if isinstance(listed, list)
+        if isinstance(entry, dict) and isinstance(entry.get("path"), list) and "message" in entry
+    ]
+
+
+def _issues_in(message: str) -> list[Issue]:
+    """The issues of an envelope that carries only a message (Groups A and B), as local
+    mode's error holds them: every "; "-separated part names a field, or there are none.
+    A message longer than any sowctl sends (another server's) is not read for them."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        return []
+    issues = []
+    for part in message.split("; "):
+        match = _GROUP_B_PROBLEM.fullmatch(part) or _FIELD_PROBLEM.fullmatch(part)
+        if match is None:
+            return []
+        keys = match.group(1).replace("[", ".").replace("]", "").split(".")
+        problem = match.group(2) or "is required"
+        issues.append(Issue(tuple(int(key) if key.isdigit() else key for key in keys if key), problem))
+    return issues
 
 
 def _error_message(op: Operation, response: httpx.Response) -> tuple[str, list[Issue]]:

@@ -41,8 +41,13 @@ GROUPS: list[tuple[str, str]] = [
         "contracts",
         "Prime contracts of a financial project.\n\nExample: sowctl contracts show 31 --project 101",
     ),
-    ("projects", "Projects (Group C listing).\n\nExample: sowctl projects list --status active"),
-    ("clients", "Clients and their contacts (Group C listing).\n\nExample: sowctl clients list"),
+    ("projects", "Projects of the organization.\n\nExample: sowctl projects list --status active"),
+    ("clients", "Clients of the organization and their contacts.\n\nExample: sowctl clients list"),
+    (
+        "orgs",
+        "Organizations (local mode only): create one on purpose, list them."
+        "\n\nExample: sowctl orgs create org-2",
+    ),
     (
         "tokens",
         "Bearer tokens (stored hashed; local mode only)."
@@ -65,7 +70,10 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.dataset", "export_command", "export"),
     ("sowctl.commands.serve", "serve", "serve"),
     ("sowctl.commands.status", "status", "status"),
+    ("sowctl.commands.wait", "wait", "wait"),
     ("sowctl.commands.replay", "replay", "replay"),
+    ("sowctl.commands.api", "api_command", "api"),
+    ("sowctl.commands.skill", "skill", "skill"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sowctl.errors import InvalidInput, quoted, suggestion
+from sowctl.errors import InvalidInput, Issue, error_code, quoted, suggestion
 
 # API field (body, query or path parameter) -> the option or argument that sets it.
 OPTION_FOR: dict[str, str] = {
@@ -101,9 +101,27 @@ def speak_cli(
     else:
         parts = error.message.split("; ")
         message = "; ".join(_reworded(part, sent, path) or part for part in parts)
-    if message == error.message:
+    issues = [_with_option(issue, sent, path) for issue in error.issues]
+    if message == error.message and issues == error.issues:
         return error
-    return InvalidInput(message, error.issues)
+    reworded = InvalidInput(message, issues)
+    reworded.answered_status, reworded.request_id = error.answered_status, error.request_id
+    reworded.answered_code = error.answered_code or error_code(error)  # a cycle stays a cycle
+    return reworded
+
+
+def _with_option(issue: Issue, sent: Mapping[str, Any], path: Mapping[str, str]) -> Issue:
+    """``issue`` naming the option or argument that set its field (``--errors json`` shows it)."""
+    field = issue.path[0] if issue.path else None
+    if not isinstance(field, str) or issue.option is not None:
+        return issue
+    if field in path and field not in sent:
+        option = ARGUMENT_FOR.get(field, field)
+    elif field == "line_items":
+        option = "--line"
+    else:
+        option = OPTION_FOR.get(field)
+    return issue if option is None else Issue(issue.path, issue.message, option)
 
 
 def _reworded(part: str, sent: Mapping[str, Any], path: Mapping[str, str]) -> str | None:

@@ -57,7 +57,8 @@ def needs_confirmation(yes: bool) -> bool:
 
 
 def confirm(question: str) -> None:
-    """Ask ``question`` [y/N] on the terminal; anything but yes stops with exit 130 ("aborted")."""
+    """Ask ``question`` [y/N] on the terminal; anything but yes stops: "cancelled", exit 1
+    (the command did not do what it was asked, so ``&&`` goes no further)."""
     sys.stderr.write(question + " [y/N] ")
     sys.stderr.flush()
     answer = sys.stdin.readline()

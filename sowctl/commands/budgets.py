@@ -1,4 +1,4 @@
-"""sowctl budgets: budget views and their snapshots (spec §2.5, §2.6, §4.3)."""
+"""sowctl budgets: budget views and their snapshots."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sowctl clients: the clients of the organization, with their contacts (Group C, spec §4.4)."""
+"""sowctl clients: the clients of the organization, with their contacts (Group C)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sowctl contracts: prime contract details (spec §2.7, §4.3)."""
+"""sowctl contracts: prime contract details."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""sowctl import / export: whole datasets (admin commands, local mode only; contract §5, §9)."""
+"""sowctl import / export: whole datasets (admin commands, local mode only)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify=
 def import_command(
     ctx: typer.Context,
     file: Annotated[
-        Path, typer.Argument(help='Dataset JSON file (format: "Datasets" in the README); "-" reads stdin.')
+        Path, typer.Argument(help='Dataset JSON file, as "sowctl export" writes one; "-" reads stdin.')
     ],
     json_: Annotated[
         bool, typer.Option("--json", help='Print {"imported": {kind: count}} instead of the summary.')
@@ -78,7 +78,7 @@ def export_command(
         bool, typer.Option("--compact", help=f"No indentation (the default above {INDENT_UP_TO:,} records).")
     ] = False,
 ) -> None:
-    """Write the whole database as a dataset (local mode only; format: README, "Datasets").
+    """Write the whole database as a dataset (local mode only), as "sowctl import" reads it.
 
     Importing the file into an empty database reproduces the same API responses.
     Tokens, API keys and rate counters are not exported. A FILE is replaced

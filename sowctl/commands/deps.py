@@ -1,4 +1,4 @@
-"""sowctl deps: dependencies between items, or on external parties (spec §4.1)."""
+"""sowctl deps: dependencies between items, or on external parties."""
 
 from __future__ import annotations
 
@@ -156,6 +156,7 @@ def update_dep(
     ] = None,
     notes: Annotated[str | None, typer.Option("--notes", help="Replace the notes.")] = None,
     json_: Json = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the dependency's id.")] = False,
 ) -> None:
     """Change a dependency's status, risk, dates or notes.
 
@@ -172,7 +173,7 @@ def update_dep(
 
         raise UsageError("nothing to update: give --status, --risk, --sla, --escalation or --notes")
     dep = app_context(ctx).call("deps.update", {"dependencyId": dependency_id}, body=body)
-    emit_object(dep, json_mode=json_)
+    emit_created(dep, json_mode=json_, quiet=quiet)
 
 
 @app.command("delete")

@@ -1,4 +1,4 @@
-"""sowctl items: the items of a SOW (spec §4.2)."""
+"""sowctl items: the items of a SOW."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from sowctl.commands._options import (
     Yes,
     confirm,
     emit_created,
-    needs_confirmation,
 )
 from sowctl.context import app_context
 from sowctl.errors import InvalidInput, UsageError, quoted
@@ -80,7 +79,7 @@ def create_item(
     item_type: Annotated[
         ItemTypeValue, typer.Option("--type", help="requirement or task_item.")
     ] = "task_item",
-    description: Annotated[str | None, typer.Option("--description", "-d")] = None,
+    description: Annotated[str | None, typer.Option("--description", "-d", help="Longer text.")] = None,
     parent: Annotated[str | None, typer.Option("--parent", help="Parent item id.")] = None,
     order_index: Annotated[
         int | None, typer.Option("--order-index", help="Position among siblings (default: last).")
@@ -133,18 +132,23 @@ def _chosen_id_refusal(body: dict[str, Any]) -> InvalidInput:
 def update_item(
     ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
-    title: Annotated[str | None, typer.Option("--title")] = None,
-    description: Annotated[str | None, typer.Option("--description", "-d")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="New title.")] = None,
+    description: Annotated[
+        str | None, typer.Option("--description", "-d", help='New description ("" clears it).')
+    ] = None,
     status: Annotated[
         ItemStatus | None,
         typer.Option(
             "--status",
             help="pending, in_progress, completed or cancelled. A requirement with task items "
-            "takes its status from them (it is calculated), so it cannot be set.",
+            "takes its status from them (it is calculated), so it cannot be set (refused).",
         ),
     ] = None,
-    order_index: Annotated[int | None, typer.Option("--order-index")] = None,
+    order_index: Annotated[
+        int | None, typer.Option("--order-index", help="New position among its siblings (0: first).")
+    ] = None,
     json_: Json = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the item's id.")] = False,
 ) -> None:
     """Change an item's title, description, status or position.
 
@@ -155,15 +159,28 @@ def update_item(
         from sowctl.errors import UsageError
 
         raise UsageError("nothing to update: give --title, --description, --status or --order-index")
-    item = app_context(ctx).call("items.update", {"itemId": item_id}, body=body)
-    if status is not None and item.get("type") == "requirement" and item.get("status") != status:
-        # The API keeps the stored status but shows the calculated one; say so instead of
-        # letting the change look ignored.
-        sys.stderr.write(
-            f"note: requirement {render.text(item_id)} has task items, so its status is calculated "
-            f"from them ({item.get('status')}); {status} is kept for when it has none\n"
+    context = app_context(ctx)
+    if status is not None:
+        _refuse_calculated_status(context, item_id)
+    item = context.call("items.update", {"itemId": item_id}, body=body)
+    emit_created(item, json_mode=json_, quiet=quiet)
+
+
+def _refuse_calculated_status(context: Any, item_id: str) -> None:
+    """--status on a requirement with task items under it: the API would store a status no
+    answer shows (the calculated one is shown), so it is refused before anything is sent."""
+    from sowctl.itemtree import cascade
+
+    item = context.call("items.get", {"itemId": item_id})
+    if item.get("type") != "requirement":
+        return
+    items = context.call("items.list", {"sowId": item["sowId"]})
+    descendants = set(cascade(item_id, items, [])[0])
+    if any(entry["id"] in descendants and entry.get("type") == "task_item" for entry in items):
+        raise UsageError(
+            f"--status: requirement {render.text(item_id)} has task items, so its status is "
+            f"calculated from them ({item.get('status')}) and cannot be set"
         )
-    emit_object(item, json_mode=json_)
 
 
 @app.command("delete")
@@ -176,16 +193,18 @@ def delete_item(
     """Delete an item with all its descendants and their dependencies.
 
     On a terminal it first shows what goes with the item and asks; --yes skips the question
-    (scripts, whose input is not a terminal, are never asked).
+    (scripts, whose input is not a terminal, are never asked). On a terminal or with --yes,
+    what went with it is said on stderr.
 
     Example: sowctl items delete req-1 --yes
     """
     context = app_context(ctx)
     went = None
-    if needs_confirmation(yes) or (sys.stdin is not None and sys.stdin.isatty()):
-        # A person is there: say what goes with the item. The dependencies are read for the
-        # whole organization, not with the SOW filter: that one filters by the source item's
-        # SOW, and a dependency of another SOW's item on one of these items goes too.
+    if yes or (sys.stdin is not None and sys.stdin.isatty()):
+        # A person is there, or --yes asked for it: say what goes with the item. The
+        # dependencies are read for the whole organization, not with the SOW filter: that one
+        # filters by the source item's SOW, and a dependency of another SOW's item on one of
+        # these items goes too.
         from sowctl.itemtree import cascade
 
         item = context.call("items.get", {"itemId": item_id})

@@ -1,4 +1,4 @@
-"""sowctl po: purchase orders of the external API (spec §2.3, §2.4, §4.3)."""
+"""sowctl po: purchase orders of the external API."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 _NUMBER_RE = re.compile(r"^-?\d+(\.\d+)?$")
 LINE_HELP = (
-    "A line item DESCRIPTION:AMOUNT:COST_CODE_ID[:QTY[:UNIT_COST]], e.g. "
-    '"Steel columns:48250.00:3" (repeatable; amounts are decimal strings).'
+    "A line item: description, amount and cost code id, then optionally quantity and "
+    'unit cost, separated by colons, e.g. "Steel columns:48250.00:3" (repeatable; amounts '
+    "are decimal numbers)."
 )
 # (request field, option) of each required field, for a clear usage error.
 REQUIRED = [

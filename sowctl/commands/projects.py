@@ -1,4 +1,4 @@
-"""sowctl projects: the projects of the organization (Group C, spec §4.4)."""
+"""sowctl projects: the projects of the organization (Group C)."""
 
 from __future__ import annotations
 

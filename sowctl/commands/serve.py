@@ -1,10 +1,11 @@
-"""sowctl serve: the whole HTTP API on the selected database (contract §4), the web console and /docs."""
+"""sowctl serve: the whole HTTP API on the selected database, the web console and /docs."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,11 @@ from sowctl.commands import serve_exec
 from sowctl.context import app_context
 from sowctl.db_files import new_sqlite_file, remove_sqlite_file
 from sowctl.errors import SowctlError
+
+
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
 
 
 def serve(
@@ -33,12 +39,24 @@ def serve(
         ),
     ] = False,
     rate_per_minute: Annotated[
-        int, typer.Option("--rate-per-minute", min=1, help="Group B requests per API key per minute.")
+        int,
+        typer.Option(
+            "--rate-per-minute", min=1, help="Requests per API key per minute (po, budgets, contracts)."
+        ),
     ] = 100,
     rate_per_day: Annotated[
-        int, typer.Option("--rate-per-day", min=1, help="Group B requests per API key per day.")
+        int,
+        typer.Option("--rate-per-day", min=1, help="Requests per API key per day (po, budgets, contracts)."),
     ] = 5000,
     quiet: Annotated[bool, typer.Option("--quiet", help="No access log on stderr.")] = False,
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            "--log-format",
+            help="The access log's lines: text, or json (one JSON object per request, with its "
+            "request id and incoming traceparent).",
+        ),
+    ] = LogFormat.text,
     cors: Annotated[
         list[str] | None,
         typer.Option(
@@ -130,7 +148,7 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Serve the HTTP API (Groups A, B and C) until Ctrl-C or SIGTERM.
+    """Serve the HTTP API until Ctrl-C or SIGTERM.
 
     Prints "Listening on URL" once the server accepts connections. The database
     is migrated before the workers start. With --demo an empty database gets the
@@ -144,6 +162,12 @@ def serve(
     tokens, keys, faults, clock, request log); --latency and --fault-* inject delays
     and failures; --seed and --clock make ids and timestamps reproducible; --record
     FILE keeps every successful write for 'sowctl replay'.
+
+    For operators: GET /healthz answers while the server is up, GET /readyz once the
+    database answers with the schema this sowctl needs (503 otherwise; 'sowctl wait URL'
+    waits for it), GET /metrics gives Prometheus metrics, --log-format json writes the
+    access log as JSON lines, and the standard OTEL_* variables turn on OpenTelemetry
+    traces (with sowctl's optional extra named otel installed).
 
     For one run of a test suite: --load FILE starts from a dataset, --exec CMD runs
     the suite against the server and exits with its exit code, --export-on-exit
@@ -208,6 +232,7 @@ def serve(
         rate_per_minute=rate_per_minute,
         rate_per_day=rate_per_day,
         access_log=not quiet,
+        log_format=log_format.value,
         cors_origins=tuple(cors or ()),
         # Writes waiting for the database never hold the last thread: reads keep flowing.
         write_slots=max(1, threads - 1),

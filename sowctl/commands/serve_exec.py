@@ -219,8 +219,11 @@ def _wait_for_url(fd: int, pid: int) -> str | None:
 
 
 def _clean_environment() -> dict[str, str]:
-    # SOWCTL_DB would make a sowctl command in CMD use the database instead of the server.
-    return {k: v for k, v in os.environ.items() if k != "SOWCTL_DB"}
+    from sowctl.server.metrics import environment_without_ours
+
+    # SOWCTL_DB would make a sowctl command in CMD use the database instead of the server;
+    # the server's metrics directory is its workers' alone.
+    return environment_without_ours({k: v for k, v in os.environ.items() if k != "SOWCTL_DB"})
 
 
 def _run(command: str, env: dict[str, str]) -> int:

@@ -6,9 +6,18 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
+from sowctl.commands._options import (
+    Json,
+    Quiet,
+    QuietCreate,
+    SowArgument,
+    Yes,
+    confirm,
+    emit_created,
+    needs_confirmation,
+)
 from sowctl.context import app_context
-from sowctl.render import Column, emit_rows
+from sowctl.render import Column, emit_message, emit_object, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -33,7 +42,13 @@ def create_sow(
     json_: Json = False,
     quiet: QuietCreate = False,
 ) -> None:
-    """Create a SOW (and a default organization and project when none exist).
+    """Create a SOW in an organization's default project (made when missing), or in --project.
+
+    Local mode: the SOW goes to the organization --org names, which must exist
+    ('sowctl orgs list' shows them, 'sowctl orgs create' makes one). Without --org it
+    goes to the only organization; on an empty database one named 'local' is made; with
+    several, --org is required. An --id another organization uses needs --org too.
+    Remote mode: the token's organization.
 
     Example: sowctl sows create "Tower A, phase 1" --id sow-1
     """
@@ -58,3 +73,61 @@ def list_sows(
     """
     sows = app_context(ctx).call("sows.list", query={"projectId": project})
     emit_rows(sows, COLUMNS, json_mode=json_, quiet=quiet)
+
+
+@app.command("get")
+def get_sow(ctx: typer.Context, sow_id: SowArgument, json_: Json = False) -> None:
+    """Show one SOW with its item count.
+
+    Example: sowctl sows get sow-1
+    """
+    emit_object(app_context(ctx).call("sows.get", {"sowId": sow_id}), json_mode=json_)
+
+
+@app.command("update")
+def update_sow(
+    ctx: typer.Context,
+    sow_id: SowArgument,
+    title: Annotated[str, typer.Option("--title", help="The SOW's new title.")],
+    json_: Json = False,
+    quiet: QuietCreate = False,
+) -> None:
+    """Change a SOW's title (its id, project and organization never change).
+
+    Example: sowctl sows update sow-1 --title "Tower A, phase 2"
+    """
+    sow = app_context(ctx).call("sows.update", {"sowId": sow_id}, body={"title": title})
+    emit_created(sow, json_mode=json_, quiet=quiet)
+
+
+@app.command("delete")
+def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_: Json = False) -> None:
+    """Delete a SOW with all its items and every dependency touching them.
+
+    On a terminal it first shows how many items go with it and asks; --yes skips the
+    question (scripts, whose input is not a terminal, are never asked). What went with it
+    is said on stderr (with --json, counted in the body).
+
+    Example: sowctl sows delete sow-1 --yes
+    """
+    import sys
+
+    from sowctl import render
+
+    context = app_context(ctx)
+    if needs_confirmation(yes):
+        sow = context.call("sows.get", {"sowId": sow_id})
+        items = sow.get("itemCount")
+        confirm(
+            f"Delete SOW {render.text(sow_id)} ({render.text(sow.get('title'))}), "
+            f"{items} item{'' if items == 1 else 's'} and their dependencies?"
+        )
+    result = context.call("sows.delete", {"sowId": sow_id})
+    emit_message(result["message"], json_mode=json_, body=result)
+    if json_:
+        return  # the body counts what went
+    items, deps = result["deletedItems"], result["deletedDependencies"]
+    sys.stderr.write(
+        f"deleted with it: {items} item{'' if items == 1 else 's'} and "
+        f"{deps} dependenc{'y' if deps == 1 else 'ies'}\n"
+    )

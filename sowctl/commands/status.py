@@ -37,7 +37,7 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
             "company": settings.company,
         },
     }
-    failure = 5  # the exit code when the target does not answer (contract §3)
+    failure = 5  # the exit code when the target does not answer
     if settings.remote:
         from sowctl.backends.remote import RemoteBackend
 

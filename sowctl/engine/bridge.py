@@ -275,7 +275,7 @@ class Exchange:
         client = self.scope.get("client") or ("-",)
         protocol = wsgi_environ.protocol(self.scope)
         target = wsgi_environ.target(self.scope)
-        self.bridge.hooks.on_refusal(str(client[0]), self.method, target, protocol, refusal.status)
+        self.bridge.hooks.on_refusal(str(client[0]), self.method, target, protocol, refusal.status, headers)
 
     async def _answer(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
         await self.send({"type": "http.response.start", "status": status, "headers": headers})

@@ -115,7 +115,7 @@ class Operation:
 
 REGISTRY: dict[str, Operation] = {}
 
-# The purchase-order endpoint names its scope headers without the x- prefix (spec §5.2).
+# The purchase-order endpoint names its scope headers without the x- prefix.
 PLAIN_SCOPE_HEADER_PATHS = frozenset({"/api/external/create-purchase-order"})
 
 

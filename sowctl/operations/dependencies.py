@@ -1,4 +1,4 @@
-"""Dependency routes of Group A (spec §4.1), and the chain of a SOW.
+"""Dependency routes of Group A, and the chain of a SOW.
 
 Server note: ``/api/dependencies/chain`` is a literal path that
 ``/api/dependencies/{dependencyId}`` would also match, so the server must

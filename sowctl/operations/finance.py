@@ -1,4 +1,4 @@
-"""External financial routes of Group B (spec §4.3), plus our purchase-order listing.
+"""External financial routes of Group B, plus our purchase-order listing.
 
 The server authenticates these with an API key, the organization and company
 headers and the rate limit (``services.external_scope``, ``services.ratelimit``),

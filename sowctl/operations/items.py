@@ -1,4 +1,4 @@
-"""Item routes of Group A (spec §4.2)."""
+"""Item routes of Group A."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Listing routes of Group C (spec §4.4, contract §7.4): GET /projects and GET /clients.
+"""Listing routes of Group C: GET /projects and GET /clients.
 
 ``limit`` (default 20; above 100 clamped to 100, as Group A's lists do) and
 ``offset`` (default 0) are strings of digits. ``total`` counts every match. In

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.schemas.common import CamelModel, StrictStr, dump
-from sowctl.schemas.sows import SowCreate, SowOut
+from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
 
 service = LazyModule("sowctl.services.sows")
 
@@ -45,3 +45,45 @@ def list_sows(request: Request) -> Result:
 )
 def create_sow(request: Request) -> Result:
     return Result(dump(service.create_sow(request.caller, request.body)))
+
+
+@operation(
+    name="sows.get",
+    method="GET",
+    path="/api/sows/{sowId}",
+    group="A",
+    summary="Retrieve one SOW with its item count (sowctl extension)",
+    response=SowOut,
+    extension=True,
+)
+def get_sow(request: Request) -> Result:
+    return Result(dump(service.get_sow(request.caller, request.params["sowId"])))
+
+
+@operation(
+    name="sows.update",
+    method="PUT",
+    path="/api/sows/{sowId}",
+    group="A",
+    summary="Change a SOW's title (sowctl extension)",
+    body=SowUpdate,
+    response=SowOut,
+    write=True,
+    extension=True,
+)
+def update_sow(request: Request) -> Result:
+    return Result(dump(service.update_sow(request.caller, request.params["sowId"], request.body)))
+
+
+@operation(
+    name="sows.delete",
+    method="DELETE",
+    path="/api/sows/{sowId}",
+    group="A",
+    summary="Delete a SOW, its items and every dependency touching them (sowctl extension)",
+    response=SowDeleted,
+    write=True,
+    extension=True,
+)
+def delete_sow(request: Request) -> Result:
+    return Result(dump(service.delete_sow(request.caller, request.params["sowId"])))

@@ -73,12 +73,32 @@ def kind(param: Any) -> str:
     return "text"
 
 
+# A list of choices longer than this is not the metavar: help at 80 columns would cut it
+# mid-word (``relate|d_to``). The option's name stands in, and its help lists the choices.
+CHOICES_IN_METAVAR = 24
+
+
 def metavar(param: Any) -> str:
-    """An option's metavar: ``TEXT``, ``INTEGER``, ``NUMBER``, ``FILE``, ``PATH`` or ``a|b|c``."""
+    """An option's metavar: ``TEXT``, ``INTEGER``, ``NUMBER``, ``FILE``, ``PATH``, ``a|b|c``,
+    or for many choices the option's name (``TYPE``)."""
     accepted = choices(param)
     if accepted is not None:
-        return "|".join(accepted)
+        listed = "|".join(accepted)
+        if len(listed) <= CHOICES_IN_METAVAR:
+            return listed
+        longest = max(getattr(param, "opts", None) or [param.name or "value"], key=len)
+        return longest.lstrip("-").replace("-", "_").upper()
     return _METAVARS.get(kind(param), "TEXT")
+
+
+def _with_choices_listed(param: Any) -> None:
+    """Many choices are named in the help, since the metavar does not show them."""
+    accepted = choices(param)
+    if accepted is None or len("|".join(accepted)) <= CHOICES_IN_METAVAR:
+        return
+    help_text = getattr(param, "help", None) or ""
+    if not all(choice in help_text for choice in accepted):
+        param.help = f"{help_text} One of: {', '.join(accepted)}.".strip()
 
 
 def plain(param: Any) -> None:
@@ -94,6 +114,7 @@ def plain(param: Any) -> None:
         param.metavar = ""  # Typer 0.29 would show <bool>, earlier ones nothing
     else:
         param.metavar = metavar(param)
+        _with_choices_listed(param)
 
 
 def _untyped(kind: click.ParamType) -> click.ParamType:

@@ -1,7 +1,7 @@
-"""Records of the dataset format (contract §9), as ``sowctl import`` validates them.
+"""Records of the dataset format, as ``sowctl import`` validates them.
 
 Field names are the API's own: camelCase for the Group A/C records (and for the
-``companyId``/``projectId`` links of the Group B master data, as §9 writes them),
+``companyId``/``projectId`` links of the Group B master data, as a dataset file writes them),
 snake_case for the Group B records. An unknown key is an error naming the record and
 the field: a misspelt ``parentItemID`` or ``staus`` would otherwise be dropped silently
 (API request bodies, unlike datasets, tolerate unknown fields).
@@ -235,7 +235,7 @@ class DependencyRecord(_CamelRecord):
     notes: StrictStr | None = None
     created_by_user_id: ShortText | None = None
     created_at: TimestampIn | None = None
-    # None stays None: a dependency that was never updated has no updatedAt (spec §2.1).
+    # None stays None: a dependency that was never updated has no updatedAt.
     updated_at: TimestampIn | None = None
 
 
@@ -300,7 +300,7 @@ class SnapshotLineRecord(_ApiRecord):
     committed: Number
     spent: Number
     projected_total: Number
-    # Absent or null: the API computes current_budget - projected_total (contract §7.3).
+    # Absent or null: the API computes current_budget - projected_total.
     variance: Number | None = None
 
 
@@ -387,7 +387,7 @@ class PurchaseOrderRecord(_ApiRecord):
     status: PurchaseOrderStatus  # what the API takes: a file cannot hold what it would refuse
     title: StrictStr
     vendor: VendorRef
-    # Absent: the sum of the line amounts, as for a new purchase order (contract §7.3).
+    # Absent: the sum of the line amounts, as for a new purchase order.
     original_amount: DecimalString | None = None
     revised_amount: DecimalString | None = None
     total_amount: DecimalString | None = None

@@ -1,4 +1,4 @@
-"""Dependency request and response models (spec §2.1, §4.1; contract §7.2).
+"""Dependency request and response models.
 
 Cross-field rules (internal needs targetItemId, external needs externalTarget,
 no self-dependency) live in ``sowctl.services.dependencies``: they need the

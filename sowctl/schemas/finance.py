@@ -1,4 +1,4 @@
-"""Group B request and response models (spec §2.3 to 2.7, §4.3; contract §7.3).
+"""Group B request and response models.
 
 Field names are the API's own (snake_case), so these models use ``ApiModel``.
 Money is ``Decimal`` end to end: decimal strings in purchase-order requests and

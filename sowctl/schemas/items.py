@@ -1,4 +1,4 @@
-"""Item request and response models (spec §2.2, §4.2)."""
+"""Item request and response models."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Group C listing models: projects, clients and contacts (spec §2.8, §2.9, §4.4; contract §7.4).
+"""Group C listing models: projects, clients and contacts.
 
 Query parameters arrive as strings. ``limit`` and ``offset`` must be strings of
-digits (contract §7.4) and ``clientId`` a uuid; anything else is a BAD_REQUEST whose
+digits and ``clientId`` a uuid; anything else is a BAD_REQUEST whose
 issue names the parameter, e.g. ``{"path": ["limit"], "message": "must be a string
 of digits"}``.
 """

@@ -17,3 +17,13 @@ class SowOut(CamelOut):
     title: str
     created_at: Timestamp
     item_count: int
+
+
+class SowUpdate(CamelBody):
+    title: NonEmptyStr
+
+
+class SowDeleted(CamelOut):
+    message: str
+    deleted_items: int
+    deleted_dependencies: int

@@ -8,15 +8,24 @@ away, or the application failed mid-body), or ``cut-short:too-slow`` when the en
 a client that took it too slowly (``sowctl.engine.pacing``); the size is then what the
 application had handed over, not what the client received.
 Secrets anywhere in the line are cut by the one redaction rule.
+
+With ``serve --log-format json`` each line is a JSON object instead, with the same facts and
+the request's id (its ``X-Request-Id``) and incoming W3C ``traceparent``:
+``{"time": "2026-01-01T00:00:00.000Z", "remote": "127.0.0.1", "method": "GET", "target":
+"/api/items/x?q=1", "protocol": "HTTP/1.1", "status": 200, "bytes": 123, "duration_ms": 1.2,
+"request_id": "9f...", "traceparent": "00-..."}`` (``status`` null when none was sent,
+``cut`` present when the body was cut short, ``traceparent`` when one came).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sowctl.engine.hooks import CUT_SHORT_KEY
@@ -46,8 +55,9 @@ class AccessLog:
     are counted until the server closes the body, i.e. after it was sent.
     """
 
-    def __init__(self, app: WSGIApplication) -> None:
+    def __init__(self, app: WSGIApplication, *, json_lines: bool = False) -> None:
         self.app = app
+        self.json_lines = json_lines
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -78,7 +88,9 @@ class AccessLog:
         )
         request = (environ.get("REQUEST_METHOD", "-"), target, environ.get("SERVER_PROTOCOL", "-"))
         seconds = time.perf_counter() - started
-        _write_line(environ.get("REMOTE_ADDR", "-"), request, status, size, seconds, cut)
+        ids = _ids(environ) if self.json_lines else {}
+        remote = environ.get("REMOTE_ADDR", "-")
+        _write(_line(remote, request, status, size, seconds, cut, self.json_lines, ids))
 
 
 def _cut(environ: dict[str, Any], whole: bool) -> str:
@@ -89,29 +101,81 @@ def _cut(environ: dict[str, Any], whole: bool) -> str:
     return "" if whole else "cut-short"
 
 
-def log_refusal(client: str, method: str, target: str, protocol: str, status: int) -> None:
-    """The line of a request the engine answered before the application saw it."""
+def _ids(environ: dict[str, Any]) -> dict[str, str | None]:
+    """The request's id and incoming ``traceparent``, for a JSON line."""
+    # Imported here: the runner imports this module before serve runs, with the standard library only.
+    from sowctl.server.responses import REQUEST_ID_KEY
+    from sowctl.server.tracing import traceparent
+
+    return {"request_id": environ.get(REQUEST_ID_KEY), "traceparent": traceparent(environ)}
+
+
+def log_refusal(
+    client: str,
+    method: str,
+    target: str,
+    protocol: str,
+    status: int,
+    headers: Sequence[tuple[str, str]] = (),
+    *,
+    json_lines: bool = False,
+) -> None:
+    """The line of a request the engine answered before the application saw it (``headers``:
+    the answer's, whose ``X-Request-Id`` the line repeats)."""
     path, _, query = target.partition("?")
     target = redact_target(path, query) or "-"
     if len(target) > _REFUSED_TARGET_CHARS:
         target = target[:_REFUSED_TARGET_CHARS] + "..."
-    _write_line(client or "-", (method or "-", target, protocol or "-"), str(status), 0, 0.0)
+    request_id = next((value for name, value in headers if name.lower() == "x-request-id"), None)
+    request = (method or "-", target, protocol or "-")
+    _write(_line(client or "-", request, str(status), 0, 0.0, "", json_lines, {"request_id": request_id}))
 
 
-def _write_line(
-    remote: str, request: tuple[str, str, str], status: str, size: int, seconds: float, cut: str = ""
-) -> None:
+def _line(
+    remote: str,
+    request: tuple[str, str, str],
+    status: str,
+    size: int,
+    seconds: float,
+    cut: str,
+    json_lines: bool,
+    ids: dict[str, str | None],
+) -> str:
     # The method and version too: a refused request may carry anything there (a token).
     method, target, protocol = (_UNSAFE.sub(_percent_escape, redact_text(part)) for part in request)
-    mark = f" {cut}" if cut else ""
-    line = f'{remote} - "{method} {target} {protocol}" {status} {size} {seconds * 1000:.1f}ms{mark}\n'
+    if not json_lines:
+        mark = f" {cut}" if cut else ""
+        return f'{remote} - "{method} {target} {protocol}" {status} {size} {seconds * 1000:.1f}ms{mark}\n'
+    record: dict[str, Any] = {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "remote": _UNSAFE.sub(_percent_escape, remote),
+        "method": method,
+        "target": target,
+        "protocol": protocol,
+        "status": int(status) if status.isdigit() else None,
+        "bytes": size,
+        "duration_ms": round(seconds * 1000, 1),
+        **{name: value for name, value in ids.items() if value},
+    }
+    if cut:
+        record["cut"] = cut
+    return json.dumps(record, ensure_ascii=True) + "\n"
 
+
+def _write(line: str) -> None:
     with _lock:
         try:
             sys.stderr.write(line)
             sys.stderr.flush()
         except (OSError, ValueError):  # a closed or broken stderr must not fail requests
             pass
+
+
+def close_app_body(body: Iterable[bytes]) -> None:
+    """Call the application's ``close()`` on its answer, as a WSGI server must, where it has one."""
+    close = getattr(body, "close", None)
+    if close is not None:
+        close()
 
 
 class LoggedBody:
@@ -137,8 +201,6 @@ class LoggedBody:
 
     def close(self) -> None:
         try:
-            close = getattr(self._body, "close", None)
-            if close is not None:
-                close()
+            close_app_body(self._body)
         finally:
             self._log(self._size, self._whole)

@@ -1,7 +1,7 @@
 """The Bottle application, built from the operation registry (``sowctl.operations``).
 
-``create_app`` registers one route per operation, plus ``/healthz`` and
-``/openapi.json``. Every API route goes through ``Dispatcher.handle``: authenticate
+``create_app`` registers one route per operation, plus ``/healthz``, ``/readyz``,
+``/metrics`` and ``/openapi.json``. Every API route goes through ``Dispatcher.handle``: authenticate
 by group, read and validate input, run the handler, and shape the response or
 the group's error envelope. Bottle's own errors (unknown route, wrong method)
 get the envelope of the group the path belongs to, never an HTML page. The web
@@ -20,10 +20,10 @@ import bottle
 import peewee as pw
 
 from sowctl import db_errors, db_guards, models, operations
-from sowctl.db import open_database, with_retries, write_transaction
+from sowctl.db import SCHEMA_VERSION, open_database, schema_version, with_retries, write_transaction
 from sowctl.db_errors import Kind
 from sowctl.db_guards import GuardedSqliteDatabase, check_writable
-from sowctl.errors import InvalidInput, SowctlError
+from sowctl.errors import InvalidInput, PayloadTooLarge, RateLimited, SowctlError
 from sowctl.operations import Operation
 from sowctl.redaction import RedactingStream, mask_text
 from sowctl.schemas.common import build_deferred_models
@@ -42,6 +42,8 @@ from sowctl.server.http import (
     public_base,
     read_json_body,
 )
+from sowctl.server.metrics import Metrics
+from sowctl.server.observed import Observation, ObservedBody
 from sowctl.server.responses import (
     REQUEST_ID_KEY,
     error_response,
@@ -101,15 +103,26 @@ class Dispatcher:
         # Set when a write failed for want of storage (disk full, I/O error): /healthz
         # answers 503 until a probe write succeeds again.
         self.storage_failure: str | None = None
+        self.metrics = Metrics()
         # Writes stuck behind a database lock, and whole-SOW reports, never hold every
         # thread of a worker (sowctl.server.slots).
         self._write_slots = (
-            Slots(settings.write_slots, settings.write_slot_wait, "the database is busy; retry later")
+            Slots(
+                settings.write_slots,
+                settings.write_slot_wait,
+                "the database is busy; retry later",
+                partial(self.metrics.slot_wait, "write"),
+            )
             if settings.write_slots
             else None
         )
         self._report_slots = (
-            Slots(settings.report_slots, settings.report_slot_wait, REPORTS_BUSY)
+            Slots(
+                settings.report_slots,
+                settings.report_slot_wait,
+                REPORTS_BUSY,
+                partial(self.metrics.slot_wait, "report"),
+            )
             if settings.report_slots
             else None
         )
@@ -214,10 +227,15 @@ class Dispatcher:
         if group == "B" and "X-RateLimit-Limit" not in headers:  # failed before the key was charged
             headers = {**headers, **auth.uncharged_rate_headers(group, self.settings)}
         if isinstance(exc, SowctlError):
+            if isinstance(exc, RateLimited):
+                self.metrics.rate_limited.inc()
+            elif isinstance(exc, PayloadTooLarge):
+                self.metrics.budget_refusals.labels("body-size").inc()
             return error_response(group, exc, headers)
         failure = db_errors.classify(exc)
         if failure is not None or isinstance(exc, pw.PeeweeException):
             self.recover_connection()
+            self.metrics.database_error(failure.kind.value if failure is not None else "unexpected")
         if failure is None:
             log_exception(environ)
             return error_response(group, InternalError(), headers)
@@ -243,6 +261,11 @@ class Dispatcher:
             yield
 
     def healthz(self) -> bottle.HTTPResponse:
+        """Alive: this worker answers (the database is /readyz's to check)."""
+        return json_response(200, json_bytes({"status": "ok"}), {})
+
+    def readyz(self) -> bottle.HTTPResponse:
+        """Ready: the database answers, can be written, and holds the schema this sowctl needs."""
         try:
             # Its own short deadline: a frozen database is reported, not waited for.
             with db_guards.deadline(db_guards.HEALTH_TIMEOUT_SECONDS):
@@ -251,13 +274,30 @@ class Dispatcher:
                 check_writable(self.database)  # check_storage's, and that the file can be written
                 if self.storage_failure is not None:
                     self._probe_write()
+                version = schema_version()
         except Exception as exc:
             self.recover_connection()
             failure = db_errors.classify(exc)
+            self.metrics.database_error(failure.kind.value if failure is not None else "unexpected")
             reason = failure.describe() if failure else f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-            log(bottle.request.environ, f"health check failed: {reason}")
-            return json_response(503, json_bytes({"status": "unavailable"}), {"Retry-After": "1"})
+            return self._not_ready(reason)
+        if version != SCHEMA_VERSION:
+            return self._not_ready(f"the database schema is version {version}, sowctl's is {SCHEMA_VERSION}")
         return json_response(200, json_bytes({"status": "ok"}), {})
+
+    def _not_ready(self, reason: str) -> bottle.HTTPResponse:
+        log(bottle.request.environ, f"readiness check failed: {reason}")
+        return json_response(503, json_bytes({"status": "unavailable"}), {"Retry-After": "1"})
+
+    def metrics_text(self) -> bottle.HTTPResponse:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        try:
+            text = self.metrics.exposition()
+        except Exception:
+            log_exception(bottle.request.environ)
+            return error_response("A", InternalError(), {})
+        return bottle.HTTPResponse(body=text, status=200, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     def _probe_write(self) -> None:
         """A write that leaves nothing behind but needs room on the disk (64 KiB): raises
@@ -294,6 +334,8 @@ class SowctlBottle(bottle.Bottle):
         self.add_hook("before_request", _start_request)
         self.add_hook("after_request", self._finish_request)
         self.route("/healthz", "GET", dispatcher.healthz, name="healthz")
+        self.route("/readyz", "GET", dispatcher.readyz, name="readyz")
+        self.route("/metrics", "GET", dispatcher.metrics_text, name="metrics")
         self.route("/openapi.json", "GET", dispatcher.openapi, name="openapi")
         for op in sorted(operations.load_all().values(), key=_route_order):
             self.route(
@@ -324,7 +366,16 @@ class SowctlBottle(bottle.Bottle):
             ]
             return start_response(status, [*headers, *extra], exc_info)
 
-        return self.wsgi(environ, start)
+        observation = Observation(self.router, self.dispatcher.metrics, environ)
+        try:
+            body = self.wsgi(environ, observation.start_response(start))
+        except ConnectionError:  # the test double's "drop" fault: no status reached anyone
+            observation.finish("dropped")
+            raise
+        except BaseException:
+            observation.finish("500")
+            raise
+        return ObservedBody(body, observation)
 
     def body_limit(self, path: str, authorization: str | None = None) -> int | None:
         """The largest request body a request to ``path`` with ``authorization`` may carry;

@@ -90,7 +90,7 @@ def external_caller(
 def uncharged_rate_headers(group: str, settings: ServerSettings) -> dict[str, str]:
     """The rate-limit headers of a response charged to no key, the one rule for all of them.
 
-    Every Group B response carries ``X-RateLimit-*`` (contract §7.3), also those no key
+    Every Group B response carries ``X-RateLimit-*``, also those no key
     is charged for: a missing or refused key, an unknown route or method, an injected
     fault, a request the worker refuses unread. They show the minute window with
     nothing counted. Other groups have no rate limit: no headers.

@@ -26,7 +26,7 @@ ALLOW_HEADERS = (
 )
 EXPOSE_HEADERS = (
     "X-Total-Count, Link, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, "
-    "Retry-After, X-Request-Id"
+    "Retry-After, X-Request-Id, X-Error-Code, X-Error-Issues"
 )
 MAX_AGE = "600"
 

@@ -1,16 +1,25 @@
-"""Error envelopes, one per group, built in this one place (contract §7).
+"""Error envelopes, one per group, built in this one place.
 
 Groups A and B answer ``{"error": message}``. Group C answers
 ``{"code", "message", "issues"}``: the message is the spec's fixed text for the
-code (§7.3), and the specific detail goes into ``issues`` as
+code, and the specific detail goes into ``issues`` as
 ``{"path": [...], "message": ...}`` elements.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
-from sowctl.errors import GROUP_C_MESSAGES, Issue, SowctlError
+from sowctl.errors import (
+    ERROR_CODE_HEADER,
+    ERROR_ISSUES_HEADER,
+    GROUP_C_MESSAGES,
+    MAX_ISSUES_HEADER,
+    Issue,
+    SowctlError,
+    error_code,
+)
 from sowctl.redaction import redact
 
 INTERNAL_ERROR_MESSAGE = "internal server error"
@@ -57,7 +66,13 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
         body = {"code": code, "message": GROUP_C_MESSAGES[code], "issues": issues}
     else:
         body = {"error": redact(error.api_message)}
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = {ERROR_CODE_HEADER: error_code(error)}
+    if group != "C" and status < 500 and error.issues:
+        # Groups A and B answer a message only: the issues go in a header, when small.
+        listed = json.dumps([_issue(issue) for issue in error.issues], ensure_ascii=True)
+        listed = listed.replace("\x7f", "\\u007f")  # a header value holds visible ASCII only
+        if len(listed) <= MAX_ISSUES_HEADER:
+            headers[ERROR_ISSUES_HEADER] = listed
     if status == 401 and group in ("A", "C"):
         headers["WWW-Authenticate"] = 'Bearer realm="sowctl"'
     retry_after = getattr(error, "retry_after", None)

@@ -1,6 +1,6 @@
 """Reading HTTP requests and shaping responses, in one place for every route.
 
-Decisions (documented in the README's server section):
+Decisions (documented in docs/server.md and docs/api.md):
 
 * A body larger than ``max_body_bytes`` (1 MiB) is refused with 413, whether it
   announces its length (``Content-Length``, refused before it is read) or

@@ -100,29 +100,32 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
     _user_text(components)
     _user_text(paths)
 
-    paths["/healthz"] = {
-        "get": {
-            "operationId": "healthz",
-            "summary": "Health check (no authentication)",
-            "tags": ["server"],
-            "security": [],
-            "x-sowctl-extension": True,
-            "responses": {
-                "200": _json_response(
-                    "The server and its database answer",
-                    {
-                        "type": "object",
-                        "properties": {"status": {"const": "ok"}},
-                        "required": ["status"],
-                    },
-                ),
-                "503": _json_response(
-                    "The database does not answer",
-                    {"type": "object", "properties": {"status": {"const": "unavailable"}}},
-                ),
-            },
-        }
-    }
+    status_ok = {"type": "object", "properties": {"status": {"const": "ok"}}, "required": ["status"]}
+    status_unavailable = {"type": "object", "properties": {"status": {"const": "unavailable"}}}
+    paths["/healthz"] = _server_page(
+        "healthz",
+        "Liveness (no authentication): the server answers; the database is not asked",
+        {"200": _json_response("The server answers", status_ok)},
+    )
+    paths["/readyz"] = _server_page(
+        "readyz",
+        "Readiness (no authentication): the database answers, can be written, and holds the "
+        "schema this server needs",
+        {
+            "200": _json_response("Ready to serve", status_ok),
+            "503": _json_response("Not ready (Retry-After says when to ask again)", status_unavailable),
+        },
+    )
+    paths["/metrics"] = _server_page(
+        "metrics",
+        "Prometheus metrics (no authentication): counts and latencies by route template, no ids",
+        {
+            "200": {
+                "description": "The Prometheus text format",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        },
+    )
     paths["/openapi.json"] = {
         "get": {
             "operationId": "openapi",
@@ -145,7 +148,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
             {"name": name, "description": description}
             for name, description in sorted({_tag(op): GROUP_DESCRIPTIONS[op.group] for op in ops}.items())
         ]
-        + [{"name": "server", "description": "Health and documentation"}],
+        + [{"name": "server", "description": "Health, readiness, metrics and documentation"}],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(components.items())),
@@ -210,7 +213,7 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
                 "name": "limit",
                 "in": "query",
                 "required": False,
-                # No "maximum": larger values are accepted and clamped (contract §7.2).
+                # No "maximum": larger values are accepted and clamped.
                 "description": f"Page size; larger values are clamped to {PAGING.max_limit}",
                 "schema": {"type": "integer", "minimum": 1, "default": PAGING.default_limit},
             },
@@ -350,6 +353,20 @@ def _success_description(op: Operation) -> str:
     if op.paginated:
         return "One page of the list (a plain JSON array); see X-Total-Count and Link"
     return "Success"
+
+
+def _server_page(operation_id: str, summary: str, responses: dict[str, Any]) -> dict[str, Any]:
+    """A route of the server itself, outside the API: no credential, a sowctl extension."""
+    return {
+        "get": {
+            "operationId": operation_id,
+            "summary": summary,
+            "tags": ["server"],
+            "security": [],
+            "x-sowctl-extension": True,
+            "responses": responses,
+        }
+    }
 
 
 def _json_response(description: str, schema: dict) -> dict[str, Any]:

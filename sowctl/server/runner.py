@@ -36,26 +36,54 @@ def serve(
     defaults when None): pass the application's own, so both refuse the same bodies.
     ``on_ready(url)`` runs once as soon as the port accepts connections; ``port=0`` picks a free
     port. Raises ``OSError`` if the address is taken and ``SystemExit`` if the workers cannot
-    start (``app_factory`` raises)."""
+    start (``app_factory`` raises).
+
+    The workers count their metrics in a directory made for this run and removed when it ends
+    (``server.metrics``), so ``/metrics`` adds up every worker's; each worker traces requests
+    when the ``OTEL_*`` variables ask for it (``server.tracing``)."""
+    import sys
+
     from sowctl.engine.process import serve as run
+    from sowctl.server import metrics, tracing
 
     settings = settings or ServerSettings()
+    json_lines = settings.log_format == "json"
 
     def load() -> tuple[WSGIApplication, Hooks]:
+        from functools import partial
+
         from sowctl.server.access_log import AccessLog, log_refusal
 
+        tracing.start_from_environment()
         app = app_factory()
-        served = AccessLog(app) if access_log else app
+        served = AccessLog(app, json_lines=json_lines) if access_log else app
         hooks = Hooks(
             answer=lambda path, refusal: answer(path, refusal, settings),
             caller=_caller,
             body_limit=_body_limit_of(app),
-            on_refusal=log_refusal if access_log else Hooks.on_refusal,
+            on_refusal=_on_refusal(app, partial(log_refusal, json_lines=json_lines) if access_log else None),
         )
         return served, hooks
 
+    warning = tracing.missing_sdk()
+    if warning:
+        sys.stderr.write(f"sowctl: {warning}\n")
     limits = engine_limits(settings, threads)
-    run(load, host=host, port=port, workers=workers, limits=limits, on_ready=on_ready)
+    with metrics.shared_directory():
+        run(load, host=host, port=port, workers=workers, limits=limits, on_ready=on_ready)
+
+
+def _on_refusal(app: Any, log: Callable[..., None] | None) -> Callable[..., None]:
+    """Count a refusal the engine made itself in the app's metrics, and log it (``log``)."""
+    counted = getattr(app, "dispatcher", None)
+
+    def on_refusal(client: str, method: str, target: str, protocol: str, status: int, headers: Any) -> None:
+        if counted is not None:
+            counted.metrics.engine_refusal(status)
+        if log is not None:
+            log(client, method, target, protocol, status, headers)
+
+    return on_refusal
 
 
 def engine_limits(settings: ServerSettings, threads: int) -> Limits:

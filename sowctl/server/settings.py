@@ -19,14 +19,14 @@ MIB = 1024 * KIB
 class ServerSettings:
     """Everything about serving that is not the database itself.
 
-    Defaults are the contract's (§7, §8): 100 requests per minute and 5,000 per
+    Defaults: 100 requests per minute and 5,000 per
     day per API key, request bodies up to 1 MiB, pages of 20 (at most 100).
     """
 
-    # Group B rate limits, per API key (contract §7.3).
+    # Group B rate limits, per API key.
     rate_per_minute: int = 100
     rate_per_day: int = 5000
-    # Request bodies above this are refused with 413 (contract §7.1).
+    # Request bodies above this are refused with 413.
     max_body_bytes: int = limits.MAX_BODY_BYTES
     # Longest request line (method, target, version) and largest header block; past them
     # the server answers 414 and 431 before reading on. The line fits any id or query
@@ -69,7 +69,9 @@ class ServerSettings:
     cors_origins: tuple[str, ...] = ()
     # Whether the WSGI server writes an access log line per request (``serve --quiet``).
     access_log: bool = True
-    # Group A/B pagination (contract §7.2): ``limit`` default and maximum (larger is clamped).
+    # The access log's lines: "text" (one readable line) or "json" (one JSON object a line).
+    log_format: str = "text"
+    # Group A/B pagination: ``limit`` default and maximum (larger is clamped).
     default_limit: int = 20
     max_limit: int = limits.MAX_PAGE_SIZE
     # Largest accepted ``page``: keeps offsets inside every backend's integer range.

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import Counter
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 
 from sowctl.errors import ServiceUnavailable, SowctlError
 
@@ -36,10 +37,18 @@ from sowctl.errors import ServiceUnavailable, SowctlError
 class Slots:
     """``count`` slots; ``acquire`` waits as described in the module doc, ``release`` frees one."""
 
-    def __init__(self, count: int, wait: float, busy_message: str) -> None:
+    def __init__(
+        self,
+        count: int,
+        wait: float,
+        busy_message: str,
+        observe: Callable[[float, bool], None] | None = None,
+    ) -> None:
         self._free = threading.BoundedSemaphore(count)
         self.wait = wait
         self.busy_message = busy_message
+        # Told of each request that found no slot free at once: (seconds waited, refused).
+        self.observe = observe
         # Holders that left their slot with an answer: while this moves, waiting for a
         # slot is ordinary queueing, not a stall. Read and bumped without a lock: a lost
         # increment only means one more wait.
@@ -52,15 +61,27 @@ class Slots:
     def acquire(self, caller: Hashable | None = None) -> None:
         """Take a slot (one of ``caller``'s share when given), or raise ``ServiceUnavailable``
         (503 with ``Retry-After``)."""
+        started = time.monotonic()
+        try:
+            waited = self._acquire(caller)
+        except ServiceUnavailable:
+            if self.observe is not None:
+                self.observe(time.monotonic() - started, True)
+            raise
+        if waited and self.observe is not None:
+            self.observe(time.monotonic() - started, False)
+
+    def _acquire(self, caller: Hashable | None) -> bool:
+        """Take a slot as ``acquire`` says; whether the request had to wait for it."""
         if caller is None:
-            self._acquire_slot()
-            return
+            return self._acquire_slot()
         with self._shares:
+            waited = self._held_by[caller] >= self.share
             if not self._shares.wait_for(lambda: self._held_by[caller] < self.share, timeout=self.wait):
                 raise ServiceUnavailable(self.busy_message)
             self._held_by[caller] += 1
         try:
-            self._acquire_slot()
+            return self._acquire_slot() or waited
         except BaseException:
             self._release_share(caller)
             raise
@@ -72,16 +93,18 @@ class Slots:
                 del self._held_by[caller]
             self._shares.notify_all()
 
-    def _acquire_slot(self) -> None:
+    def _acquire_slot(self) -> bool:
+        if self._free.acquire(blocking=False):
+            return False
         while True:
             done = self._done
             if self._stalled_at == done:
                 # A waiter already saw no holder finish for a whole wait, and none has since.
                 if self._free.acquire(blocking=False):
-                    return
+                    return True
                 raise ServiceUnavailable(self.busy_message)
             if self._free.acquire(timeout=self.wait):
-                return
+                return True
             if self._done == done:
                 self._stalled_at = done
                 raise ServiceUnavailable(self.busy_message)

@@ -1,4 +1,4 @@
-"""Who is calling, and which records they may see (contract §7.2)."""
+"""Who is calling, and which records they may see."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sowctl.services.lookup import Lookup, hydrate
 
 Role = Literal["viewer", "member", "admin"]
 LOCAL_USER_ID = "local"
+ORGANIZATIONS_COMPARED = 1000  # a typo of --org is compared with at most this many ids
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Caller:
     """The identity a request acts with.
 
     ``organization_id`` None means every organization: local mode, where the
-    user has the database file and so full rights (contract §2).
+    user has the database file and so full rights.
     """
 
     user_id: str | None
@@ -45,7 +46,7 @@ class Caller:
     def require_named_organization(self) -> None:
         """NotFound if the organization the user named does not exist (checked on an empty answer)."""
         if self.named and self.organization_id is not None and not organization_exists(self.organization_id):
-            raise organization_not_found(self.organization_id)
+            raise named_organization_not_found(self.organization_id)
 
     def require_write(self) -> None:
         if self.role == "viewer":
@@ -101,7 +102,7 @@ def sow_for(caller: Caller, sow_id: str) -> m.Sow:
         if len(rows) > 1 and caller.prefers is not None:
             preferred = _SOW_IN_ORG.first(caller.prefers, sow_id)
             if preferred is None and not organization_exists(caller.prefers):
-                raise organization_not_found(caller.prefers)  # as every command says it
+                raise named_organization_not_found(caller.prefers)  # as every command says it
             rows = [preferred] if preferred is not None else rows
         if len(rows) > 1:
             owners = sorted(m.Sow.select(m.Sow.organization).where(m.Sow.id == sow_id).tuples())
@@ -125,6 +126,24 @@ def organization_exists(organization_id: str) -> bool:
 
 def organization_not_found(organization_id: str) -> NotFound:
     return NotFound(f"organization {organization_id} not found")
+
+
+def named_organization_not_found(organization_id: str) -> NotFound:
+    """An organization the user typed (local mode's --org, which has full rights and so
+    may be told the organizations there are): NotFound naming the option, with the
+    closest existing id when it looks like a typo."""
+    import difflib
+
+    from sowctl.errors import quoted
+
+    known = [
+        org for (org,) in m.Organization.select(m.Organization.id).limit(ORGANIZATIONS_COMPARED).tuples()
+    ]
+    # Ids often share a prefix ("org-"), so only a close match is offered: a transposition or
+    # a missing letter, not any organization whose id also starts with "org-".
+    close = difflib.get_close_matches(organization_id, known, n=1, cutoff=0.75)
+    hint = f"; did you mean {quoted(close[0])}?" if close else ""
+    return NotFound(f"organization {organization_id} not found (--org){hint}")
 
 
 def item_for(caller: Caller, item_id: str) -> m.Item:

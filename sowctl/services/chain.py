@@ -1,4 +1,4 @@
-"""The dependency chain of a SOW and its issues (spec §4.1 "Chain", contract §6, §7.2).
+"""The dependency chain of a SOW and its issues.
 
 ``chain_report`` answers ``GET /api/dependencies/chain``. It reads the SOW's
 dependencies (those whose source item is in the SOW) with both items' titles in
@@ -204,7 +204,7 @@ def _chain_rows(sow_key: str) -> tuple[list[tuple], dict[str, str]]:
 def _item_states(sow_key: str, rows: list[tuple]) -> dict[str, tuple[str, str]]:
     """Item id -> (type, shown status) of the SOW's items and of targets in other SOWs.
 
-    A requirement shows the status calculated from its task items (contract §7.2),
+    A requirement shows the status calculated from its task items,
     as everywhere else in the API; a requirement in another SOW is calculated from
     its own subtree.
     """

@@ -47,7 +47,7 @@ DEFAULT_DUE_WITHIN_DAYS = 14
 INCLUDE = "external,risks"
 
 # Title and help text of each kind: the reports' rule descriptions (SARIF rules, JUnit
-# suites, the Markdown table) and the README say the same.
+# suites, the Markdown table) and docs/ci-gate.md say the same.
 KIND_TITLES = {
     "circular": "Circular dependency",
     "critical": "Critical dependency",

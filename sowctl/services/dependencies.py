@@ -1,4 +1,4 @@
-"""Dependencies between items, or from an item to an external party (spec §4.1, contract §7.2).
+"""Dependencies between items, or from an item to an external party.
 
 Rules kept here, for every surface alike:
 
@@ -86,7 +86,7 @@ def list_dependencies(
 
     ``item_id`` filters by source item, ``sow_id`` by the source item's SOW (an unknown
     or foreign item or SOW is a 404, as for items); ``kind`` is ``critical``,
-    ``overdue`` or ``external`` as contract §7.2 defines them.
+    ``overdue`` or ``external`` as the dependency filters define them.
     """
     if status is not None and status not in DEPENDENCY_STATUSES:
         raise InvalidInput.for_field("status", "must be one of: " + ", ".join(DEPENDENCY_STATUSES))

@@ -2,7 +2,7 @@
 
 Pure functions on plain values, so the API (``services.dependencies``), the chain
 report (``services.chain``), the importer (``services.dataset``) and the SQL
-filters all apply the same definitions (contract §7.2):
+filters all apply the same definitions:
 
 * a dependency is *open* while its status is ``active`` or ``blocked``;
 * *critical*: risk ``critical`` and open;

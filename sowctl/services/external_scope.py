@@ -1,4 +1,4 @@
-"""Group B scope: which organization and company an API-key request acts in (contract §7.3).
+"""Group B scope: which organization and company an API-key request acts in.
 
 The server authenticates the key (``credentials.authenticate_key``) and then calls
 ``resolve`` with the organization and company headers (``x-organization-id`` /

@@ -1,4 +1,4 @@
-"""Group B: purchase orders, budget views, snapshots and prime contracts (spec §4.3, contract §7.3).
+"""Group B: purchase orders, budget views, snapshots and prime contracts.
 
 Every lookup is scoped: the caller's organization (None in local mode: any) and
 the company named in the request (None in local mode: the project's own). A
@@ -90,7 +90,7 @@ def company_for(caller: Caller, company_id: str) -> m.Company:
     row = _COMPANY.first(company_id)
     company = None if row is None else hydrate(m.Company, _COMPANY_FIELDS, row)
     if company is None or not caller.sees(company.organization_id):
-        # The organization is checked before its company (contract §7.3; the server compares
+        # The organization is checked before its company (the server compares
         # it with the key's): local mode's --org may name none, and that is what is missing.
         organization_id = caller.organization_id
         if organization_id is not None and not organization_exists(organization_id):
@@ -198,7 +198,7 @@ def list_snapshots(caller: Caller, company_id: str | None, project_id: int) -> S
 
 def snapshot_line(row: m.SnapshotLineItem) -> SnapshotLine:
     variance = row.variance
-    if variance is None:  # contract §7.3: computed when not stored
+    if variance is None:  # computed when not stored
         variance = money.subtract(row.current_budget, row.projected_total)
     return SnapshotLine(
         id=row.id,

@@ -1,4 +1,4 @@
-"""The ordering graph that dependencies impose on items (contract §7.2).
+"""The ordering graph that dependencies impose on items.
 
 An *ordering edge* ``(before, after)`` says that item ``before`` comes first.
 ``depends_on``, ``prerequisite`` and ``successor`` put the target before the

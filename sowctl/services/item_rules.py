@@ -1,4 +1,4 @@
-"""The requirement status rule (contract §7.2), once, on plain values.
+"""The requirement status rule, once, on plain values.
 
 A requirement's status is calculated from all its descendant task items: none,
 its own stored status; all cancelled, ``cancelled``; otherwise, ignoring the
@@ -24,7 +24,7 @@ from sowctl.limits import MAX_HIERARCHY_DEPTH
 
 def aggregate_status(own_status: str, below: Sequence[int]) -> str:
     """A requirement's status from the task items below it: ``below`` is their number
-    per status, in ``db_tallies.STATUSES`` order (contract §7.2)."""
+    per status, in ``db_tallies.STATUSES`` order."""
     pending, _in_progress, completed, cancelled = below
     total = sum(below)
     if total == 0:

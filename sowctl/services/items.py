@@ -1,4 +1,4 @@
-"""Items of a SOW: hierarchy rules, ordering, status aggregation (spec §4.2, contract §7.2)."""
+"""Items of a SOW: hierarchy rules, ordering, status aggregation."""
 
 from __future__ import annotations
 

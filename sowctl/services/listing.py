@@ -1,6 +1,6 @@
 """Group C listings: the projects and the clients (with contacts) a caller may see.
 
-Visibility (contract §7.4): the caller's organization; ``Caller.organization_id``
+Visibility: the caller's organization; ``Caller.organization_id``
 None (local mode) sees every organization.
 
 Order: pinned records first, then by name (case-insensitive), then by id, so that

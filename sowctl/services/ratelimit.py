@@ -1,6 +1,6 @@
-"""Per-API-key rate limits (spec §8, contract §7.3), counted in the database.
+"""Per-API-key rate limits, counted in the database.
 
-Semantics, decided here and documented in the README:
+Semantics, decided here and documented in docs/api.md:
 
 * **Fixed windows**: a minute window aligned to the wall-clock minute (UTC) and a
   day window aligned to the UTC day. Both count every accepted request of a key.
@@ -72,7 +72,7 @@ class RateState:
         return self.retry_after is None
 
     def headers(self) -> dict[str, str]:
-        """The response headers of contract §7.3 (``Retry-After`` only on a refusal)."""
+        """The rate-limit response headers (``Retry-After`` only on a refusal)."""
         headers = {
             "X-RateLimit-Limit": str(self.limit),
             "X-RateLimit-Remaining": str(self.remaining),

@@ -7,12 +7,13 @@ import peewee as pw
 from sowctl import clock
 from sowctl import models as m
 from sowctl.db import write_transaction
-from sowctl.errors import InvalidInput, NotFound
-from sowctl.schemas.sows import SowCreate, SowOut
-from sowctl.services.access import Caller
+from sowctl.errors import InvalidInput, NotFound, UsageError
+from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
+from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
 
 DEFAULT_ORG_ID = "local"
 DEFAULT_PROJECT_NAME = "Default project"
+ORGANIZATIONS_LISTED = 10  # a refusal to choose lists at most this many
 
 
 def default_project(organization_id: str) -> m.Project:
@@ -40,14 +41,25 @@ def default_project(organization_id: str) -> m.Project:
 def create_sow(caller: Caller, data: SowCreate) -> SowOut:
     """A SOW in the caller's organization (or the project's, with full rights). Its id is
     unique within that organization only: whether another organization uses the same id
-    changes nothing in the answer."""
+    changes nothing in the answer to a caller of one organization.
+
+    Full rights (local mode) never invent an organization: without --org the SOW goes to
+    the only organization there is (``local``, made now, on an empty database) and several
+    are refused; an --org naming none is not found; an id another organization uses is
+    refused unless --org chose the organization."""
     caller.require_write()
-    organization_id = caller.organization_id or DEFAULT_ORG_ID
+    organization_id = caller.organization_id
+    if caller.named and not organization_exists(organization_id):
+        raise named_organization_not_found(organization_id)
     if data.project_id is not None:
         project = m.Project.get_or_none(m.Project.id == data.project_id)
         if project is None or not caller.sees(project.organization_id):
             raise NotFound(f"project {data.project_id} not found")
         organization_id = project.organization_id
+    elif organization_id is None:
+        organization_id = _only_organization()
+    if data.id is not None and caller.organization_id is None:
+        _refuse_id_of_another_organization(data.id, organization_id)
     with write_transaction(f"org:{organization_id}"):
         project = default_project(organization_id) if data.project_id is None else project
         sow_id = data.id or clock.new_id()
@@ -56,6 +68,36 @@ def create_sow(caller: Caller, data: SowCreate) -> SowOut:
             raise InvalidInput.for_field("id", f"SOW {sow_id} already exists")
         sow = _insert(sow_id, organization_id, project.id, data.title)
     return SowOut(id=sow.id, project_id=project.id, title=sow.title, created_at=sow.created_at, item_count=0)
+
+
+def _only_organization() -> str:
+    """The organization a SOW made with full rights and no --org goes to: the only one, or
+    ``local`` on an empty database; several are refused, listed."""
+    first = m.Organization.select(m.Organization.id).order_by(m.Organization.id)
+    ids = [org for (org,) in first.limit(ORGANIZATIONS_LISTED + 1).tuples()]
+    if not ids:
+        return DEFAULT_ORG_ID
+    if len(ids) == 1:
+        return ids[0]
+    total = len(ids) if len(ids) <= ORGANIZATIONS_LISTED else m.Organization.select().count()
+    shown = ", ".join(ids[:ORGANIZATIONS_LISTED]) + (", …" if total > ORGANIZATIONS_LISTED else "")
+    raise UsageError(
+        f"the database holds {total} organizations ({shown}): choose one with --org (or SOWCTL_ORG)"
+    )
+
+
+def _refuse_id_of_another_organization(sow_id: str, organization_id: str) -> None:
+    """Full rights without --org: an id another organization's SOW has would make every later
+    command on that id ask which one is meant, so it is refused."""
+    others = m.Sow.select(m.Sow.organization).where(
+        (m.Sow.id == sow_id) & (m.Sow.organization != organization_id)
+    )
+    owner = others.scalar()
+    if owner is not None:
+        raise InvalidInput.for_field(
+            "id",
+            f"SOW {sow_id} already exists in organization {owner}: to make another, choose it with --org",
+        )
 
 
 def _insert(sow_id: str, organization_id: str, project_id: str, title: str) -> m.Sow:
@@ -114,3 +156,52 @@ def _item_counts(keys: list[str] | pw.SelectQuery) -> dict[str, int]:
     count = pw.fn.COUNT(m.Item.id)
     query = m.Item.select(m.Item.sow, count).where(m.Item.sow.in_(keys)).group_by(m.Item.sow)
     return {key: number for key, number in query.tuples()}
+
+
+def _out(sow: m.Sow, item_count: int | None = None) -> SowOut:
+    if item_count is None:
+        item_count = m.Item.select().where(m.Item.sow == sow.key).count()
+    return SowOut(
+        id=sow.id,
+        project_id=sow.project_id,
+        title=sow.title,
+        created_at=sow.created_at,
+        item_count=item_count,
+    )
+
+
+def get_sow(caller: Caller, sow_id: str) -> SowOut:
+    """The caller's SOW with its item count (local mode: --org tells apart a shared id)."""
+    return _out(sow_for(caller, sow_id))
+
+
+def update_sow(caller: Caller, sow_id: str, data: SowUpdate) -> SowOut:
+    """A new title; the id, project and organization of a SOW never change."""
+    caller.require_write()
+    sow = sow_for(caller, sow_id)
+    with write_transaction(f"org:{sow.organization_id}"):
+        updated = m.Sow.update(title=data.title).where(m.Sow.key == sow.key).execute()
+        if not updated:  # deleted since it was read
+            raise NotFound(f"SOW {sow_id} not found")
+    sow.title = data.title
+    return _out(sow)
+
+
+def delete_sow(caller: Caller, sow_id: str) -> SowDeleted:
+    """Delete a SOW with its items and every dependency touching them (also another SOW's
+    dependency on one of its items), and say how many went. The database's cascades do
+    the deleting, in the same transaction as the counting."""
+    caller.require_write()
+    sow = sow_for(caller, sow_id)
+    with write_transaction(f"org:{sow.organization_id}"):
+        items = m.Item.select(m.Item.id).where(m.Item.sow == sow.key)
+        item_count = items.count()
+        touching = (m.Dependency.source_item.in_(items)) | (m.Dependency.target_item.in_(items))
+        dependency_count = m.Dependency.select().where(touching).count()
+        if not m.Sow.delete().where(m.Sow.key == sow.key).execute():
+            raise NotFound(f"SOW {sow_id} not found")
+    return SowDeleted(
+        message=f"SOW {sow_id} deleted successfully",
+        deleted_items=item_count,
+        deleted_dependencies=dependency_count,
+    )

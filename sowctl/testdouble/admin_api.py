@@ -10,7 +10,7 @@ Routes:
 
 * ``POST /_admin/reset``: empty every table (data, tokens, keys, rate counters,
   request log) and restore the start-up faults, clock and seed.
-* ``POST /_admin/dataset[?replace=true]``: load a dataset (contract §9), all or
+* ``POST /_admin/dataset[?replace=true]``: load a dataset, all or
   nothing; ``replace`` resets first, in the same transaction. ``GET``: export.
 * ``POST /_admin/tokens`` ``{"userId", "organizationId", "role"}`` -> 201 ``{"token", "id", ...}``;
   ``POST /_admin/keys`` ``{"organizationId"}`` -> 201 ``{"key", "id", "organizationId"}``.

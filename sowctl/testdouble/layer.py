@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 ADMIN_PREFIX = "/_admin"
-NEVER_FAULTED = ("/healthz",)
+# The operator's pages: probes and scrapes see the server as it is, and are never logged.
+NEVER_FAULTED = ("/healthz", "/readyz", "/metrics")
 
 
 def install(app: SowctlBottle) -> TestDouble:

@@ -132,7 +132,7 @@ def _worker_database(url: str, worker: str) -> str:
         import psycopg2
     except ImportError:
         raise pytest.UsageError(
-            "--sowctl-db with pytest-xdist needs psycopg2 (pip install 'sowctl[postgres]')"
+            "--sowctl-db with pytest-xdist needs psycopg2 (pip install psycopg2-binary)"
         ) from None
     conn = psycopg2.connect(url)
     conn.autocommit = True  # CREATE DATABASE cannot run in a transaction

@@ -1,4 +1,4 @@
-"""CLI conventions (contract §2, §3) and the items commands.
+"""CLI conventions and the items commands.
 
 The ``cli`` fixture runs ``sowctl`` in process with stdout captured (so not a TTY,
 the "piped" mode) and fails the test if anything prints a traceback.

@@ -50,7 +50,7 @@ def test_a_cascading_delete_asks_on_a_terminal_saying_what_goes(modes, terminal_
     terminal_input("n\n")
     remote = ("--server", "http://sowctl.test", "--token", modes.token)
     result = modes.cli(*(() if mode == "local" else remote), "items", "delete", "r")
-    assert result.exit_code == 130
+    assert result.exit_code == 1 and result.stderr.endswith("[y/N] cancelled: nothing was changed\n")
     assert "Delete item r (R), 2 descendant items and 1 dependency? [y/N]" in result.stderr
     assert m.Item.select().count() == 4 and m.Dependency.select().count() == 1
     terminal_input("y\n")
@@ -78,7 +78,7 @@ def test_the_question_counts_dependencies_from_other_sows_on_the_deleted_items(m
     survivor = m.Dependency.get(m.Dependency.source_item == "c").id
     terminal_input("n\n")
     result = run("items", "delete", "a")
-    assert result.exit_code == 130
+    assert result.exit_code == 1 and result.stderr.endswith("[y/N] cancelled: nothing was changed\n")
     went = "0 descendant items and 2 dependencies (1 from another SOW)"
     assert f"Delete item a (A), {went}? [y/N]" in result.stderr
     assert m.Dependency.select().count() == 3
@@ -96,9 +96,13 @@ def test_yes_skips_the_question_and_a_script_is_never_asked(modes, terminal_inpu
     assert ok(modes.local("items", "delete", "t2", "--yes")).stderr == (
         "deleted with it: 0 descendant items and 0 dependencies\n"
     )
-    # stdin not a terminal (the cli fixture's default): no question, as before.
-    assert ok(modes.local("items", "delete", "r", input="")).stderr == ""
-    assert [item.id for item in m.Item.select()] == ["x"]
+    # stdin not a terminal (the cli fixture's default): no question, as before; with --yes
+    # what went is said there too.
+    assert ok(modes.local("items", "delete", "x", input="")).stderr == ""
+    assert ok(modes.remote("items", "delete", "r", "--yes", input="")).stderr == (
+        "deleted with it: 1 descendant item and 0 dependencies\n"
+    )
+    assert [item.id for item in m.Item.select()] == []
 
 
 def test_deps_delete_asks_on_a_terminal(modes, terminal_input):
@@ -106,7 +110,7 @@ def test_deps_delete_asks_on_a_terminal(modes, terminal_input):
     dep = m.Dependency.get().id
     terminal_input("no\n")
     result = modes.local("deps", "delete", dep)
-    assert result.exit_code == 130 and f"Delete dependency {dep} (t1 blocks x)? [y/N]" in result.stderr
+    assert result.exit_code == 1 and f"Delete dependency {dep} (t1 blocks x)? [y/N]" in result.stderr
     terminal_input("yes\n")
     ok(modes.local("deps", "delete", dep))
     assert m.Dependency.select().count() == 0
@@ -122,7 +126,7 @@ def test_revoking_asks_on_a_terminal(cli, db, terminal_input, kind):
     )
     terminal_input("n\n")
     result = cli(kind, "revoke", issued.secret)
-    assert result.exit_code == 130 and "? It is refused at once [y/N]" in result.stderr
+    assert result.exit_code == 1 and "? It is refused at once [y/N]" in result.stderr
     assert issued.secret not in result.stderr  # the prompt shows only the secret's prefix
     assert [entry["revokedAt"] for entry in ok(cli(kind, "list", "--json")).json()] == [None]
     ok(cli(kind, "revoke", issued.secret, "--yes"))
@@ -158,3 +162,11 @@ def test_the_token_option_reads_stdin(modes):
     result = modes.cli("--server", "http://sowctl.test", "--token", "-", "items", "list", "sow-1", "-q",
                        input=modes.token + "\n")  # fmt: skip
     assert ok(result).stdout == "a\n"
+
+
+def test_deps_update_prints_only_the_id_with_q(modes):
+    _tree(modes.local)
+    dep = m.Dependency.select().first().id
+    for run in (modes.local, modes.remote):
+        assert ok(run("deps", "update", dep, "--notes", "checked", "-q")).stdout == f"{dep}\n"
+    assert m.Dependency.get_by_id(dep).notes == "checked"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import tomllib
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from sowctl import config
 from sowctl.settings import DEFAULT_TIMEOUT, Settings
+from tests.support.sockets import closed_url
 
 
 @pytest.fixture
@@ -25,12 +25,6 @@ def conf(cli, monkeypatch):
 @pytest.fixture
 def path() -> Path:
     return config.config_path()
-
-
-def closed_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def mode_of(result) -> dict:
@@ -195,7 +189,7 @@ def test_write_is_atomic_on_failure(path, monkeypatch):
     assert [p.name for p in path.parent.iterdir()] == ["config.toml"]
 
 
-# --- precedence: option > env > profile > default (contract §2) -------------------------------------
+# --- precedence: option > env > profile > default -------------------------------------
 
 
 def write_profiles(profiles: dict, current: str | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The po, budgets and contracts commands (contract §3): --json, TSV, Rich tables, exit codes.
+"""The po, budgets and contracts commands: --json, TSV, Rich tables, exit codes.
 
 The ``cli`` fixture captures stdout (not a TTY), so plain output is TSV; the
 ``tty`` fixture makes the renderer draw Rich tables instead. Remote mode runs the
@@ -16,6 +16,7 @@ from sowctl import operations, render
 from sowctl.commands import budgets
 from sowctl.commands.po import parse_line
 from sowctl.services.access import Caller
+from tests.support.cli import mode_neutral
 from tests.support.client import SERVER, route_remote_in_process
 from tests.support.finance import COMPANY, CREATE, GLOBEX_ORG, ORG, OTHER_COMPANY, build_finance, po_body
 
@@ -282,7 +283,7 @@ def test_contract_show(cli, fin):
 
 
 def test_contract_show_tty_gives_its_timestamps_in_local_time(cli, fin, tty):
-    """contract_date, start_date and estimated_completion_date are timestamps (spec §2.7):
+    """contract_date, start_date and estimated_completion_date are timestamps:
     on a terminal they are local time with the zone, like every other timestamp."""
     import os
     import time
@@ -384,7 +385,7 @@ def remote(fin, db_url, monkeypatch):
 def test_remote_mode_prints_the_same(cli, remote, args, json_flag):
     local = cli(*args, *json_flag)
     remote_result = cli(*remote(), *args, *json_flag)
-    assert (remote_result.exit_code, remote_result.stdout, remote_result.stderr) == (
+    assert (remote_result.exit_code, remote_result.stdout, mode_neutral(remote_result.stderr)) == (
         local.exit_code,
         local.stdout,
         local.stderr,

@@ -4,12 +4,14 @@ cannot drift from the commands."""
 
 from __future__ import annotations
 
+import re
 import shlex
 
 import pytest
 
 from sowctl.cli import _VALUE_OPTIONS, hoist_global_options
-from tests.support.help import COMMANDS, ROOT, help_text
+from sowctl.output.params import choices
+from tests.support.help import COMMANDS, ROOT, every_help, help_text
 
 
 def examples(command) -> list[str]:
@@ -41,3 +43,29 @@ def test_every_command_and_group_has_an_example_in_its_help(path):
         assert tuple(names) == path or (tuple(names[: len(path)]) == path), example  # this command's
         # Every option exists and every value is accepted (click raises otherwise).
         command.make_context(names[-1], list(args[index:]))
+
+
+CHOICE_COMMANDS = [
+    (path, command) for path, command in COMMANDS if any(choices(param) for param in command.params)
+]
+
+
+@pytest.mark.parametrize(
+    "path", [p for p, _ in CHOICE_COMMANDS], ids=[" ".join(p) for p, _ in CHOICE_COMMANDS]
+)
+def test_every_choice_shows_whole_at_80_columns(path, monkeypatch):
+    """A choice list cut mid-word (``relate|d_to``) names no value a user can type."""
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = help_text(path)
+    words = set(re.findall(r"[\w-]+", shown))
+    command = dict(CHOICE_COMMANDS)[path]
+    for param in command.params:
+        for choice in choices(param) or ():
+            assert str(choice) in words, f"{' '.join(path)} {param.opts}: {choice!r} not shown whole"
+
+
+def test_help_uses_no_word_an_installed_wheel_cannot_explain():
+    """ "Group B" and "the README" name things a user of an installed wheel cannot look up."""
+    jargon = re.compile(r"\bGroups? [ABC]\b|\bREADME\b")
+    found = {line: jargon.findall(text) for line, text in every_help() if jargon.search(text)}
+    assert not found

@@ -189,7 +189,7 @@ def test_items_reorder_lists_the_first_problems_and_counts_the_rest(cli, demo, t
     assert len(wrong.stderr) < 1000  # 600 KB before
     assert wrong.stderr.startswith("error: items.0.id: is required; items.0.orderIndex: is required;")
     rest = 2 * MAX_REORDER_ENTRIES - MAX_REPORTED_ISSUES
-    assert wrong.stderr.endswith(f"(and {rest} more problems)\n")
+    assert wrong.stderr.endswith(f"(and {rest} more problems); --json lists them\n")
     limit, count = MAX_REORDER_ENTRIES, MAX_REORDER_ENTRIES + 1
     assert over.stderr == f"error: items: must contain at most {limit} items (this one has {count})\n"
     assert rows() == before

@@ -147,10 +147,13 @@ def test_export_on_exit_into_a_missing_directory_is_refused_at_start(tmp_path: P
 
 
 def test_the_readme_exec_example_runs(tmp_path: Path) -> None:
-    """README's `serve --exec` example, as written, with a dataset and a test script of a user's."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### Any language: `serve --exec`", 1)[1]
+    """The test-double guide's `serve --exec` example (the README's too), as written, with a
+    dataset and a test script of a user's."""
+    root = Path(__file__).resolve().parents[2]
+    section = (root / "docs" / "test-double.md").read_text().split("## Any language: `serve --exec`", 1)[1]
     command = section.split("```sh\n", 1)[1].split("```\n", 1)[0]
+    readme = (root / "README.md").read_text().split("### A local instance for your tests", 1)[1]
+    assert readme.split("```sh\n", 1)[1].split("```\n", 1)[0] == command
     (tmp_path / "dataset.json").write_text(json.dumps(dataset()))
     script = tmp_path / "integration-tests.sh"
     script.write_text(
@@ -168,3 +171,17 @@ def test_the_readme_exec_example_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 3, (done.stdout, done.stderr)
     assert json.loads((tmp_path / "after.json").read_text())["sows"]
+
+
+@pytest.mark.parametrize("before", [None, "/their/own/metrics"])
+def test_the_command_gets_no_metrics_directory_of_the_servers(tmp_path: Path, monkeypatch, before) -> None:
+    """The workers' metrics directory is the server's; a Python program under CMD that uses
+    prometheus_client keeps what its environment said before."""
+    if before is None:
+        monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    else:
+        monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", before)
+    show = "import os; print('dir', os.environ.get('PROMETHEUS_MULTIPROC_DIR', 'unset'))"
+    done = _serve(tmp_path, "--exec", shlex.join([sys.executable, "-c", show]))
+    assert done.returncode == 0, done.stderr
+    assert f"dir {before or 'unset'}" in done.stdout

@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
-import pytest
-
 from sowctl.db import SCHEMA_VERSION
 from tests.support.client import SERVER, remote_backend
-from tests.support.scripted import ScriptedServer
+from tests.support.sockets import closed_url
 
 TOKEN = "sowt_status-token-0123456789"
 KEY = "sowk_status-key-0123456789"
-
-
-@pytest.fixture
-def server():
-    scripted = ScriptedServer()
-    scripted.script.default = (200, {}, {"status": "ok"})
-    yield scripted
-    scripted.close()
-
-
-def closed_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_local_database_opens(cli, db_url, db):  # the db fixture creates and migrates it
@@ -107,7 +89,7 @@ def test_remote_server_answers(cli, server):
     }
     # Health first, then each credential with one cheap call (as `gh auth status` does).
     assert [path for _, path in server.script.requests] == [
-        "/healthz",
+        "/readyz",
         "/projects?limit=1",
         "/api/external/budget-views?project_id=0",
     ]
@@ -126,8 +108,16 @@ def test_remote_server_unhealthy(cli, server):
     server.script.default = (503, {}, {"status": "starting"})
     result = cli("--server", server.url, "status")
     assert result.exit_code == 5
-    assert "GET /healthz answered HTTP 503" in result.stderr
+    assert "GET /readyz answered HTTP 503" in result.stderr
     assert "reachable\tfalse" in result.stdout
+
+
+def test_a_server_without_readyz_is_asked_its_healthz(cli, server):
+    server.script.responses = [(404, {}, {"error": "no route for GET /readyz"})]
+    result = cli("--server", server.url, "status", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["detail"] == "ok"
+    assert [path for _, path in server.script.requests][:2] == ["/readyz", "/healthz"]
 
 
 def test_remote_server_slow(cli, server, monkeypatch):
@@ -149,7 +139,7 @@ def test_remote_password_in_server_url_masked(cli):
 
 
 def test_status_against_the_real_app(cli, tmp_path):
-    """The server's own /healthz, through WSGITransport (no socket)."""
+    """The server's own /readyz, through WSGITransport (no socket)."""
     from sowctl.server.app import create_app
     from sowctl.settings import Settings
 

@@ -97,12 +97,17 @@ def test_a_stopped_database_is_503_everywhere_and_service_resumes_when_it_is_bac
     ]
     for answer in answers:
         assert_unavailable(answer, "unavailable")
-    health = served.client.get("/healthz")
+    health = served.client.get("/readyz")
     assert health.status_code == 503 and health.headers["Retry-After"] == "1"
+    assert served.client.get("/healthz").json() == {"status": "ok"}  # alive: it asks no database
     assert_one_line_each(served.log_lines(), len(answers) + 1, "database unavailable (08001")
+    assert (
+        f'sowctl_database_errors_total{{kind="unavailable"}} {len(answers) + 1}.0'
+        in served.client.get("/metrics").text.splitlines()
+    )
 
     served.cluster.start()  # the same app, not restarted
-    assert served.client.get("/healthz").status_code == 200
+    assert served.client.get("/readyz").status_code == 200
     assert served.create("after").status_code == 201
     assert served.group_b().status_code == 200
     titles = {item["title"] for item in served.get(ITEMS).json()}
@@ -128,12 +133,12 @@ def test_a_database_starting_up_is_503_then_served_once_it_accepts_connections(s
     assert_unavailable(served.get(ITEMS), "unavailable")
     assert_unavailable(served.create(), "unavailable")
     assert_unavailable(served.group_b(), "unavailable")
-    assert served.client.get("/healthz").status_code == 503
+    assert served.client.get("/readyz").status_code == 503
     assert_one_line_each(served.log_lines(), 4, "database unavailable (57P03 cannot_connect_now")
 
     served.cluster.promote()
     assert served.create("after recovery").status_code == 201
-    assert served.client.get("/healthz").status_code == 200
+    assert served.client.get("/readyz").status_code == 200
 
 
 def test_max_connections_reached_is_503_and_served_once_a_connection_is_free(pg_cluster) -> None:
@@ -147,11 +152,11 @@ def test_max_connections_reached_is_503_and_served_once_a_connection_is_free(pg_
         assert_unavailable(served.get(ITEMS), "busy")
         assert_unavailable(served.create(), "busy")
         assert_unavailable(served.group_b(), "busy")
-        assert served.client.get("/healthz").status_code == 503
+        assert served.client.get("/readyz").status_code == 503
         assert_one_line_each(served.log_lines(), 4, "database busy (53300 too_many_connections")
         held.pop().close()
         assert served.create("once free").status_code == 201
-        assert served.client.get("/healthz").status_code == 200
+        assert served.client.get("/readyz").status_code == 200
     finally:
         for connection in held:
             connection.close()
@@ -190,7 +195,7 @@ def test_a_lock_timeout_is_503_busy_and_nothing_is_stored(served) -> None:
     assert "after the lock" in titles and "locked out" not in titles
 
 
-def test_a_read_only_database_refuses_writes_with_503_and_healthz_says_so_until_writable(served) -> None:
+def test_a_read_only_database_refuses_writes_with_503_and_readyz_says_so_until_writable(served) -> None:
     """25006 read_only_sql_transaction (a replica after a failover, a database set read-only):
     writes and Group B's counted requests are refused, reads go on (before: 500)."""
     served.cluster.sql("ALTER DATABASE sowctl SET default_transaction_read_only = on")
@@ -198,12 +203,12 @@ def test_a_read_only_database_refuses_writes_with_503_and_healthz_says_so_until_
     assert_unavailable(served.create("refused"), "cannot store")
     assert served.get(ITEMS).status_code == 200
     assert_unavailable(served.group_b(), "cannot store")  # counting the request is a write
-    assert served.client.get("/healthz").status_code == 503
+    assert served.client.get("/readyz").status_code == 503
     lines = served.log_lines()
     assert_one_line_each(lines[:2], 2, "database cannot store (25006 read_only_sql_transaction")
 
     served.cluster.sql("ALTER DATABASE sowctl SET default_transaction_read_only = off", "postgres")
-    assert served.client.get("/healthz").status_code == 200  # its probe write succeeds again
+    assert served.client.get("/readyz").status_code == 200  # its probe write succeeds again
     assert served.create("writable again").status_code == 201
     titles = {item["title"] for item in served.get(ITEMS).json()}
     assert "writable again" in titles and "refused" not in titles
@@ -308,10 +313,10 @@ def test_sowctl_serve_rides_out_a_restart_and_a_start_up_without_500s(pg_cluster
             assert {(answer.status_code, answer.headers.get("Retry-After")) for answer in during} == {
                 (503, "1")
             }
-            assert client.get("/healthz").status_code == 503
+            assert client.get("/readyz").status_code == 503
             cluster.promote()
             deadline = time.monotonic() + NO_HANG
-            while client.get("/healthz").status_code != 200:
+            while client.get("/readyz").status_code != 200:
                 assert time.monotonic() < deadline, "no recovery once the database accepted connections"
                 time.sleep(0.1)
             after = [client.post(ITEMS, json={**NEW_ITEM, "title": f"after {n}"}) for n in range(8)]
@@ -321,7 +326,7 @@ def test_sowctl_serve_rides_out_a_restart_and_a_start_up_without_500s(pg_cluster
         server.stop()
     assert not any("Traceback" in line for line in server.stderr_lines), server.stderr_lines
     failures = [line for line in server.stderr_lines if "57P03 cannot_connect_now" in line]
-    assert len(failures) >= len(during)  # each refused request says why, once (and /healthz)
+    assert len(failures) >= len(during)  # each refused request says why, once (and /readyz)
     database = open_database(cluster.url)
     try:
         stored = {row.id for row in m.Item.select(m.Item.id).where(m.Item.id.in_(acknowledged))}

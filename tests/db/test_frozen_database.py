@@ -97,7 +97,7 @@ def _through(db_url: str, port: int) -> str:
 
 
 def test_a_frozen_database_answers_503_in_time_and_recovers_losing_nothing(db_url, proxy) -> None:
-    """Before: with PostgreSQL stopped, every request and /healthz hung without end."""
+    """Before: with PostgreSQL stopped, every request and /readyz hung without end."""
     token, key = seed_demo(db_url)
     server = Server(
         _through(db_url, proxy.port),
@@ -110,13 +110,13 @@ def test_a_frozen_database_answers_503_in_time_and_recovers_losing_nothing(db_ur
     acknowledged: list[str] = []
     try:
         with httpx.Client(base_url=server.url, timeout=NO_HANG, headers=auth) as client:
-            assert client.get("/healthz").status_code == 200
+            assert client.get("/readyz").status_code == 200
             created = client.post(items, json={"title": "before", "type": "task_item"})
             assert created.status_code == 201
             acknowledged.append(created.json()["id"])
 
             proxy.frozen.set()
-            health = client.get("/healthz")
+            health = client.get("/readyz")
             assert health.status_code == 503 and health.headers["Retry-After"]
             read = client.get(items)
             assert read.status_code == 503, read.text
@@ -137,7 +137,7 @@ def test_a_frozen_database_answers_503_in_time_and_recovers_losing_nothing(db_ur
 
             proxy.frozen.clear()
             deadline = time.monotonic() + NO_HANG
-            while client.get("/healthz").status_code != 200:
+            while client.get("/readyz").status_code != 200:
                 assert time.monotonic() < deadline, "no recovery after the database came back"
                 time.sleep(0.2)
             created = client.post(items, json={"title": "after", "type": "task_item"})

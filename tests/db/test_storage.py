@@ -1,4 +1,4 @@
-"""Storage (contract §8): default location, SQLite pragmas, versioned migrations."""
+"""Storage: default location, SQLite pragmas, versioned migrations."""
 
 from __future__ import annotations
 

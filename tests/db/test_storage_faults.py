@@ -47,7 +47,7 @@ def test_a_removed_database_file_refuses_writes_instead_of_losing_them(sqlite_se
     assert refused.status_code == 503, refused.text
     assert refused.headers["Retry-After"]
     assert "removed or replaced" in refused.json()["error"]
-    health = client.get("/healthz")
+    health = client.get("/readyz")
     assert health.status_code == 503 and health.headers["Retry-After"] == "1"
 
 
@@ -83,10 +83,10 @@ def test_writes_refused_while_the_file_is_unwritable_recover_once_it_is_writable
     refused = _create(client, auth, "refused")
     assert refused.status_code == 503 and refused.headers["Retry-After"], refused.text
     assert client.get(f"/api/sow/{SOW}/items", headers=auth).status_code == 200  # reads go on
-    assert client.get("/healthz").status_code == 503
+    assert client.get("/readyz").status_code == 503
     immutable(path, False)
     assert _create(client, auth, "after").status_code == 201  # the very first write after
-    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
     titles = {item["title"] for item in client.get(f"/api/sow/{SOW}/items", headers=auth).json()}
     assert {"before", "after"} <= titles and "refused" not in titles
     # A connection opened by a read while the file was unwritable, and not yet refused any
@@ -137,14 +137,14 @@ def test_a_served_file_made_unwritable_refuses_writes_and_every_write_succeeds_o
         # WAL), and did, so writes succeeded or failed by which thread took them.
         meanwhile = [write(f"meanwhile {n}") for n in range(24)]
         assert {(a.status_code, a.headers.get("Retry-After")) for a in meanwhile} == {(503, "1")}
-        assert server.client.get("/healthz").status_code == 503
+        assert server.client.get("/readyz").status_code == 503
         immutable(path, False)
         after = [write(f"after {n}") for n in range(24)]
         assert [answer.status_code for answer in after] == [201] * 24, [a.text for a in after if a.is_error]
         listed = server.client.get(f"/api/sow/{SOW}/items", headers=auth, params={"limit": 100})
         titles = {item["title"] for item in listed.json()}
         assert {a.json()["title"] for a in after} <= titles
-        assert server.client.get("/healthz").status_code == 200
+        assert server.client.get("/readyz").status_code == 200
     finally:
         server.stop()
 
@@ -163,8 +163,8 @@ def small_disk(tmp_path: Path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_a_full_disk_is_a_503_with_one_log_line_and_healthz_says_so(small_disk) -> None:
-    """Before: 500 with a 70-line traceback per request, and /healthz 200."""
+def test_a_full_disk_is_a_503_with_one_log_line_and_readyz_says_so(small_disk) -> None:
+    """Before: 500 with a 70-line traceback per request, and /readyz 200."""
     mount, resize = small_disk
     client = in_process(str(mount / "served.db"))
     auth = bearer(load(client)["token"])
@@ -178,19 +178,19 @@ def test_a_full_disk_is_a_503_with_one_log_line_and_healthz_says_so(small_disk) 
     assert answer.headers["Retry-After"]
     log = client.errors.getvalue()
     assert "Traceback" not in log and "database or disk is full" in log
-    assert client.get("/healthz").status_code == 503
+    assert client.get("/readyz").status_code == 503
     titles = {item["title"] for item in client.get(f"/api/sow/{SOW}/items", headers=auth).json()}
     assert answer.request.content.decode().count("x" * 4000) and not any(
         t.endswith(str(attempt)) and t.startswith("x" * 4000) for t in titles
     )  # the refused item is not half-stored
 
     resize("16m")  # space again: the probe write succeeds, and so do writes
-    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
     assert _create(client, auth, "after").status_code == 201
     client.close()
 
 
-def test_a_database_file_overwritten_with_something_else_is_a_503_and_healthz_says_so(sqlite_server) -> None:
+def test_a_database_file_overwritten_with_something_else_is_a_503_and_readyz_says_so(sqlite_server) -> None:
     """SQLITE_NOTADB (and SQLITE_CORRUPT alike): no bug of sowctl's, the storage failed; the
     operator restores the file. Before: 500 with a traceback per request."""
     client, auth, path = sqlite_server
@@ -200,7 +200,7 @@ def test_a_database_file_overwritten_with_something_else_is_a_503_and_healthz_sa
     answer = client.get(f"/api/sow/{SOW}/items", headers=auth)
     assert answer.status_code == 503 and answer.headers["Retry-After"] == "1", answer.text
     assert answer.json() == {"error": "the database cannot store anything now; retry later"}
-    assert client.get("/healthz").status_code == 503
+    assert client.get("/readyz").status_code == 503
     log = client.errors.getvalue().splitlines()
     assert len(log) == 2 and all("(SQLITE_NOTADB): file is not a database" in line for line in log), log
 
@@ -211,7 +211,7 @@ class _DiskFull(psycopg2.OperationalError):
     pgcode = "53100"
 
 
-def test_a_full_database_server_disk_is_a_503_and_healthz_says_so_until_a_write_succeeds(
+def test_a_full_database_server_disk_is_a_503_and_readyz_says_so_until_a_write_succeeds(
     migrated_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """53100 disk_full from PostgreSQL (made up here: the code is what counts). Before: 500."""
@@ -226,16 +226,16 @@ def test_a_full_database_server_disk_is_a_503_and_healthz_says_so_until_a_write_
 
     with monkeypatch.context() as full_disk:
         full_disk.setattr(items, "create_item", disk_full)
-        full_disk.setattr(models.Meta, "insert", disk_full)  # /healthz's probe write fails too
+        full_disk.setattr(models.Meta, "insert", disk_full)  # /readyz's probe write fails too
         refused = _create(client, auth, "refused")
         assert refused.status_code == 503 and refused.headers["Retry-After"] == "1", refused.text
         assert refused.json() == {"error": "the database cannot store anything now; retry later"}
         log = client.errors.getvalue()
         assert "Traceback" not in log
         assert log.count("database cannot store (53100 disk_full): could not extend file") == 1
-        assert client.get("/healthz").status_code == 503  # until its probe write succeeds
+        assert client.get("/readyz").status_code == 503  # until its probe write succeeds
     # Room again:
-    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
     assert _create(client, auth, "after").status_code == 201
     client.close()
 
@@ -268,7 +268,7 @@ def silent_server():
 
 
 def test_a_database_server_that_never_answers_fails_within_the_deadline(silent_server, monkeypatch) -> None:
-    """Before: a frozen PostgreSQL made every request and /healthz hang without end."""
+    """Before: a frozen PostgreSQL made every request and /readyz hang without end."""
     monkeypatch.setattr(db_guards, "DB_TIMEOUT_SECONDS", 0.5)
     outcome: list[BaseException] = []
 
@@ -287,7 +287,7 @@ def test_a_database_server_that_never_answers_fails_within_the_deadline(silent_s
 
 
 def test_a_shorter_deadline_bounds_the_calls_inside_it(silent_server, monkeypatch) -> None:
-    """/healthz's own deadline (db_guards.deadline) applies although the general one is long."""
+    """/readyz's own deadline (db_guards.deadline) applies although the general one is long."""
     monkeypatch.setattr(db_guards, "DB_TIMEOUT_SECONDS", 3600)
     outcome: list[BaseException] = []
 

@@ -121,7 +121,7 @@ class Recorded:
             self.worded.append((path, refusal))
             return [("Content-Type", "application/json")], f'{{"error":"{refusal.message}"}}'.encode()
 
-        return Hooks(answer=answer, on_refusal=lambda *line: self.logged.append(line), **more)
+        return Hooks(answer=answer, on_refusal=lambda *line: self.logged.append(line[:5]), **more)
 
 
 # --- the head ---------------------------------------------------------------------------------

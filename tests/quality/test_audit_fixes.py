@@ -269,6 +269,7 @@ def test_deep_tree_on_80_columns_keeps_every_uuid_whole(monkeypatch, capsys):
 @pytest.mark.parametrize("command", ["show", "check"])
 def test_ambiguous_positional_sow_id_is_named_sow_id(cli, command):
     assert cli("sows", "create", "A", "--id", "s").exit_code == 0
+    assert cli("orgs", "create", "o2").exit_code == 0
     assert cli("--org", "o2", "sows", "create", "B", "--id", "s").exit_code == 0
     result = cli("chain", command, "s")
     assert result.exit_code == 2, result.stderr
@@ -277,6 +278,7 @@ def test_ambiguous_positional_sow_id_is_named_sow_id(cli, command):
 
 def test_deps_list_still_names_its_sow_option(cli):
     assert cli("sows", "create", "A", "--id", "s").exit_code == 0
+    assert cli("orgs", "create", "o2").exit_code == 0
     assert cli("--org", "o2", "sows", "create", "B", "--id", "s").exit_code == 0
     result = cli("deps", "list", "--sow", "s")
     assert result.exit_code == 2, result.stderr

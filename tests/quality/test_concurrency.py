@@ -1,4 +1,4 @@
-"""Concurrent writers against a real ``sowctl serve --workers 2`` (contract §7.3, §8).
+"""Concurrent writers against a real ``sowctl serve --workers 2``.
 
 One server per module, on the backend SOWCTL_TEST_DB selects (a SQLite file, or a
 PostgreSQL database of its own), driven over HTTP by real concurrent clients: two

@@ -167,7 +167,7 @@ def test_sigkill_during_writes_keeps_every_acknowledged_write_whole(db_url: str,
     again = Server(db_url)
     servers.append(again)
     with httpx.Client(base_url=again.url, timeout=10) as client:
-        assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/readyz").json() == {"status": "ok"}
         reply = client.get(f"/api/items/{acked_items[-1]}", headers={"Authorization": f"Bearer {token}"})
         assert reply.status_code == 200
     assert again.stop() == 0

@@ -16,6 +16,9 @@ OPERATIONS = {
     ("items.reorder", "PUT", "/api/sow/{sowId}/items/reorder"),
     ("sows.list", "GET", "/api/sows"),
     ("sows.create", "POST", "/api/sows"),
+    ("sows.get", "GET", "/api/sows/{sowId}"),
+    ("sows.update", "PUT", "/api/sows/{sowId}"),
+    ("sows.delete", "DELETE", "/api/sows/{sowId}"),
     ("chain.get", "GET", "/api/dependencies/chain"),
     ("deps.list", "GET", "/api/dependencies"),
     ("deps.get", "GET", "/api/dependencies/{dependencyId}"),
@@ -32,11 +35,19 @@ OPERATIONS = {
     ("projects.list", "GET", "/projects"),
     ("clients.list", "GET", "/clients"),
 }
-EXTENSIONS = {"sows.list", "sows.create", "finance.list_pos", "finance.po_options"}
+EXTENSIONS = {
+    "sows.list",
+    "sows.create",
+    "sows.get",
+    "sows.update",
+    "sows.delete",
+    "finance.list_pos",
+    "finance.po_options",
+}
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys",
-    "po", "projects", "replay", "serve", "sows", "status", "tokens",
+    "api", "orgs", "po", "projects", "replay", "serve", "skill", "sows", "status", "tokens", "wait",
 }  # fmt: skip
 
 

@@ -1,7 +1,7 @@
-"""The README's CI examples work as pasted: each job definition is valid YAML, wires the reports
-it writes to the right CI feature, and its `sowctl` commands run against a server (remote mode,
-the app in process) with the README's accepted-risks file and a baseline made by the README's
-own command."""
+"""The CI gate guide's examples (docs/ci-gate.md) work as pasted: each job definition is valid
+YAML, wires the reports it writes to the right CI feature, and its `sowctl` commands run
+against a server (remote mode, the app in process) with the guide's accepted-risks file and a
+baseline made by the guide's own command."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+import sowctl
 from sowctl import clock, demo_data
 from tests.support import ci_reports
 from tests.support.client import SERVER, route_remote_in_process
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README.split("### `sowctl chain check` in CI", 1)[1].split("\n## ", 1)[0]
+ROOT = Path(__file__).resolve().parents[2]
+SECTION = (ROOT / "docs" / "ci-gate.md").read_text()
+README = (ROOT / "README.md").read_text()
 NOW = datetime(2026, 3, 16, 12, 0, 0)
 
 
@@ -73,7 +75,7 @@ def test_the_examples_wire_each_report_to_its_ci_feature() -> None:
 @pytest.fixture
 def server(db, cli, db_url, monkeypatch, tmp_path):
     """The demo dataset behind an in-process server, reached through SOWCTL_SERVER/SOWCTL_TOKEN as
-    the examples' CI variables would set them, from a checkout holding the README's files."""
+    the examples' CI variables would set them, from a checkout holding the guide's files."""
     from sowctl.server.app import create_app
     from sowctl.services import credentials
     from sowctl.services.dataset import import_dataset
@@ -111,7 +113,7 @@ def test_the_github_example_runs(server, tmp_path, monkeypatch) -> None:
     sarif = ci_reports.sarif(tmp_path / report_path(command, "sarif"))
     results = sarif["runs"][0]["results"]
     accepted = [r for r in results if r.get("suppressions")]
-    assert [r["ruleId"] for r in accepted] == ["critical"]  # the README's accepted risk
+    assert [r["ruleId"] for r in accepted] == ["critical"]  # the guide's accepted risk
     assert {r["baselineState"] for r in results} == {"unchanged"}
     assert "## sowctl chain check of SOW" in summary.read_text()
 
@@ -146,3 +148,14 @@ def test_the_example_gate_fails_on_a_new_risk(server, tmp_path) -> None:
         if case["result"] == "failure"
     ]
     assert [case["name"].split(":")[0] for case in failures] == [demo_data.DEMO_OVERDUE_DEPENDENCY]
+
+
+def test_the_examples_install_sowctl_as_the_readme_says() -> None:
+    """Both jobs install the release wheel with the one line the docs give for it; .ci/wheel
+    installs that wheel into a fresh environment and uses it."""
+    line = "pip install vendor/sowctl-*.whl"
+    assert [step["run"] for step in github_steps() if "pip install" in step.get("run", "")] == [line]
+    (job,) = GITLAB.values()
+    assert [command for command in job["script"] if "pip install" in command] == [line]
+    assert f"pip install sowctl-{sowctl.__version__}-py3-none-any.whl" in README
+    assert f"&& {line} >/dev/null" in (ROOT / ".ci" / "wheel").read_text()  # run there, as written

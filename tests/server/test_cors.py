@@ -10,7 +10,7 @@ from tests.support.doubles import SOW, bearer, in_process, load
 
 APP = "https://app.example"
 EXPOSED = {"X-Total-Count", "Link", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
-EXPOSED |= {"Retry-After", "X-Request-Id"}
+EXPOSED |= {"Retry-After", "X-Request-Id", "X-Error-Code", "X-Error-Issues"}
 ALLOWED_HEADERS = {"Authorization", "Content-Type", "x-api-key", "x-organization-id", "x-company-id"}
 ALLOWED_HEADERS |= {"organization-id", "company-id"}
 

@@ -1,7 +1,7 @@
-"""Group B over HTTP (spec §4.3, §5.2, §7.2, §8; contract §7.3), through the Bottle app.
+"""Group B over HTTP, through the Bottle app.
 
 The app is driven in process with ``httpx.WSGITransport``. Every route is checked
-for each status of spec §7.2: 200, 400, 401 (missing, invalid, revoked key), 404
+for each status the API documents: 200, 400, 401 (missing, invalid, revoked key), 404
 (organization, company, project, snapshot, prime contract), 429 and 500, with
 both spellings of the scope headers.
 """

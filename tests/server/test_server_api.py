@@ -672,7 +672,7 @@ def test_group_b_scope_errors_carry_rate_headers(group_b, org, company, status, 
     ],
 )
 def test_group_b_routing_errors_carry_uncounted_rate_headers(group_b, method, path, status) -> None:
-    """Contract §7.3: every Group B response carries the rate headers, also an unknown
+    """Every Group B response carries the rate headers, also an unknown
     route or method, which no key is charged for (as with a refused key)."""
     api, key = group_b
     response = api.client.request(method, path, headers=scope(key))

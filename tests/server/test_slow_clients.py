@@ -179,7 +179,7 @@ def test_bodies_announced_too_large_are_refused_before_they_are_sent(served: Ser
             assert status.startswith("HTTP/1.1 413") and headers["connection"] == "close"
             assert headers["content-type"] == "application/json"
             assert len(headers["x-request-id"]) == 16  # like every other answer
-            # contract §7.3: every Group B answer has the rate headers, this one too (charged to no key)
+            # every Group B answer has the rate headers, this one too (charged to no key)
             rate = {name for name in headers if name.startswith("x-ratelimit-")}
             assert rate == (
                 {"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"} if index == 2 else set()

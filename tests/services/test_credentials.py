@@ -1,4 +1,4 @@
-"""Bearer tokens and API keys: admin commands (contract §5) and authentication."""
+"""Bearer tokens and API keys: admin commands and authentication."""
 
 from __future__ import annotations
 

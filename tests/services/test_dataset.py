@@ -1,4 +1,4 @@
-"""Dataset import and export (contract §5, §9): round trip, all or nothing, clear errors.
+"""Dataset import and export: round trip, all or nothing, clear errors.
 
 Every refused import is checked twice: the message names the record and the field,
 and the database is exactly as it was before (every row of every table compared).

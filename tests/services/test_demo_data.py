@@ -1,6 +1,6 @@
 """Consistency checks for the demo dataset and the benchmark dataset generator.
 
-Both produce the contract §9 import format; an importer rejects a file with a
+Both produce the import format; an importer rejects a file with a
 dangling reference, a hierarchy violation or a dependency cycle, so these tests
 validate exactly those rules (plus money and timestamp shapes) without needing
 a database.
@@ -144,7 +144,7 @@ def check_group_ac_references(ds: dict[str, Any]) -> None:
 
 
 def check_hierarchy(items: list[dict[str, Any]]) -> None:
-    """Contract §7.2 hierarchy: parents exist earlier in the file, in the same SOW;
+    """Hierarchy rules: parents exist earlier in the file, in the same SOW;
     task items contain only task items; orderIndex is 0..n-1 per sibling level."""
     seen: dict[str, dict[str, Any]] = {}
     levels: dict[tuple[str, str | None], list[int]] = defaultdict(list)
@@ -166,7 +166,7 @@ def check_hierarchy(items: list[dict[str, Any]]) -> None:
 
 
 def expected_requirement_status(item_id: str, items: list[dict[str, Any]]) -> str:
-    """Requirement status per contract §7.2, from all descendant task items."""
+    """Requirement status per the status rule, from all descendant task items."""
     children: dict[str, list[dict[str, Any]]] = defaultdict(list)
     by_id = {i["id"]: i for i in items}
     for item in items:

@@ -1,4 +1,4 @@
-"""Group B through the operation registry and the services (spec §2.3 to 2.7, §4.3; contract §7.3).
+"""Group B through the operation registry and the services.
 
 ``operations.call_local`` runs the same validation and handler as the HTTP
 server, so the bodies asserted here are the API's bodies (and the CLI's --json).
@@ -222,7 +222,7 @@ def test_prime_contract_details_every_field(fin):
     }
 
 
-# --- query parameters (contract §7.3) -------------------------------------------------
+# --- query parameters -------------------------------------------------
 
 READS = [
     ("finance.budget_views", {"project_id": "101"}),

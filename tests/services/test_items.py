@@ -1,4 +1,4 @@
-"""Items of a SOW (spec §4.2, contract §7.2), through the operation registry.
+"""Items of a SOW, through the operation registry.
 
 ``operations.call_local`` runs the same validation and handler as the HTTP server,
 so the bodies asserted here are the API's bodies (and the CLI's ``--json``).

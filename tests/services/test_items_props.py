@@ -1,7 +1,7 @@
 """Property tests for items: status aggregation, auto orderIndex, atomic reorder.
 
 The aggregation is checked against a deliberately naive recursive reference that
-follows the words of contract §7.2, on random trees that obey the hierarchy rules.
+follows the written status rule, on random trees that obey the hierarchy rules.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def trees(draw, max_size: int = 30) -> list[tuple[str, str, int | None]]:
 
 
 def reference_status(nodes: list[tuple[str, str, int | None]], index: int) -> str:
-    """Contract §7.2 read literally, with a recursive walk of every descendant."""
+    """The status rule read literally, with a recursive walk of every descendant."""
     kind, own, _ = nodes[index]
     if kind == "task_item":
         return own

@@ -1,4 +1,4 @@
-"""Group C listings (spec §2.8, §2.9, §4.4; contract §7.4): /projects and /clients.
+"""Group C listings: /projects and /clients.
 
 Bodies come from ``operations.call_local`` (the server's validation and handler),
 the HTTP tests drive the Bottle app in process, and the CLI tests check that

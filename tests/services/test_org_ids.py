@@ -194,7 +194,12 @@ def test_local_mode_tells_apart_an_id_of_several_organizations(cli, db_url: str)
     m.database_proxy.obj.close()
     for org in (ACME, GLOBEX):
         project = demo_data.PROJECT_TOWER_A if org == ACME else demo_data.PROJECT_GLOBEX_DC
-        assert cli("sows", "create", f"{org}'s", "--id", "sow-both", "--project", project).exit_code == 0
+        assert (
+            cli(
+                "--org", org, "sows", "create", f"{org}'s", "--id", "sow-both", "--project", project
+            ).exit_code
+            == 0
+        )
     both = cli("items", "list", "sow-both")
     assert both.exit_code == 2 and "--org" in both.stderr and "SOW_ID 'sow-both'" in both.stderr
     mine = cli("--org", GLOBEX, "items", "create", "sow-both", "--title", "g", "--json")
@@ -210,7 +215,8 @@ def test_local_mode_tells_apart_an_id_of_several_organizations(cli, db_url: str)
         ("items", "create", "sow-both", "--title", "t"),
     ):
         unknown = cli("--org", "org-zzz", *args)
-        assert (unknown.exit_code, unknown.stderr) == (3, "error: organization org-zzz not found\n")
+        assert (unknown.exit_code, unknown.stderr) == (3, "error: organization org-zzz not found (--org)\n")
+    assert cli("orgs", "create", "org-zzz").exit_code == 0
     assert cli("--org", "org-zzz", "sows", "create", "Z", "--id", "sow-z").exit_code == 0
     other = cli("--org", "org-zzz", "items", "list", "sow-both")
     assert other.exit_code == 2

@@ -8,7 +8,7 @@ part of what is tested), as a member of one organization. After every step:
 
 * the hierarchy is valid: parents exist in the same SOW, no task item contains a
   requirement, no parent loop;
-* every item shows the status contract §7.2 defines, computed here by a naive
+* every item shows the status its rule defines, computed here by a naive
   recursive reference from the database rows;
 * the non-cancelled ordered dependencies are acyclic (ordering taken from the
   contract's words, not from ``services.graph``), and every dependency stays inside
@@ -93,7 +93,7 @@ def dump() -> str:
 
 
 def reference_status(item_id: str, items: dict[str, m.Item], children: dict[str, list[str]]) -> str:
-    """Contract §7.2 read literally, with a recursive walk of every descendant task item."""
+    """The status rule read literally, with a recursive walk of every descendant task item."""
     item = items[item_id]
     if item.type == "task_item":
         return item.status
@@ -120,7 +120,7 @@ def reference_status(item_id: str, items: dict[str, m.Item], children: dict[str,
 
 
 def ordering(dep: m.Dependency) -> tuple[str, str] | None:
-    """(comes first, comes after) in the words of contract §7.2."""
+    """(comes first, comes after) in the words of the ordering rule."""
     if dep.is_external or dep.target_item_id is None or dep.status == "cancelled":
         return None
     if dep.dependency_type in ("depends_on", "prerequisite", "successor"):

@@ -1,4 +1,4 @@
-"""Per-API-key rate limits counted in the database (spec §8, contract §7.3).
+"""Per-API-key rate limits counted in the database.
 
 The clock is fixed (``clock.set_fixed_now``) so no test straddles a minute boundary.
 """

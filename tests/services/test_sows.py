@@ -107,8 +107,9 @@ def test_refused_sows_create(cli, args, code, message):
 
 
 def test_local_org_option_scopes_sows(cli):
-    assert cli("--org", "acme", "sows", "create", "A", "--id", "s-a").exit_code == 0
     assert cli("sows", "create", "L", "--id", "s-l").exit_code == 0
+    assert cli("orgs", "create", "acme").exit_code == 0
+    assert cli("--org", "acme", "sows", "create", "A", "--id", "s-a").exit_code == 0
     assert m.Sow.get_by_id("s-a").project.organization_id == "acme"
     assert m.Sow.get_by_id("s-l").project.organization_id == "local"
     assert cli("--org", "acme", "sows", "list", "-q").stdout == "s-a\n"
@@ -161,3 +162,87 @@ def test_sow_create_validation(db, body, field):
         operations.call_local("sows.create", Caller.local(), body=body)
     assert [issue.path for issue in info.value.issues] == [(field,)]
     assert m.Sow.select().count() == 0
+
+
+# --- local mode never invents an organization (issue 28) -----------------------------
+
+
+def _imported(cli, tmp_path, organizations: list[str]) -> None:
+    """A database imported from a dataset: the n-th organization holds a SOW ``sow-<n>``."""
+    import json
+
+    projects = [f"00000000-0000-4000-8000-00000000a00{n}" for n in range(1, len(organizations) + 1)]
+    dataset = {
+        "organizations": [{"id": org, "name": org} for org in organizations],
+        "projects": [
+            {"id": project, "organizationId": org, "name": f"Project of {org}"}
+            for project, org in zip(projects, organizations, strict=True)
+        ],
+        "sows": [
+            {"id": f"sow-{n}", "projectId": project, "title": "SOW"} for n, project in enumerate(projects, 1)
+        ],
+    }
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(dataset))
+    assert cli("import", str(path)).exit_code == 0
+
+
+def _organizations() -> list[str]:
+    return [org for (org,) in m.Organization.select(m.Organization.id).order_by(m.Organization.id).tuples()]
+
+
+def test_the_only_organization_takes_the_new_sow(cli, tmp_path):
+    _imported(cli, tmp_path, ["org-1"])
+    created = cli("sows", "create", "Again", "--id", "sow-2", "--json")
+    assert created.exit_code == 0, created.stderr
+    assert m.Project.get_by_id(created.json()["projectId"]).organization_id == "org-1"
+    assert _organizations() == ["org-1"]
+
+
+def test_an_id_the_only_organization_has_is_refused_and_nothing_made(cli, tmp_path):
+    _imported(cli, tmp_path, ["org-1"])
+    again = cli("sows", "create", "Again", "--id", "sow-1")
+    assert again.exit_code == 2 and "SOW sow-1 already exists" in again.stderr
+    assert _organizations() == ["org-1"] and m.Sow.select().count() == 1
+    assert cli("chain", "check", "sow-1").exit_code in (0, 1)  # the gate still runs
+
+
+def test_several_organizations_need_org_and_are_listed(cli, tmp_path):
+    _imported(cli, tmp_path, ["org-1", "org-2"])
+    refused = cli("sows", "create", "Tower B")
+    assert refused.exit_code == 2
+    assert refused.stderr == (
+        "error: the database holds 2 organizations (org-1, org-2): choose one with --org (or SOWCTL_ORG)\n"
+    )
+    assert m.Sow.select().count() == 2 and _organizations() == ["org-1", "org-2"]
+    chosen = cli("--org", "org-2", "sows", "create", "Tower B", "--json")
+    assert chosen.exit_code == 0, chosen.stderr
+    assert m.Project.get_by_id(chosen.json()["projectId"]).organization_id == "org-2"
+
+
+def test_a_mistyped_org_is_refused_with_the_closest_and_makes_nothing(cli, tmp_path):
+    _imported(cli, tmp_path, ["org-bench"])
+    typo = cli("--org", "org-bnech", "sows", "create", "X")
+    assert typo.exit_code == 3
+    assert typo.stderr == "error: organization org-bnech not found (--org); did you mean 'org-bench'?\n"
+    assert _organizations() == ["org-bench"] and m.Sow.select().count() == 1
+
+
+def test_an_id_another_organization_uses_needs_org(cli, tmp_path):
+    _imported(cli, tmp_path, ["org-1", "org-2"])
+    project = m.Project.select().where(m.Project.organization == "org-2").first()
+    refused = cli("sows", "create", "Copy", "--id", "sow-1", "--project", project.id)
+    assert refused.exit_code == 2 and "already exists in organization org-1" in refused.stderr
+    assert "--org" in refused.stderr and m.Sow.select().count() == 2
+    chosen = cli("--org", "org-2", "sows", "create", "Copy", "--id", "sow-1", "--project", project.id)
+    assert chosen.exit_code == 0, chosen.stderr
+
+
+def test_orgs_create_is_the_way_to_make_one(cli):
+    made = cli("orgs", "create", "org-9", "--name", "Nine", "--json")
+    assert made.exit_code == 0 and made.json() == {"id": "org-9", "name": "Nine"}
+    again = cli("orgs", "create", "org-9")
+    assert again.exit_code == 2 and "organization org-9 already exists" in again.stderr
+    assert cli("sows", "create", "S", "--id", "s").exit_code == 0  # the only one: org-9
+    listed = cli("orgs", "list", "--json")
+    assert listed.json() == [{"id": "org-9", "name": "Nine", "sowCount": 1}]

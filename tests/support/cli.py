@@ -82,3 +82,14 @@ def fake_runner(monkeypatch: pytest.MonkeyPatch) -> dict:
 
     monkeypatch.setattr(sowctl.server, "runner", module, raising=False)
     return seen
+
+
+def mode_neutral(stderr: str) -> str:
+    """``stderr`` without what only a server's answer has: a JSON error's ``status`` and
+    ``requestId`` (local and remote mode print the rest alike)."""
+    if not stderr.startswith("{"):
+        return stderr
+    error = json.loads(stderr)
+    for key in ("status", "requestId"):
+        error.pop(key, None)
+    return json.dumps(error) + "\n"

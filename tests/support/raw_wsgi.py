@@ -65,6 +65,7 @@ VALID_BODY: dict[str, dict[str, Any]] = {
     },
     "deps.update": {"notes": "checked"},
     "sows.create": {"title": "Phase 9", "projectId": demo_data.PROJECT_TOWER_A},
+    "sows.update": {"title": "Phase 9"},
     "finance.create_po": {
         "project_id": str(demo_data.DEMO_PROJECT_ID),
         "commitment_id": "5001",

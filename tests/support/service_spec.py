@@ -286,7 +286,7 @@ SCHEMAS["SnapshotDetail"]["properties"].update(
 SCHEMAS["SnapshotDetail"]["required"] += ["line_items", "totals"]
 
 # Group C: the codes of the spec's table, with their fixed texts, are all a client may meet
-# (spec §7.3): the statuses the contract adds carry the nearest of them.
+# too: the statuses the contract adds carry the nearest of them.
 GROUP_C_CODES = {
     400: ("BAD_REQUEST", "invalid input data"),
     401: ("UNAUTHORIZED", "authorization not provided"),

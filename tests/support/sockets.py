@@ -25,3 +25,10 @@ def read_answer(sock: socket.socket, *, head_only: bool = False) -> tuple[str, d
         body += chunk
     _LEFTOVER[sock.fileno()] = body[length:]
     return status, headers, body[:length]
+
+
+def closed_url() -> str:
+    """The URL of a loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"

@@ -127,7 +127,7 @@ def test_rate_one_fails_every_request_in_the_groups_envelope(
             assert response.json() == (group_c if group == "C" else {"error": "injected fault"})
             assert response.headers.get("retry-after") == retry_after
             assert response.headers["x-sowctl-fault"] == "error" and response.headers["x-request-id"]
-            # contract §7.3: every Group B response has the rate headers (none charged here)
+            # every Group B response has the rate headers (none charged here)
             rate = {name for name in response.headers if name.startswith("x-ratelimit-")}
             assert rate == (
                 {"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"} if group == "B" else set()

@@ -1,4 +1,4 @@
-"""Import and export of whole datasets (contract §5 and §9).
+"""Import and export of whole datasets.
 
 Import is all or nothing: every record is validated (types, enums, required
 fields, via ``sowctl.schemas.dataset``) and every reference is resolved against

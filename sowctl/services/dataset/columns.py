@@ -248,7 +248,7 @@ def _getter(kind: str) -> Callable[[Any], tuple]:
 
 
 def _stamp(records: Iterable[Any], moment: datetime, *names: str) -> None:
-    """Timestamps missing from a record are set at import time (contract §9)."""
+    """Timestamps missing from a record are set at import time."""
     for record in records:
         for name in names:
             if getattr(record, name) is None:

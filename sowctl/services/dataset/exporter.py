@@ -19,7 +19,7 @@ from sowctl.services.item_rules import parents_first
 
 
 def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The whole database as a dataset (contract §9), by id (items: each parent first); no credentials.
+    """The whole database as a dataset, by id (items: each parent first); no credentials.
 
     ``progress(done, total)`` is called after each kind (``total``: the number of kinds).
     """
@@ -59,12 +59,12 @@ def _date_out(value: Any) -> str | None:
 
 
 def _number_out(value: Any) -> float | None:
-    """Snapshot and prime-contract amounts are JSON numbers (spec §2.6, §2.7)."""
+    """Snapshot and prime-contract amounts are JSON numbers."""
     return None if value is None else float(Decimal(value))
 
 
 def _money_out(value: Any) -> str | None:
-    """Purchase-order amounts are decimal strings, exactly as stored (spec §2.4)."""
+    """Purchase-order amounts are decimal strings, exactly as stored."""
     return None if value is None else str(Decimal(value))
 
 

@@ -144,7 +144,7 @@ class FinanceChecks:
                     add(kind, i, r.id, f"{where}.cost_code.id", message)
                 lines.append((*line_getter(line), r.id, k, code))
             # Left out, the amounts of a purchase order are the exact sum of its lines, as the
-            # API computes them (contract §7.3).
+            # API computes them.
             total = money.total(line.amount for line in r.line_items)
             for name in ("original_amount", "revised_amount", "total_amount"):
                 if getattr(r, name) is None:

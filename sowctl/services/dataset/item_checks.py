@@ -18,7 +18,7 @@ from sowctl.services.dataset.columns import _getter, _stamp
 from sowctl.services.dataset.problems import _Problems
 from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import BATCH_ROWS
-from sowctl.services.graph import ordering_edge  # the one rule for before/after (contract §7.2)
+from sowctl.services.graph import ordering_edge  # the one rule for before/after
 from sowctl.services.item_rules import depth_problem, parents_first
 from sowctl.services.items import item_level
 

@@ -1,5 +1,5 @@
-# This file is the example of README.md's section "Using sowctl serve in your test suite",
-# copied verbatim below this comment: it MUST stay identical to the README's code block
+# This file is the example of docs/test-double.md's section "With pytest: the plugin",
+# copied verbatim below this comment: it MUST stay identical to that page's code block
 # (a test compares them). Change both together.
 
 import time
