@@ -25,6 +25,9 @@ and nested ones read again until at least 2,000 requests, for a steady figure):
 * ``db µs`` (PostgreSQL): the CPU time of the child's database backend (``/proc``);
 * ``stmts``: statements sent per request (every one goes through ``execute_sql``).
 
+``--reads write`` measures the writes that keep the counts instead: 500 task items created
+under a nested requirement, their status changed, then deleted.
+
 "every item" is the mean over all items of the dataset, each read once: what a client
 reading the whole dataset item by item pays per request. "list page" is every page of
 100 of every SOW. CPU time is counted only for the work done, so it holds on a busy
@@ -52,6 +55,8 @@ DATASET = {"sows": 12, "items": 100_000, "deps": 0, "seed": 1, "today": date(202
 KINDS = ("task item", "nested requirement", "top-level requirement")
 AT_LEAST = 2000  # requests per kind: the rarer kinds are read again until this many
 PAGE = 100
+WRITES = 500  # task items created, updated and deleted by --reads write
+WRITE_KINDS = ("create task item", "update task status", "delete task item")
 
 
 # --- the child: one side, one backend, one pass -------------------------------------------
@@ -109,8 +114,35 @@ def child(url: str, dataset_path: str, reads: str) -> dict:
     pages = [(sow, offset) for sow in sows for offset in range(0, len(rows) // len(sows), PAGE)]
     if "list" in reads:
         result["kinds"]["list page"] = _measure(pages, page, counter, backend)
+    if "write" in reads:
+        result["kinds"].update(_writes(by_kind["nested requirement"][0], operations, local, counter, backend))
     database.close()
     return result
+
+
+def _writes(parent: str, operations, local, counter: list[int], backend) -> dict:
+    """What the writes that keep the counts cost: task items created under a nested
+    requirement (three levels of items above each), their statuses changed, then deleted
+    (the data is as it was after)."""
+    from sowctl import models as m
+
+    sow = m.Item.get_by_id(parent).sow.id
+    made: list[str] = []
+
+    def create(n: int) -> None:
+        body = {"title": f"bench {n}", "type": "task_item", "parentItemId": parent}
+        made.append(operations.call_local("items.create", local, {"sowId": sow}, body=body)["id"])
+
+    def update(item_id: str) -> None:
+        operations.call_local("items.update", local, {"itemId": item_id}, body={"status": "completed"})
+
+    def delete(item_id: str) -> None:
+        operations.call_local("items.delete", local, {"itemId": item_id})
+
+    figures = {"create task item": _measure(list(range(WRITES)), create, counter, backend)}
+    figures["update task status"] = _measure(list(made), update, counter, backend)
+    figures["delete task item"] = _measure(list(made), delete, counter, backend)
+    return figures
 
 
 def _measure(keys: list, call, counter: list[int], backend) -> dict:
@@ -246,6 +278,7 @@ def table(results: dict, sides: list[str]) -> list[str]:
             rows = [(kind, counts.get(kind)) for kind in KINDS] + [("every item", sum(counts.values()))]
         if "list page" in measured:
             rows.append(("list page (100)", None))
+        rows += [(kind, None) for kind in WRITE_KINDS if kind in measured]
         for label, number in rows:
             cells, cpu = [], []
             for side in sides:
@@ -279,7 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "sowctl-bench")
     parser.add_argument("--write", type=Path, help="append the table to this Markdown file")
-    parser.add_argument("--reads", default="get,list", help="get (every item), list (every page), or both")
+    parser.add_argument(
+        "--reads",
+        default="get,list",
+        help="get (every item), list (every page), write (the writes that count)",
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
