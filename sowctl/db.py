@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import peewee as pw
 
-from sowctl import db_errors, db_guards, models
+from sowctl import db_errors, db_guards, db_tallies, models
 from sowctl.db_guards import GuardedSqliteDatabase, check_storage, install_query_deadline
 from sowctl.errors import ServiceUnavailable, SowctlError, UsageError, quoted
 
@@ -314,6 +314,20 @@ def _v8_dependency_list_order(database: pw.Database) -> None:
     migrate(*(migrator.add_index(table, tuple(columns), False) for columns in missing))
 
 
+def _v9_item_tallies(database: pw.Database) -> None:
+    """The counts of task items below each item, by status (``db_tallies``), so that a
+    requirement's status is read without its subtree: the columns, then every item's
+    counts made from the rows already there."""
+    table = models.Item._meta.table_name
+    columns = {column.name for column in database.get_columns(table)}
+    for field in db_tallies.FIELDS:
+        if field.column_name not in columns:
+            database.execute_sql(
+                f'ALTER TABLE "{table}" ADD COLUMN "{field.column_name}" INTEGER NOT NULL DEFAULT 0'
+            )
+    db_tallies.recount(database=database)
+
+
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
@@ -324,6 +338,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v6_sow_ids_per_organization,
     _v7_item_list_order_index,
     _v8_dependency_list_order,
+    _v9_item_tallies,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

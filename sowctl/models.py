@@ -26,6 +26,11 @@ class MoneyField(pw.TextField):
         return None if value is None else Decimal(value)
 
 
+def _count() -> pw.IntegerField:
+    """A count that starts at 0, also for rows inserted without it (a dataset import's)."""
+    return pw.IntegerField(default=0, constraints=[pw.SQL("DEFAULT 0")])
+
+
 class BaseModel(pw.Model):
     class Meta:
         database = database_proxy
@@ -136,6 +141,13 @@ class Item(BaseModel):
     # (``services.graph``: rank(before) < rank(after) for every edge), kept by the
     # dependency service; null for an item that never had an edge. Added by schema v3.
     topo_rank = pw.BigIntegerField(null=True, index=True)
+    # How many task items lie below this item, by status (``db_tallies``): a requirement's
+    # shown status comes from them and its own row, without reading its subtree. Kept by
+    # every write that adds, removes or changes a task item below. Added by schema v8.
+    pending_below = _count()
+    in_progress_below = _count()
+    completed_below = _count()
+    cancelled_below = _count()
 
     class Meta:
         # (sow, order_index, created_at, id) is the list order: a page's ids come from the

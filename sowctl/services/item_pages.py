@@ -9,8 +9,8 @@ Per page, whatever its depth or size, after the SOW lookup:
   ``X-Total-Count`` (one snapshot, one round trip), except on SQLite when this
   connection counted them already and nothing has been committed since (``PRAGMA
   data_version``, ``total_changes``): then the count is not made again;
-* one recursive query over the subtrees of the requirements shown, if any
-  (``items._shown_statuses``), for their calculated status.
+* nothing more for a requirement's calculated status: the page's rows carry the counts
+  of task items below each item (``db_tallies``), from which it is calculated.
 
 The SQL of each variant (filters, paged or not, counted or not) is built once per
 dialect (``services.lookup``), rows stay tuples, and each becomes its JSON object
@@ -24,9 +24,11 @@ from typing import Any, NamedTuple
 
 import peewee as pw
 
+from sowctl import db_tallies
 from sowctl import models as m
 from sowctl.schemas.common import row_dumper
 from sowctl.schemas.items import ItemOut
+from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 
 
@@ -45,10 +47,17 @@ class PageRow(NamedTuple):
     created_at: Any
     updated_at: Any
     created_by_user_id: str | None
+    # The task items below, by status (``db_tallies.STATUSES``): not sent, they give a
+    # requirement's shown status.
+    pending_below: int
+    in_progress_below: int
+    completed_below: int
+    cancelled_below: int
 
 
 _I = m.Item
-# ItemOut's fields, in its order (tests/services/test_item_pages.py holds the two together).
+# ItemOut's fields, in its order (tests/services/test_item_pages.py holds the two together),
+# then the counts below.
 COLUMNS: tuple[pw.Field, ...] = (
     _I.id,
     _I.title,
@@ -61,7 +70,9 @@ COLUMNS: tuple[pw.Field, ...] = (
     _I.created_at,
     _I.updated_at,
     _I.created_by_user_id,
+    *db_tallies.FIELDS,
 )
+_SENT = len(ItemOut.model_fields)  # the values of a row that make its JSON object
 _ORDER = (_I.order_index, _I.created_at, _I.id)  # the list order; ids make it total
 _STATUS = PageRow._fields.index("status")
 _SOW = PageRow._fields.index("sow_id")
@@ -179,14 +190,14 @@ def _known_counts() -> tuple[dict | None, Any]:
     return known[2], version
 
 
-def dump_page(rows: Sequence[PageRow], statuses: dict[str, str], sow_id: str) -> list[dict[str, Any]]:
-    """The JSON objects of ``rows``, each with its shown status (``statuses``, else its own)
-    and its SOW's shown id ``sow_id`` (rows carry the stored key, which differs when another
-    organization held the id first)."""
+def dump_page(rows: Sequence[PageRow], sow_id: str) -> list[dict[str, Any]]:
+    """The JSON objects of ``rows``, each with its shown status (a requirement's calculated
+    from its counts) and its SOW's shown id ``sow_id`` (rows carry the stored key, which
+    differs when another organization held the id first)."""
     out = []
     for row in rows:
-        shown = statuses.get(row[0])
-        if (shown is not None and shown != row[_STATUS]) or row[_SOW] != sow_id:
-            row = row._replace(status=shown or row[_STATUS], sow_id=sow_id)
-        out.append(DUMP_ROW(row))
+        shown = shown_status(row.type, row.status, row[_SENT:])
+        if shown != row[_STATUS] or row[_SOW] != sow_id:
+            row = row._replace(status=shown, sow_id=sow_id)
+        out.append(DUMP_ROW(row[:_SENT]))
     return out

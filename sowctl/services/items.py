@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import peewee as pw
 
-from sowctl import clock
+from sowctl import clock, db_tallies
 from sowctl import models as m
 from sowctl.db import is_sqlite, write_transaction
 from sowctl.errors import HierarchyViolation, InvalidInput, Issue, NotFound
@@ -24,7 +24,7 @@ from sowctl.schemas.items import (
 from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
 from sowctl.services import bulk, item_pages
 from sowctl.services.access import Caller, item_for, sow_for
-from sowctl.services.item_rules import calculated_statuses, depth_problem
+from sowctl.services.item_rules import depth_problem, shown_status
 
 
 def sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
@@ -33,11 +33,6 @@ def sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
         .where(m.Item.sow == sow_id)
         .tuples()
     )
-
-
-# Up to this many requirements shown, read only their subtrees; past it, the whole SOW
-# (a long unpaged list shows most of the tree anyway, in one plain query).
-_SUBTREE_ROOTS = 100
 
 
 def subtree_rows(root_ids: Sequence[str]) -> list[tuple[str, str | None, str, str]]:
@@ -71,20 +66,10 @@ def item_level(item_id: str) -> int:
     return int(row[0] or 0)
 
 
-def _shown_statuses(sow_id: str, items: Sequence[m.Item | item_pages.PageRow]) -> dict[str, str]:
-    """Statuses to show for ``items``: a requirement's comes from the task items below it,
-    so only the subtrees of the requirements shown are read (GET of one requirement in a
-    SOW of thousands of items reads its own few rows, not the SOW's)."""
-    requirements = [item.id for item in items if item.type == "requirement"]
-    if not requirements:
-        return {item.id: item.status for item in items}
-    if len(requirements) > _SUBTREE_ROOTS:
-        return calculated_statuses(sow_rows(sow_id))
-    return calculated_statuses(subtree_rows(requirements))
-
-
-def to_out(item: m.Item, status: str, sow_id: str) -> ItemOut:
-    """The API's item; ``sow_id`` is its SOW's shown id (``item.sow_id`` is the stored key)."""
+def to_out(item: m.Item, sow_id: str) -> ItemOut:
+    """The API's item; ``sow_id`` is its SOW's shown id (``item.sow_id`` is the stored key).
+    A requirement's status is calculated from the counts stored on its own row."""
+    below = [getattr(item, field.name) for field in db_tallies.FIELDS]
     return ItemOut(
         id=item.id,
         title=item.title,
@@ -93,19 +78,11 @@ def to_out(item: m.Item, status: str, sow_id: str) -> ItemOut:
         sow_id=sow_id,
         parent_item_id=item.parent_id,
         order_index=item.order_index,
-        status=status,
+        status=shown_status(item.type, item.status, below),
         created_at=item.created_at,
         updated_at=item.updated_at,
         created_by_user_id=item.created_by_user_id,
     )
-
-
-def _render(sow: m.Sow, items: Sequence[m.Item]) -> list[ItemOut]:
-    """Items of ``sow`` as the API shows them."""
-    if not items:
-        return []
-    shown = _shown_statuses(sow.key, items)
-    return [to_out(item, shown.get(item.id, item.status), sow.id) for item in items]
 
 
 # --- queries ------------------------------------------------------------------
@@ -132,8 +109,7 @@ def list_items(
         # A filter naming no item of the SOW is a 404 (create's wording); an item with no
         # children lists none. Only an empty answer needs the lookup.
         raise NotFound(f"parent item {parent_id} not found in SOW {sow_id}")
-    statuses = _shown_statuses(sow.key, rows) if rows else {}
-    return item_pages.dump_page(rows, statuses, sow.id), total
+    return item_pages.dump_page(rows, sow.id), total
 
 
 def _in_sow(item_id: str, sow_key: str) -> bool:
@@ -142,7 +118,7 @@ def _in_sow(item_id: str, sow_key: str) -> bool:
 
 def get_item(caller: Caller, item_id: str) -> ItemOut:
     item = item_for(caller, item_id)
-    return _render(item.sow, [item])[0]
+    return to_out(item, item.sow.id)
 
 
 # --- changes ------------------------------------------------------------------
@@ -198,7 +174,9 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
             created_at=moment,
             updated_at=moment,
         )
-    return to_out(item, "pending", sow.id)
+        if parent is not None and data.type == "task_item":
+            db_tallies.add_to_ancestors(parent.id, db_tallies.one_task("pending"))
+    return to_out(item, sow.id)
 
 
 def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
@@ -215,6 +193,11 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
     updates = {field: value for field, value in changes.items() if field.name in (sent & names)}
     updates[m.Item.updated_at] = clock.now()
     with write_transaction(f"org:{item.sow.project.organization_id}"):
+        if "status" in sent and item.type == "task_item" and item.parent_id is not None:
+            # Read again under the lock: the status a concurrent update left is the one to move.
+            before = m.Item.select(m.Item.status).where(m.Item.id == item_id).scalar()
+            if before is not None and before != data.status:
+                db_tallies.add_to_ancestors(item.parent_id, db_tallies.task_moved(before, data.status))
         m.Item.update(updates).where(m.Item.id == item_id).execute()
     return get_item(caller, item_id)
 
@@ -233,6 +216,7 @@ def delete_item(caller: Caller, item_id: str) -> Message:
     item = item_for(caller, item_id)
     doomed = _subtree(item_id) if is_sqlite() else None
     with write_transaction(f"org:{item.sow.project.organization_id}"):
+        _take_from_ancestors(item_id)
         if doomed is None:
             bulk.delete_where_in(m.Item, m.Item.id, [item_id])
         else:
@@ -240,6 +224,22 @@ def delete_item(caller: Caller, item_id: str) -> Message:
             bulk.delete_where_in(m.Dependency, m.Dependency.target_item, doomed)
             bulk.delete_where_in(m.Item, m.Item.id, doomed[::-1])
     return Message(message=f"Item {item_id} deleted successfully")
+
+
+def _take_from_ancestors(item_id: str) -> None:
+    """The items above one about to be deleted lose the task items of its subtree: the
+    counts on its row (read under the lock, so they include a task added meanwhile) and
+    itself if it is one."""
+    row = (
+        m.Item.select(m.Item.parent, m.Item.type, m.Item.status, *db_tallies.FIELDS)
+        .where(m.Item.id == item_id)
+        .tuples()
+        .first()
+    )
+    if row is None or row[0] is None:
+        return
+    parent_id, item_type, status, *below = row
+    db_tallies.add_to_ancestors(parent_id, db_tallies.subtree_gone(item_type, status, below))
 
 
 def reorder_items(caller: Caller, sow_id: str, data: ReorderRequest) -> ReorderResult:

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.db_errors",
             "sowctl.db_prepared",
             "sowctl.db_files",
+            "sowctl.db_tallies",
             "sowctl.schemas",
         ),
     ),

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from sowctl import clock, operations
+from sowctl import clock, db_tallies, operations
 from sowctl import db as db_module
 from sowctl import models as m
 from sowctl.schemas.common import CamelOut, Timestamp, dump, row_dumper
@@ -111,12 +111,14 @@ def count_queries(monkeypatch) -> list[str]:
 def test_a_page_costs_the_same_few_queries_whatever_its_size_or_depth(big_sow, monkeypatch):
     sow_id, _ = big_sow
     executed = count_queries(monkeypatch)
+    shown_requirements = 0
     for number, limit in ((1, 1), (1, 60), (6, 10), (30, 2)):
         executed.clear()
         body, _ = page(sow_id, number, limit)
-        has_requirement = any(item["type"] == "requirement" for item in body)
-        # the SOW, the page with its count, the requirements' subtrees if any are shown
-        assert len(executed) == 2 + has_requirement, executed
+        shown_requirements += sum(item["type"] == "requirement" for item in body)
+        # the SOW and the page with its count: a requirement's status needs no subtree
+        assert len(executed) == 2, executed
+    assert shown_requirements > 0
 
 
 def test_the_page_ids_come_from_the_list_order_index(db):
@@ -146,8 +148,10 @@ def test_v5_replaces_the_old_index_on_a_v4_database(db_url):
 
 
 def test_the_page_columns_are_item_out_fields_in_order():
-    assert list(item_pages.PageRow._fields) == list(ItemOut.model_fields)
-    assert len(item_pages.COLUMNS) == len(ItemOut.model_fields)
+    sent = len(ItemOut.model_fields)
+    assert list(item_pages.PageRow._fields[:sent]) == list(ItemOut.model_fields)
+    assert item_pages.COLUMNS[sent:] == db_tallies.FIELDS  # the counts a status comes from
+    assert len(item_pages.PageRow._fields) == len(item_pages.COLUMNS)
 
 
 maybe_text = st.none() | st.text(max_size=20)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from sowctl import clock, operations
+from sowctl import clock, db_tallies, operations
 from sowctl import models as m
 from sowctl.errors import Forbidden, HierarchyViolation, InvalidInput, NotFound
 from sowctl.services.access import Caller
@@ -561,9 +561,8 @@ def test_reorder_in_an_unknown_sow_is_not_found(db):
     ],
 )
 def test_aggregate_status_rule(own, children, expected):
-    from collections import Counter
-
-    assert aggregate_status(own, Counter(children)) == expected
+    below = [children.count(status) for status in db_tallies.STATUSES]
+    assert aggregate_status(own, below) == expected
 
 
 def test_requirement_status_counts_every_descendant_task_item(sow):

@@ -10,7 +10,7 @@ from typing import Any
 
 import peewee as pw
 
-from sowctl import clock
+from sowctl import clock, db_tallies
 from sowctl import models as m
 from sowctl.db import write_transaction
 from sowctl.schemas import dataset as s
@@ -46,6 +46,8 @@ def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = No
             importer.problems.raise_if_any()
             _advance_sequences(importer.inserted)
             mark_ranks_stale(importer.ordered_organizations)
+            # The counts below each item of the SOWs given items (new ones or under old ones).
+            db_tallies.recount(importer.item_sows)
             # Imported numbers may be above a project's mark: count again at the next order.
             if importer.counted.get("purchaseOrders"):
                 m.FinancialProject.update(po_high_water=None).where(
@@ -90,6 +92,7 @@ class _Importer(FinanceChecks, ItemChecks):
             progress(0, source.total)
         self.ordered_organizations: set[str] = set()  # given ordering edges by this import
         self.sow_shown_ids: dict[str, str] = {}  # key -> id of the file's SOWs
+        self.item_sows: set[str] = set()  # keys of the SOWs the file's items go in
         # Every record hangs off an organization: none means an empty database, no lookups.
         self.database_empty = not m.Organization.select().exists()
 

@@ -140,6 +140,7 @@ class ItemChecks:
         self._table(kind, rows)
         self.insert()
         self.counted[kind] = len(facts)
+        self.item_sows.update(fact.sow_id for fact in facts)
         del first
         if self.invalid.total:
             return dict(db_items)  # the records themselves are refused: nothing more to check
