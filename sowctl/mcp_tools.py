@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sowctl import operations
-from sowctl.errors import InvalidInput, SowctlError
+from sowctl.errors import InvalidInput, SowctlError, error_code
 from sowctl.limits import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
@@ -144,9 +144,10 @@ def answer_text(value: Any) -> str:
 
 
 def error_data(exc: SowctlError) -> dict[str, Any]:
-    """What a failed call says: the typed error's code, HTTP status, CLI exit code, message."""
+    """What a failed call says: the stable code the CLI's JSON errors use, the HTTP status,
+    the CLI's exit code and the message."""
     data: dict[str, Any] = {
-        "code": exc.code,
+        "code": exc.answered_code or error_code(exc),
         "status": exc.status,
         "exitCode": int(exc.exit_code),
         "message": exc.message,

@@ -122,7 +122,7 @@ def test_not_found_is_a_tool_error_with_the_message_and_code(
     assert result.is_error
     assert "no-such-item not found" in result.content[0].text
     error = result.structured_content["error"]
-    assert (error["code"], error["status"], error["exitCode"]) == ("NOT_FOUND", 404, 3)
+    assert (error["code"], error["status"], error["exitCode"]) == ("not_found", 404, 3)
     assert "Traceback" not in result.content[0].text
 
 
@@ -130,7 +130,7 @@ def test_invalid_input_names_the_field(local: LocalBackend) -> None:
     result = call(local, "items_create", {"sowId": SOW, "body": {"type": "task_item"}}, allow_writes=True)
     assert result.is_error
     error = result.structured_content["error"]
-    assert error["code"] == "BAD_REQUEST" and error["exitCode"] == 2
+    assert error["code"] == "invalid_input" and error["exitCode"] == 2
     assert any(issue["path"] == ["title"] for issue in error["issues"])
 
 
@@ -139,7 +139,7 @@ def test_a_write_tool_is_refused_without_allow_writes(local: LocalBackend) -> No
     result = call(local, "items_create", {"sowId": SOW, "body": {"title": "No", "type": "task_item"}})
     assert result.is_error
     assert "--allow-writes" in result.content[0].text
-    assert result.structured_content["error"]["code"] == "FORBIDDEN"
+    assert result.structured_content["error"]["code"] == "forbidden"
     assert local.call("items.list", {"sowId": SOW}) == before
 
 
