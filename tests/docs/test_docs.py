@@ -1,4 +1,5 @@
-"""Docs stay honest: every command has help text and is mentioned in the README."""
+"""Docs stay honest: every command is mentioned in the README (tests/commands/test_help.py
+checks that every command has help, with an example)."""
 
 from __future__ import annotations
 
@@ -31,14 +32,6 @@ def test_every_group_is_registered() -> None:
     expected = {"items", "deps", "chain", "po", "budgets", "contracts", "projects", "clients"}
     expected |= {"sows", "tokens", "keys", "config", "import", "export", "serve", "status", "replay"}
     assert expected <= names
-
-
-@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
-def test_command_has_help(path: tuple[str, ...]) -> None:
-    command = get_command(app)
-    for part in path:
-        command = command.commands[part]
-    assert (command.help or "").strip(), f"sowctl {' '.join(path)} has no help text"
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
