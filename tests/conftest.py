@@ -12,6 +12,7 @@ import itertools
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,13 @@ from hypothesis import settings as hypothesis_settings
 from sowctl import clock
 from sowctl.db import open_database
 from sowctl.services.access import Caller
+
+# Compiled modules are cached even where the environment says not to (container images set
+# PYTHONDONTWRITEBYTECODE): otherwise every run compiles, and rewrites the asserts of, every
+# test module again (~5 s of CPU per pytest process), and every `sowctl` subprocess a test
+# starts compiles sowctl again (~0.6 s each). Subprocesses inherit os.environ.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Property tests replay the same examples on every run, so a CI run cannot fail by
 # chance; SOWCTL_TEST_HYPOTHESIS=explore draws new ones (a bug hunt, not a gate). Neither
