@@ -41,8 +41,9 @@ hypothesis_settings.register_profile("explore", derandomize=False, database=None
 hypothesis_settings.load_profile(os.environ.get("SOWCTL_TEST_HYPOTHESIS", "replay"))
 
 
-# A module whose every test is slow says so in one line (``pytestmark = pytest.mark.slow``).
-_ALL_SLOW = re.compile(r"^pytestmark = pytest\.mark\.slow\b", re.MULTILINE)
+# A module whose every test is slow says so in one line (``pytestmark = pytest.mark.slow``, or
+# a list that starts with it).
+_ALL_SLOW = re.compile(r"^pytestmark = \[?pytest\.mark\.slow\b", re.MULTILINE)
 _MARK_NAMES = re.compile(r"(?:\w|[:+\-.\[\]\\/])+")
 
 
@@ -72,6 +73,22 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if not _deselects_slow(config.getoption("markexpr", "")):
         return None
     return True if _ALL_SLOW.search(collection_path.read_text(encoding="utf-8")) else None
+
+
+# The folders whose tests are about the database itself: the core's rules as SQL, storage,
+# locks, SQLSTATEs, outages. Each of their tests that gets a database (db_url) is marked
+# ``database`` without saying so; elsewhere a module or test says it (``pytest.mark.database``).
+_DATABASE_FOLDERS = ("db", "services")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``database`` the tests whose result can depend on the backend: the PostgreSQL pass
+    of .ci/run runs only those (``-m database``); the rest prove what they prove once."""
+    tests = Path(__file__).parent
+    for item in items:
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if folder in _DATABASE_FOLDERS and "db_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.database)
 
 
 @pytest.fixture(autouse=True)

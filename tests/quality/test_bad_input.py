@@ -54,6 +54,8 @@ from tests.support.raw_wsgi import (
     query_params,
 )
 
+pytestmark = pytest.mark.database  # refusals leave the database as it was, on each backend
+
 MIB = 1024 * 1024
 
 NUMERIC_QUERY = {"page", "limit", "offset", "project_id", "snapshot_id", "prime_contract_id"}

@@ -40,7 +40,8 @@ from sowctl.services import credentials
 from tests.support.client import bearer, wsgi_client
 from tests.support.server import Server
 
-pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+# slow: property runs, fuzzing, real servers: the full suite only; database: on each backend
+pytestmark = [pytest.mark.slow, pytest.mark.database]
 
 WORKERS = 2
 ROUNDS = 20

@@ -35,6 +35,8 @@ from tests.support.client import SERVER, route_remote_in_process, wsgi_client
 from tests.support.finance import COMPANY, ORG, build_finance, po_body
 from tests.support.raw_wsgi import start_get
 
+pytestmark = pytest.mark.database  # pages read in batches: each backend's cursors
+
 ORDERS = 25  # three batches of finance._ORDER_BATCH (10)
 LINES = 40
 PATH = "/api/external/purchase-orders"
