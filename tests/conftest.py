@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from sowctl import clock
+from sowctl import clock, db_guards
 from sowctl.db import open_database
 from sowctl.services.access import Caller
 
@@ -142,6 +142,15 @@ def db(migrated_db_url: str):
     database = open_database(migrated_db_url)
     yield database
     database.close()
+
+
+@pytest.fixture
+def unhurried_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For stress tests: a database call may take as long as it takes on a loaded machine. The
+    deadline of each call (30 s) guards against a server that stopped answering, and has tests
+    of its own (tests/db/test_storage_faults.py); a 6,000-item recursive query on a busy
+    PostgreSQL can pass it with nothing wrong."""
+    monkeypatch.setattr(db_guards, "DB_TIMEOUT_SECONDS", 3600)
 
 
 @pytest.fixture
