@@ -83,12 +83,18 @@ _DATABASE_FOLDERS = ("db", "services")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``database`` the tests whose result can depend on the backend: the PostgreSQL pass
-    of .ci/run runs only those (``-m database``); the rest prove what they prove once."""
+    of .ci/run runs only those (``-m database``); the rest prove what they prove once.
+
+    Under pytest-xdist the slow tests go first (in their order): the workers are dealt them
+    in turn and the quick ones fill the gaps, instead of one worker starting a minute-long
+    test when the other has nothing left to do."""
     tests = Path(__file__).parent
     for item in items:
         folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
         if folder in _DATABASE_FOLDERS and "db_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.database)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
