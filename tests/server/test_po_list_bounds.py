@@ -34,6 +34,7 @@ from sowctl.services.access import Caller
 from tests.support.client import SERVER, route_remote_in_process, wsgi_client
 from tests.support.finance import COMPANY, ORG, build_finance, po_body
 from tests.support.raw_wsgi import start_get
+from tests.support.templates import seeded
 
 pytestmark = pytest.mark.database  # pages read in batches: each backend's cursors
 
@@ -47,7 +48,16 @@ def site(migrated_db_url: str) -> Iterator[dict[str, Any]]:
     """An app on project 101 with ``ORDERS`` orders of ``LINES`` lines of long, non-ASCII
     descriptions (a page of them is many chunks), and a key of its organization."""
     app = create_app(migrated_db_url, ServerSettings(rate_per_minute=1000, rate_per_day=100_000))
-    data = build_finance()
+    key = seeded("po-site", _orders)  # on SQLite, a copy made once per process
+    headers = {"x-api-key": key, "x-organization-id": ORG, "x-company-id": COMPANY}
+    client = wsgi_client(app, headers=headers)
+    yield {"app": app, "client": client, "headers": headers}
+    client.close()
+
+
+def _orders() -> str:
+    """The finance records and the orders of ``site``; an API key of their organization."""
+    key = build_finance().key
     for n in range(ORDERS):
         lines = [
             {
@@ -59,10 +69,7 @@ def site(migrated_db_url: str) -> Iterator[dict[str, Any]]:
         ]
         body = po_body(title=f'Order {n} "quoted"', line_items=lines, status="issued" if n % 2 else "draft")
         finance.create_purchase_order(Caller.local(ORG), COMPANY, PurchaseOrderIn.model_validate(body))
-    headers = {"x-api-key": data.key, "x-organization-id": ORG, "x-company-id": COMPANY}
-    client = wsgi_client(app, headers=headers)
-    yield {"app": app, "client": client, "headers": headers}
-    client.close()
+    return key
 
 
 def reference(project: int = 101, offset: int = 0, limit: int = 100) -> bytes:
