@@ -12,6 +12,7 @@ import itertools
 import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +20,23 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from sowctl import clock
+from sowctl import clock, db_guards
 from sowctl.db import open_database
 from sowctl.services.access import Caller
+
+# Compiled modules are cached even where the environment says not to (container images set
+# PYTHONDONTWRITEBYTECODE): otherwise every run compiles, and rewrites the asserts of, every
+# test module again (~5 s of CPU per pytest process), and every `sowctl` subprocess a test
+# starts compiles sowctl again (~0.6 s each). Subprocesses inherit os.environ.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# Each test's files (tmp_path: its SQLite database, config, exports) go to memory where the
+# system has a tmpfs: most tests write and fsync a database, and on disk that cost some 7% of
+# the quick loop's CPU and more of its time. pytest reads the variable when it first makes a
+# test's directory; xdist's workers are given directories under the controller's.
+if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", "/dev/shm")
 
 # Property tests replay the same examples on every run, so a CI run cannot fail by
 # chance; SOWCTL_TEST_HYPOTHESIS=explore draws new ones (a bug hunt, not a gate). Neither
@@ -33,8 +48,9 @@ hypothesis_settings.register_profile("explore", derandomize=False, database=None
 hypothesis_settings.load_profile(os.environ.get("SOWCTL_TEST_HYPOTHESIS", "replay"))
 
 
-# A module whose every test is slow says so in one line (``pytestmark = pytest.mark.slow``).
-_ALL_SLOW = re.compile(r"^pytestmark = pytest\.mark\.slow\b", re.MULTILINE)
+# A module whose every test is slow says so in one line (``pytestmark = pytest.mark.slow``, or
+# a list that starts with it).
+_ALL_SLOW = re.compile(r"^pytestmark = \[?pytest\.mark\.slow\b", re.MULTILINE)
 _MARK_NAMES = re.compile(r"(?:\w|[:+\-.\[\]\\/])+")
 
 
@@ -64,6 +80,28 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if not _deselects_slow(config.getoption("markexpr", "")):
         return None
     return True if _ALL_SLOW.search(collection_path.read_text(encoding="utf-8")) else None
+
+
+# The folders whose tests are about the database itself: the core's rules as SQL, storage,
+# locks, SQLSTATEs, outages. Each of their tests that gets a database (db_url) is marked
+# ``database`` without saying so; elsewhere a module or test says it (``pytest.mark.database``).
+_DATABASE_FOLDERS = ("db", "services")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``database`` the tests whose result can depend on the backend: the PostgreSQL pass
+    of .ci/run runs only those (``-m database``); the rest prove what they prove once.
+
+    Under pytest-xdist the slow tests go first (in their order): the workers are dealt them
+    in turn and the quick ones fill the gaps, instead of one worker starting a minute-long
+    test when the other has nothing left to do."""
+    tests = Path(__file__).parent
+    for item in items:
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if folder in _DATABASE_FOLDERS and "db_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.database)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
@@ -117,6 +155,15 @@ def db(migrated_db_url: str):
     database = open_database(migrated_db_url)
     yield database
     database.close()
+
+
+@pytest.fixture
+def unhurried_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For stress tests: a database call may take as long as it takes on a loaded machine. The
+    deadline of each call (30 s) guards against a server that stopped answering, and has tests
+    of its own (tests/db/test_storage_faults.py); a 6,000-item recursive query on a busy
+    PostgreSQL can pass it with nothing wrong."""
+    monkeypatch.setattr(db_guards, "DB_TIMEOUT_SECONDS", 3600)
 
 
 @pytest.fixture

@@ -40,5 +40,5 @@ def test_an_error_of_megabytes_is_cut_to_a_line(cli, server: ScriptedServer) -> 
     assert result.exit_code == 2
     assert result.stderr.startswith("error: line_items[0].amount: is required; line_items[1].amount")
     assert len(result.stderr) <= len("error: \n") + MAX_MESSAGE_CHARS
-    # Cut in the middle, so the line still ends with the last problem.
-    assert "…" in result.stderr and result.stderr.endswith("line_items[199999].amount: is required\n")
+    assert result.stderr.count("…") == 1  # the cut, in the middle: the end says what went wrong
+    assert result.stderr.endswith("line_items[199999].amount: is required\n")

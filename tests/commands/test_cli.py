@@ -381,33 +381,6 @@ def test_a_bare_group_shows_its_help(cli):
     assert "tree" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ("items", "list"),
-        ("items", "get"),
-        ("items", "create"),
-        ("items", "update"),
-        ("items", "delete"),
-        ("items", "reorder"),
-        ("items", "tree"),
-        ("sows", "create"),
-        ("sows", "list"),
-        ("tokens", "create"),
-        ("tokens", "list"),
-        ("tokens", "revoke"),
-        ("keys", "create"),
-        ("keys", "list"),
-        ("keys", "revoke"),
-    ],
-)
-def test_every_command_has_help(cli, command):
-    result = cli(*command, "--help")
-    assert result.exit_code == 0
-    assert "Usage" in result.stdout
-    assert len(result.stdout.strip().splitlines()) > 3
-
-
 # --- database failures: exit 5, one line -------------------------------------------------
 
 

@@ -172,11 +172,15 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
     """A real ``serve`` (4 threads): six writes and four Group B requests (each counted
     against the rate limit: a write) stuck behind the lock leave a thread for reads,
     which are answered while the lock is still held; the writes that waited are stored
-    when it goes, the others were refused with 503 and ``Retry-After``."""
+    when it goes, the others were refused with 503 and ``Retry-After``. The reads are
+    another caller's: the writers' own caller holds at most all but one thread and, past its
+    share of the processor on a busy machine, runs one request at a time (the engine's
+    turns), so its own read could rightly wait behind its writes."""
     path = tmp_path / "served.db"
     token = _demo_file(path)
     open_database(str(path))
     key = credentials.create_key(demo_data.DEMO_ORG).secret
+    reader = credentials.create_token("user-reader", demo_data.DEMO_ORG, "member").secret
     m.database_proxy.obj.close()
     group_b = {
         "x-api-key": key,
@@ -185,6 +189,7 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
     }
     budget_views = f"/api/external/budget-views?project_id={demo_data.DEMO_PROJECT_ID}"
     auth = {"Authorization": f"Bearer {token}"}
+    reading = {"Authorization": f"Bearer {reader}"}
     items_url = f"/api/sow/{demo_data.DEMO_SOW}/items"
     # The server's writers would wait 20 s: longer than this test holds the lock.
     server = Server(path, quiet=False, env={"SOWCTL_DB_LOCK_TIMEOUT": "20"})  # its log, if it fails
@@ -211,7 +216,7 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
                 # (5 s, then 10 s, timed out once each on a CI machine running two suites
                 # on four pytest workers and two CPUs; the writers' wait is what matters.)
                 try:
-                    read = httpx.get(server.url + items_url, headers=auth, timeout=17)
+                    read = httpx.get(server.url + items_url, headers=reading, timeout=17)
                 except httpx.TimeoutException:
                     pytest.fail(
                         "a read waited for the writers; the server's log:\n" + "\n".join(server.stderr)

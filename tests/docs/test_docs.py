@@ -1,5 +1,5 @@
-"""Docs stay honest: every command and option has help text, and every command is in the generated
-CLI reference, which is current."""
+"""Docs stay honest: every option has help text, and every command is in the generated CLI
+reference, which is current (tests/commands/test_help.py checks every command's help and example)."""
 
 from __future__ import annotations
 
@@ -33,14 +33,6 @@ def test_every_group_is_registered() -> None:
     expected = {"items", "deps", "chain", "po", "budgets", "contracts", "projects", "clients"}
     expected |= {"sows", "tokens", "keys", "config", "import", "export", "serve", "status", "replay"}
     assert expected <= names
-
-
-@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
-def test_command_has_help(path: tuple[str, ...]) -> None:
-    command = get_command(app)
-    for part in path:
-        command = command.commands[part]
-    assert (command.help or "").strip(), f"sowctl {' '.join(path)} has no help text"
 
 
 def test_cli_reference_is_current() -> None:

@@ -53,6 +53,9 @@ from tests.support.raw_wsgi import (
     make_env,
     query_params,
 )
+from tests.support.templates import seeded
+
+pytestmark = pytest.mark.database  # refusals leave the database as it was, on each backend
 
 MIB = 1024 * 1024
 
@@ -460,11 +463,11 @@ def test_bad_scope_headers_are_refused(env: Env, organization: str, company: str
 
 
 @pytest.fixture
-def demo_cli(cli, db_url: str):
+def demo_cli(cli, migrated_db_url: str):
     from sowctl.db import open_database
 
-    database = open_database(db_url)
-    import_dataset(demo_data.demo_dataset(datetime.date.today()))
+    database = open_database(migrated_db_url)
+    seeded("demo", lambda: import_dataset(demo_data.demo_dataset(datetime.date.today())))
     yield cli
     database.close()
 

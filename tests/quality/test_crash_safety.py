@@ -33,7 +33,8 @@ from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
 from tests.support.server import Server, seed_demo
 
-pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+# slow: property runs, fuzzing, real servers: the full suite only; database: on each backend
+pytestmark = [pytest.mark.slow, pytest.mark.database]
 
 STARTUP_TIMEOUT = 30.0
 LINES_PER_ORDER = 3

@@ -40,7 +40,9 @@ from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
 from tests.support.client import wsgi_client
 
-pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
+# slow: property runs, fuzzing, real servers: the full suite only;
+# database: a backend's own refusals (NUL, ranges) must not be 500s
+pytestmark = [pytest.mark.slow, pytest.mark.database]
 
 # 25 per operation in CI (deterministic); SOWCTL_FUZZ_EXAMPLES=500 for a deeper local hunt.
 MAX_EXAMPLES = int(os.environ.get("SOWCTL_FUZZ_EXAMPLES", "25"))

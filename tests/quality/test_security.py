@@ -40,6 +40,8 @@ from tests.support.raw_wsgi import (
 )
 from tests.support.server import Server
 
+pytestmark = pytest.mark.database  # what is stored, and each organization's rows, on each backend
+
 DEMO = demo_data.demo_dataset(datetime.date(2026, 1, 15))
 GLOBEX_ITEMS = {item["id"] for item in DEMO["items"] if item["sowId"] == demo_data.GLOBEX_SOW}
 

@@ -228,7 +228,7 @@ def test_a_well_formed_chunked_body_with_a_glued_request_runs_both(served: Serve
     assert title in served.sow_titles()
 
 
-def _new_lines(served: Served, before: int, wanted: list[str], timeout: float = 5.0) -> bool:
+def _new_lines(served: Served, before: int, wanted: list[str], timeout: float = 30.0) -> bool:
     """Whether stderr lines after the first ``before`` come to hold each of ``wanted``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -34,6 +34,9 @@ from sowctl.services.access import Caller
 from tests.support.client import SERVER, route_remote_in_process, wsgi_client
 from tests.support.finance import COMPANY, ORG, build_finance, po_body
 from tests.support.raw_wsgi import start_get
+from tests.support.templates import seeded
+
+pytestmark = pytest.mark.database  # pages read in batches: each backend's cursors
 
 ORDERS = 25  # three batches of finance._ORDER_BATCH (10)
 LINES = 40
@@ -45,7 +48,16 @@ def site(migrated_db_url: str) -> Iterator[dict[str, Any]]:
     """An app on project 101 with ``ORDERS`` orders of ``LINES`` lines of long, non-ASCII
     descriptions (a page of them is many chunks), and a key of its organization."""
     app = create_app(migrated_db_url, ServerSettings(rate_per_minute=1000, rate_per_day=100_000))
-    data = build_finance()
+    key = seeded("po-site", _orders)  # on SQLite, a copy made once per process
+    headers = {"x-api-key": key, "x-organization-id": ORG, "x-company-id": COMPANY}
+    client = wsgi_client(app, headers=headers)
+    yield {"app": app, "client": client, "headers": headers}
+    client.close()
+
+
+def _orders() -> str:
+    """The finance records and the orders of ``site``; an API key of their organization."""
+    key = build_finance().key
     for n in range(ORDERS):
         lines = [
             {
@@ -57,10 +69,7 @@ def site(migrated_db_url: str) -> Iterator[dict[str, Any]]:
         ]
         body = po_body(title=f'Order {n} "quoted"', line_items=lines, status="issued" if n % 2 else "draft")
         finance.create_purchase_order(Caller.local(ORG), COMPANY, PurchaseOrderIn.model_validate(body))
-    headers = {"x-api-key": data.key, "x-organization-id": ORG, "x-company-id": COMPANY}
-    client = wsgi_client(app, headers=headers)
-    yield {"app": app, "client": client, "headers": headers}
-    client.close()
+    return key
 
 
 def reference(project: int = 101, offset: int = 0, limit: int = 100) -> bytes:
@@ -72,16 +81,20 @@ def reference(project: int = 101, offset: int = 0, limit: int = 100) -> bytes:
         .offset(offset)
         .limit(limit)
     )
+    # Vendors and cost codes read once, not once per order and line (a thousand queries a page).
+    vendors = {vendor.id: vendor for vendor in m.Vendor.select()}
+    codes = {code.id: code for code in m.CostCode.select()}
     data = []
     for order in orders:
         lines = order.lines.order_by(m.PurchaseOrderLine.position, m.PurchaseOrderLine.id)
+        vendor = vendors[order.vendor_id]
         data.append(
             {
                 "id": order.id,
                 "number": order.number,
                 "status": order.status,
                 "title": order.title,
-                "vendor": {"id": order.vendor.id, "name": order.vendor.name},
+                "vendor": {"id": vendor.id, "name": vendor.name},
                 "original_amount": money.to_string(order.original_amount),
                 "revised_amount": money.to_string(order.revised_amount),
                 "total_amount": money.to_string(order.total_amount),
@@ -91,9 +104,9 @@ def reference(project: int = 101, offset: int = 0, limit: int = 100) -> bytes:
                         "description": line.description,
                         "amount": money.to_string(line.amount),
                         "cost_code": {
-                            "id": line.cost_code.id,
-                            "full_code": line.cost_code.full_code,
-                            "name": line.cost_code.name,
+                            "id": codes[line.cost_code_id].id,
+                            "full_code": codes[line.cost_code_id].full_code,
+                            "name": codes[line.cost_code_id].name,
                         },
                     }
                     for line in lines

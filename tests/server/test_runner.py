@@ -92,7 +92,7 @@ def test_serve_spreads_logs_and_stops_cleanly(sig: signal.Signals, stdout_kind: 
         port = int(url.rsplit(":", 1)[1])
 
         # Right after on_ready: may wait in the backlog for a worker, must not be refused.
-        with httpx.Client(base_url=url, timeout=5) as client:
+        with httpx.Client(base_url=url, timeout=30) as client:
             response = client.get(
                 "/hello", params={"q": "1"}, headers={"Authorization": "Bearer s3cret", "x-api-key": "k3y"}
             )
@@ -102,7 +102,7 @@ def test_serve_spreads_logs_and_stops_cleanly(sig: signal.Signals, stdout_kind: 
         pids: set[str] = set()
         deadline = time.monotonic() + 5
         while len(pids) < 2 and time.monotonic() < deadline:
-            with httpx.Client(base_url=url, timeout=5) as client:
+            with httpx.Client(base_url=url, timeout=30) as client:
                 pids.add(client.get("/hello").headers["X-Pid"])
         assert len(pids) == 2, pids
 
@@ -218,7 +218,7 @@ def test_a_worker_that_dies_is_replaced_and_workers_end_with_their_master() -> N
         victim = min(workers)
         os.kill(victim, signal.SIGKILL)
         assert _eventually(lambda: len(_children(proc.pid)) == 2 and victim not in _children(proc.pid))
-        with httpx.Client(base_url=url, timeout=5) as client:
+        with httpx.Client(base_url=url, timeout=30) as client:
             assert all(client.get("/hello").status_code == 200 for _ in range(10))
 
         survivors = _children(proc.pid)

@@ -7,16 +7,17 @@ of every role.
 
 from __future__ import annotations
 
+import calendar
 import json
-import time
 from collections.abc import Iterator
+from datetime import datetime
 
 import httpx
 import peewee as pw
 import pytest
 
+from sowctl import clock, operations
 from sowctl import models as m
-from sowctl import operations
 from sowctl.errors import NotFound
 from sowctl.operations import Operation, Result
 from sowctl.schemas.items import ItemCreate
@@ -592,8 +593,13 @@ def echo(request) -> Result:
     return Result({"organization": request.caller.organization_id, "company": request.company_id})
 
 
+GROUP_B_NOW = datetime(2026, 3, 16, 12, 0, 5)  # the rate windows' clock, fixed: no test straddles a minute
+GROUP_B_NEXT_MINUTE = calendar.timegm(datetime(2026, 3, 16, 12, 1, 0).timetuple())
+
+
 @pytest.fixture
 def group_b(migrated_db_url: str, monkeypatch: pytest.MonkeyPatch):
+    clock.set_fixed_now(GROUP_B_NOW)
     register(monkeypatch, echo, name="test.echo", method="GET", path="/api/external/test-echo", group="B")
     api = make_api(migrated_db_url, ServerSettings(rate_per_minute=3))
     m.Company.create(id="comp-a", organization="org-a", name="A LLC")
@@ -634,7 +640,7 @@ def test_group_b_bad_key_is_401_with_uncounted_rate_headers(group_b, key) -> Non
     assert response.headers["x-ratelimit-limit"] == "3"
     assert response.headers["x-ratelimit-remaining"] == "3"
     reset = int(response.headers["x-ratelimit-reset"])
-    assert reset % 60 == 0 and 0 < reset - time.time() <= 61
+    assert reset == GROUP_B_NEXT_MINUTE
     assert "retry-after" not in response.headers and "www-authenticate" not in response.headers
     # nothing was charged to any key: the valid key still has its whole quota
     after = api.client.get("/api/external/test-echo", headers=scope(good))
@@ -693,7 +699,7 @@ def test_group_b_rate_limit_is_429_with_retry_after(group_b) -> None:
         assert api.client.get("/api/external/test-echo", headers=scope(key)).status_code == 200
     response = api.client.get("/api/external/test-echo", headers=scope(key))
     assert_group_a_error(response, 429, "rate limit")
-    assert int(response.headers["retry-after"]) >= 1
+    assert response.headers["retry-after"] == "55"
     assert response.headers["x-ratelimit-remaining"] == "0"
     # another key has its own quota
     other = credentials.create_key("org-a").secret

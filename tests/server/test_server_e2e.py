@@ -161,7 +161,7 @@ def test_real_server_serves_logs_and_stops_cleanly(start, tmp_path: Path) -> Non
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.url)
     token = make_token(db)  # written while the server runs: workers see it at once
     auth = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=server.url, timeout=5) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
         created = client.post(
             "/api/sows", json={"title": "E2E", "projectId": "proj-e2e", "id": "sow-e2e"}, headers=auth
@@ -192,7 +192,7 @@ def test_real_server_serves_logs_and_stops_cleanly(start, tmp_path: Path) -> Non
 @pytest.mark.slow  # a real server; test_real_server_serves_logs_and_stops_cleanly stays in the quick loop
 def test_quiet_server_has_no_access_log_and_stops_on_sigint(start) -> None:
     server = start("--quiet")
-    with httpx.Client(base_url=server.url, timeout=5) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         assert client.get("/healthz").status_code == 200
     assert server.stop(signal.SIGINT) == 0
     assert not any("/healthz" in line for line in server.stderr_lines), server.stderr_lines
@@ -204,7 +204,7 @@ def test_demo_server_prints_a_token_that_works(start) -> None:
     server = start("--demo", "--quiet")
     lines = server.read_stdout_until("/api/external/budget-views")
     token, key = demo_secrets("\n".join(lines))
-    with httpx.Client(base_url=server.url, timeout=5) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         items = client.get(
             f"/api/sow/{demo_data.DEMO_SOW}/items", headers={"Authorization": f"Bearer {token}"}
         )
@@ -239,7 +239,7 @@ def test_long_urls_reach_the_application_and_protocol_errors_are_refused(start, 
     db = tmp_path / "e2e.db"
     server = start(db=db)
     auth = {"Authorization": f"Bearer {make_token(db)}"}
-    with httpx.Client(base_url=server.url, timeout=5) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         # Ids and query values up to the API's 10,000 characters fit the request line.
         long_id = "0" * 9_000
         response = client.get("/api/dependencies/chain", params={"sowId": long_id}, headers=auth)

@@ -277,6 +277,7 @@ def test_circular_lists_stored_cycles_in_waits_for_order() -> None:
 
 
 @pytest.mark.slow  # a stress test (50 s on a loaded CI machine)
+@pytest.mark.usefixtures("unhurried_database")
 def test_deep_chain_is_reported_without_recursion() -> None:
     """6,000 items in one ordering chain closed into a cycle, inserted in bulk."""
     sow_id = sows.create_sow(MEMBER, SowCreate(title="Deep")).id

@@ -137,6 +137,7 @@ def test_nest_bounds_nesting_and_keeps_every_item_once() -> None:
 
 
 @pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
+@pytest.mark.usefixtures("unhurried_database")
 def test_a_stored_hierarchy_2000_deep_answers_over_http(env: Env) -> None:
     ids = insert_chain(SOW, DEEP, task_at_bottom=True)
     tree = env.send(get_op("chain.get"), query={"sowId": SOW, "format": "tree"})
@@ -169,6 +170,7 @@ def test_a_stored_hierarchy_2000_deep_answers_over_http(env: Env) -> None:
 
 
 @pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
+@pytest.mark.usefixtures("unhurried_database")
 def test_a_stored_hierarchy_2000_deep_answers_the_cli_locally(cli, db_url: str) -> None:
     assert cli("sows", "create", "Deep", "--id", "sow-deep").exit_code == 0
     from sowctl.db import open_database
@@ -191,6 +193,7 @@ def test_a_stored_hierarchy_2000_deep_answers_the_cli_locally(cli, db_url: str) 
 
 
 @pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
+@pytest.mark.usefixtures("unhurried_database")
 def test_the_rich_tree_of_a_2000_deep_hierarchy_renders(db, capsys) -> None:
     from sowctl.itemtree import build_tree, render_tree
 
@@ -209,6 +212,7 @@ def test_the_rich_tree_of_a_2000_deep_hierarchy_renders(db, capsys) -> None:
 
 
 @pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
+@pytest.mark.usefixtures("unhurried_database")
 def test_the_rich_chain_tree_of_a_2000_deep_hierarchy_shows_every_item(
     db, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -316,6 +316,7 @@ class DependencyMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("unhurried_database")
 def test_random_operation_sequences_keep_the_graph_acyclic(db) -> None:
     clock.set_fixed_now(datetime(2026, 3, 16, 12, 0, 0))
     run_state_machine_as_test(
@@ -674,6 +675,7 @@ class RankedGraphMachine(RuleBasedStateMachine):
     [(graph_ranks.GAP, graph_ranks.PROBE), (1, 1), (2, 2)],
     ids=["spaced", "no-gaps", "tiny-gaps"],
 )
+@pytest.mark.usefixtures("unhurried_database")
 def test_random_operations_keep_the_topological_ranks(db, monkeypatch, gap: int, probe: int) -> None:
     """Also with ranks handed out without gaps, or with gaps that fill at once, and walks
     that stop after one or two items: the moves into gaps, the full walks after a probe

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -20,7 +19,8 @@ from sowctl import models as m
 from sowctl.db import open_database
 from sowctl.errors import UsageError
 from sowctl.services import credentials
-from sowctl.services.ratelimit import MINUTE, RateLimits, RateState, hit
+from sowctl.services.ratelimit import RateLimits, RateState, hit
+from tests.support.minutes import in_one_minute
 
 T0 = datetime(2026, 3, 16, 12, 0, 15)  # 15 s into a minute
 DEFAULT = RateLimits()
@@ -233,13 +233,13 @@ class _DriftingDatetime(datetime):
 def test_windows_follow_the_database_clock_not_a_drifting_process_clock(key, monkeypatch):
     """Before: the instance ahead pruned the minute the lagging one still counted in,
     and 200 of 300 requests passed a limit of 100 a minute."""
-    from sowctl.db import database_epoch
-
     clock.set_fixed_now(None)
-    # 300 requests take well under a second; do not start them at the end of a minute.
-    while database_epoch() % MINUTE > 50:
-        time.sleep(1)
     monkeypatch.setattr(clock, "datetime", _DriftingDatetime)
-    allowed = sum(hit(key, DEFAULT).allowed for _ in range(300))
+
+    def burst() -> tuple[str, int]:
+        fresh = credentials.create_key("org-1").id
+        return fresh, sum(hit(fresh, DEFAULT).allowed for _ in range(300))
+
+    fresh, allowed = in_one_minute(burst)
     assert allowed == 100
-    assert counts(key)["minute"] == 100
+    assert counts(fresh)["minute"] == 100

@@ -52,9 +52,11 @@ def run_main(*args: str, input: str | None = None) -> CliResult:
 
 
 @pytest.fixture
-def cli(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
-    """Run ``sowctl ARGS`` in process against this test's database; returns a CliResult."""
-    monkeypatch.setenv("SOWCTL_DB", db_url)
+def cli(migrated_db_url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+    """Run ``sowctl ARGS`` in process against this test's database; returns a CliResult. The
+    database has the current schema (on SQLite a copy of an empty migrated file: the first
+    command would otherwise create the schema, the most part of a typical CLI test's CPU)."""
+    monkeypatch.setenv("SOWCTL_DB", migrated_db_url)
 
     def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
         for key, value in (env or {}).items():

@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from sowctl import models as m
 from sowctl.services import credentials
+from tests.support.templates import seeded
 
 ORG = "org-acme"
 COMPANY = "comp-acme-llc"
@@ -51,7 +52,12 @@ def _line(snapshot: int, line_id: int, position: int, code: str, *values: str, v
 
 
 def build_finance() -> FinanceData:
-    """Create the Group B records (the database must be open) and two API keys."""
+    """Create the Group B records (the database must be open, empty) and two API keys; on
+    SQLite a copy of the records made once per process (tests/support/templates.py)."""
+    return seeded("finance", _build_finance)
+
+
+def _build_finance() -> FinanceData:
     m.Organization.create(id=ORG, name="Acme Build")
     m.Organization.create(id=GLOBEX_ORG, name="Globex")
     m.Company.create(id=COMPANY, organization=ORG, name="Acme Build LLC")

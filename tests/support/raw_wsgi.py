@@ -23,6 +23,7 @@ from sowctl.server.app import create_app
 from sowctl.server.settings import ServerSettings
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
+from tests.support.templates import seeded
 
 OPS = sorted(operations.load_all().values(), key=lambda op: op.name)
 
@@ -202,9 +203,14 @@ def dump() -> str:
 def make_env(db_url: str) -> Env:
     settings = ServerSettings(rate_per_minute=10**6, rate_per_day=10**7, access_log=False)
     app = create_app(db_url, settings)
+    token, key = seeded("demo-env", _demo_with_secrets)  # on SQLite, a copy made once per process
+    return Env(app, token, key)
+
+
+def _demo_with_secrets() -> tuple[str, str]:
     import_dataset(demo_data.demo_dataset(datetime.date.today()))
     token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
-    return Env(app, token, credentials.create_key(demo_data.DEMO_ORG).secret)
+    return token, credentials.create_key(demo_data.DEMO_ORG).secret
 
 
 def start_get(

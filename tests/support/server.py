@@ -58,7 +58,7 @@ class Server:
         threading.Thread(target=self._collect_stderr, daemon=True).start()
         self.admin_token: str | None = None
         self.url = self._wait_for_url()
-        self.client = httpx.Client(base_url=self.url, timeout=10)
+        self.client = httpx.Client(base_url=self.url, timeout=30)
 
     # Names some tests use for the same lists.
     @property
@@ -97,7 +97,7 @@ class Server:
         self.kill()
         raise AssertionError(f"server did not start: {self.stdout_lines} {self.stderr_lines}")
 
-    def read_stdout_until(self, marker: str, timeout: float = 5.0) -> list[str]:
+    def read_stdout_until(self, marker: str, timeout: float = 30.0) -> list[str]:
         """Every stdout line so far, reading on until one contains ``marker``."""
         deadline = time.monotonic() + timeout
         while not any(marker in line for line in self.stdout_lines):
@@ -107,7 +107,7 @@ class Server:
             self.stdout_lines.append(line)
         return self.stdout_lines
 
-    def wait_for_stderr(self, text: str, timeout: float = 5.0) -> bool:
+    def wait_for_stderr(self, text: str, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if any(text in line for line in self.stderr_lines):

@@ -22,6 +22,7 @@ from sowctl.services import items as item_service
 from sowctl.services import sows as sow_service
 from sowctl.services.access import Caller
 from tests.support.client import wsgi_client
+from tests.support.templates import seeded
 
 LOCAL = Caller.local()
 
@@ -65,19 +66,22 @@ def seed() -> None:
 
 def make_api(db_url: str, settings: ServerSettings | None = None) -> Api:
     app = create_app(db_url, settings)
+    tokens = seeded("server-api", _seed_with_tokens)  # on SQLite, a copy made once per process
+    client = wsgi_client(app)
+    return Api(client=client, errors=client.errors, **tokens)  # type: ignore[attr-defined]
+
+
+def _seed_with_tokens() -> dict[str, str]:
     seed()
     revoked = credentials.create_token("user-gone", "org-a", "member").secret
     credentials.revoke_token(revoked)
-    client = wsgi_client(app)
-    return Api(
-        client=client,
-        errors=client.errors,  # type: ignore[attr-defined]
-        member=credentials.create_token("user-member", "org-a", "member").secret,
-        viewer=credentials.create_token("user-viewer", "org-a", "viewer").secret,
-        admin=credentials.create_token("user-admin", "org-a", "admin").secret,
-        other=credentials.create_token("user-other", "org-b", "member").secret,
-        revoked=revoked,
-    )
+    return {
+        "member": credentials.create_token("user-member", "org-a", "member").secret,
+        "viewer": credentials.create_token("user-viewer", "org-a", "viewer").secret,
+        "admin": credentials.create_token("user-admin", "org-a", "admin").secret,
+        "other": credentials.create_token("user-other", "org-b", "member").secret,
+        "revoked": revoked,
+    }
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ from tests.support.doubles import (
     load,
 )
 
+pytestmark = pytest.mark.database  # replace and reset: each backend's own statements
+
 ROUTES = [
     ("POST", "/_admin/reset"),
     ("GET", "/_admin/dataset"),

@@ -10,6 +10,8 @@ import pytest
 from sowctl import models as m
 from tests.support.doubles import ADMIN, SOW, bearer, in_process, load
 
+pytestmark = pytest.mark.database  # checkpoints: each backend's own statements
+
 
 @pytest.fixture
 def client(migrated_db_url: str) -> httpx.Client:

@@ -158,7 +158,11 @@ def test_a_project_using_only_the_plugin(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("own_database", [False, True], ids=["temporary-sqlite", "sowctl-db"])
+@pytest.mark.parametrize(
+    "own_database",
+    [False, pytest.param(True, marks=pytest.mark.database)],  # the plugin makes worker databases
+    ids=["temporary-sqlite", "sowctl-db"],
+)
 def test_a_project_using_only_the_plugin_under_xdist(tmp_path: Path, db_url: str, own_database: bool) -> None:
     """One server per worker; with --sowctl-db (this run's backend: SQLite or PostgreSQL) one
     database per worker too (NAME_gwN, created by the plugin)."""
@@ -199,6 +203,7 @@ def _drop_worker_databases(url: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.database  # checkpoints on the run's backend
 def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str) -> None:
     from tests.support.server import Server
 

@@ -19,7 +19,9 @@ import pytest
 from tests.support.doubles import ADMIN, ADMIN_TOKEN, ORG, SOW, bearer, dataset
 from tests.support.server import Server
 
-pytestmark = pytest.mark.slow  # real servers in subprocesses: the full suite (.ci/run), not the quick loop
+# slow: real servers in subprocesses: the full suite (.ci/run), not the quick loop;
+# database: the gate holds across processes with each backend's locks
+pytestmark = [pytest.mark.slow, pytest.mark.database]
 
 ROUNDS = 12
 WRITERS = 4
