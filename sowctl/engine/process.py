@@ -30,6 +30,8 @@ from sowctl.engine.limits import Limits
 Loader = Callable[[], tuple[Any, Hooks]]
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _READY_POLL = 0.02
+_SETTLE_POLL = 0.002  # a worker's look for its listening socket: soon after it listens
+_SETTLE_WAIT = 10.0  # seconds the server waits for its workers' sockets to settle, at most
 _PR_SET_PDEATHSIG = 1
 
 
@@ -57,6 +59,10 @@ def serve(
 
     limits = limits or Limits()
     reservation, address = _reserve(host, port)
+    # Each worker writes a byte here once its listening socket drops stalled connections;
+    # the server is ready only then (a connection accepted before would keep no deadline).
+    settled_read, settled_write = os.pipe()
+    os.set_blocking(settled_write, False)
     url = _url(address)
     note = descriptors.raise_soft_limit(
         workers * (limits.max_connections + limits.threads + descriptors.SPARE)
@@ -87,12 +93,16 @@ def serve(
     def started() -> None:
         sys.stdout.flush()  # nothing buffered is written again by each forked worker
         sys.stderr.flush()
-        watcher = threading.Thread(target=_when_accepting, args=(server, address, url, on_ready), daemon=True)
+        watcher = threading.Thread(
+            target=_when_accepting,
+            args=(server, address, url, on_ready, (settled_read, workers)),
+            daemon=True,
+        )
         watcher.start()
 
     server.on_startup(started)
     try:
-        server.serve(target_loader=_worker_loader(load, limits, workers > 1, address[1]))
+        server.serve(target_loader=_worker_loader(load, limits, workers > 1, address[1], settled_write))
     except KeyboardInterrupt:
         pass
     except SystemExit as exc:
@@ -100,18 +110,23 @@ def serve(
             raise
     finally:
         reservation.close()
+        for fd in (settled_read, settled_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         for sig, handler in saved.items():
             signal.signal(sig, handler)
 
 
-def _worker_loader(load: Loader, limits: Limits, multiprocess: bool, port: int) -> Callable[[str], Any]:
+def _worker_loader(
+    load: Loader, limits: Limits, multiprocess: bool, port: int, settled: int
+) -> Callable[[str], Any]:
     master = os.getpid()
 
     def loader(_target: str) -> Any:
         from sowctl.engine.bridge import Bridge
 
         _end_with(master)
-        _bound_stalled_writes(port, limits.send_timeout)
+        _bound_stalled_writes(port, limits.send_timeout, settled)
         try:
             app, hooks = load()
         except BaseException as exc:
@@ -139,26 +154,34 @@ def _end_with(master: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _bound_stalled_writes(port: int, timeout: float) -> None:
+def _bound_stalled_writes(port: int, timeout: float, settled: int) -> None:
     """Have the kernel drop a connection whose answer the client stops taking for ``timeout``
     seconds (``TCP_USER_TIMEOUT`` on the worker's listening socket, which every accepted
     connection inherits). The engine stops sending to such a client, but the HTTP server
     keeps the connection until what it was handed is written, with no deadline of its own: a
     client that pipelined many requests and read nothing held its connection for good, and
     a thousand such held every connection of a worker. Linux only; the socket is made by the
-    server in this process, so a thread waits for it to appear."""
+    server in this process, so a thread waits for it to appear, then writes a byte to
+    ``settled`` (so does a worker where the option does not exist)."""
     option = getattr(socket, "TCP_USER_TIMEOUT", None)
     if option is None or not os.path.isdir("/proc/self/fd"):
+        _say_settled(settled)
         return
 
     def apply() -> None:
         give_up = time.monotonic() + 60
         while time.monotonic() < give_up:
             if _set_on_listener(port, option, max(1, round(timeout * 1000))):
-                return
-            time.sleep(_READY_POLL)
+                break
+            time.sleep(_SETTLE_POLL)
+        _say_settled(settled)
 
     threading.Thread(target=apply, name="sowctl-listener", daemon=True).start()
+
+
+def _say_settled(settled: int) -> None:
+    with contextlib.suppress(OSError):  # a full pipe (workers respawned many times) or a closed one
+        os.write(settled, b".")
 
 
 def _set_on_listener(port: int, option: int, value: int) -> bool:
@@ -182,10 +205,16 @@ def _set_on_listener(port: int, option: int, value: int) -> bool:
 
 
 def _when_accepting(
-    server: Any, address: tuple[Any, ...], url: str, on_ready: Callable[[str], None] | None
+    server: Any,
+    address: tuple[Any, ...],
+    url: str,
+    on_ready: Callable[[str], None] | None,
+    settled: tuple[int, int],
 ) -> None:
-    """Wait until a worker accepts, then say so; from then on a worker that dies is replaced
-    (one that cannot even start stops the server instead of failing forever)."""
+    """Wait until every worker has settled its listening socket (or 10 s) and one accepts,
+    then say so; from then on a worker that dies is replaced (one that cannot even start
+    stops the server instead of failing forever)."""
+    _wait_settled(*settled, deadline=time.monotonic() + _SETTLE_WAIT)
     target = _connectable(address)
     while True:
         try:
@@ -197,6 +226,20 @@ def _when_accepting(
     if on_ready is not None:
         on_ready(url)
     sys.stdout.flush()
+
+
+def _wait_settled(fd: int, workers: int, deadline: float) -> None:
+    import select
+
+    seen = 0
+    while seen < workers:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return
+        try:
+            seen += len(os.read(fd, workers - seen))
+        except OSError:
+            return
 
 
 def _reserve(host: str, port: int) -> tuple[socket.socket, tuple[Any, ...]]:
