@@ -466,7 +466,12 @@ def _usage_issues(exc: typer.TyperException, problem: str) -> list[dict] | None:
     if param is None:
         return None
     is_option = getattr(param, "param_type_name", "") == "option" and param.opts
-    name = param.opts[0] if is_option else param.human_readable_name
+    # Typer 0.29's arguments have no ``human_readable_name``: their name, as help shows it.
+    name = param.opts[0] if is_option else getattr(param, "human_readable_name", None)
+    if not name:
+        name = str(getattr(param, "name", "") or "").upper() or None
+    if name is None:
+        return None
     return [{"path": [], "option": name, "message": problem}]
 
 
