@@ -315,6 +315,7 @@ def test_a_stored_cycle_is_drawn_in_its_own_colour_and_listed(tab: Tab, served: 
     assert [kind for kind, stroke in others if stroke == colour] == ["edge circular"]
     tab.shot("sow-circular")
     page.click("#tab-risks")
+    page.wait_for_selector("#risks-circular ~ ol li")  # the tab loads its list after the click
     risk = page.locator("#risks-circular ~ ol li")
     assert risk.count() == 1
     assert risk.text_content().count("Loop") == 4  # a -> b -> c -> a, each a link into the graph
