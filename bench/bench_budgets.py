@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What one request or one file costs when it is refused by a budget (sowctl/limits.py).
+"""What one request or one file costs when it is refused by a budget (sowctl/foundation/budgets.py).
 
     python bench/bench_budgets.py                   # this checkout
     python bench/bench_budgets.py --code ../main    # another checkout, for the figures before
@@ -14,7 +14,7 @@ Files: ``sowctl import`` of datasets whose one description is nested 20,000 (40 
 (80 KB) and 1,000,000 (2 MB) arrays deep, each in a child process whose address space is capped
 (``--cap-gib``, so that code which would take 10 GB fails with MemoryError instead); printed:
 exit code, first line of stderr, wall time and peak resident memory (VmHWM), next to a small
-valid import's peak. Then the nesting scan alone (``json_text.check_depth``) against
+valid import's peak. Then the nesting scan alone (``json_input.check_depth``) against
 ``json.loads`` on a dataset of ``bench/gen_dataset.big_dataset(10, 40000, 40000)`` (21 MB).
 """
 
@@ -61,8 +61,8 @@ def seed(db: Path, code: Path | None) -> tuple[str, str]:
     """Demo data in ``db`` (with the sowctl of ``code``); an API key and a member token."""
     script = f"""
 import datetime
-from sowctl import demo_data
-from sowctl.db import open_database
+from sowctl.services import demo_data
+from sowctl.storage.database import open_database
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
 database = open_database({str(db)!r})
@@ -211,11 +211,11 @@ def imports(code: Path | None, cap: int, levels: list[int]) -> None:
 
 
 def scan() -> None:
-    from sowctl import json_text
+    from sowctl.foundation import json_input
 
     data = json.dumps(gen_dataset.big_dataset(10, 40_000, 40_000), separators=(",", ":")).encode()
     best = {}
-    for name, run in (("check_depth", json_text.check_depth), ("json.loads", json.loads)):
+    for name, run in (("check_depth", json_input.check_depth), ("json.loads", json.loads)):
         times = []
         for _ in range(3):
             started = time.process_time()

@@ -41,8 +41,8 @@ from bench_graph import load
 from gen_dataset import ORG_ID, USER_ID, chain_heavy_sow
 from served import Served
 
-from sowctl.db import open_database
 from sowctl.services import credentials
+from sowctl.storage.database import open_database
 
 MOMENT = "2026-01-01T00:00:00Z"
 

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_graph import load
 from gen_dataset import chain_heavy_sow
 
-from sowctl import models as m
-from sowctl.db import open_database
-from sowctl.services.chain_risks import RISK_KINDS
+from sowctl.gate.risks import RISK_KINDS
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 
 TODAY = datetime.date.today()  # the CLI judges dates by the real clock
 

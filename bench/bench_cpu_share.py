@@ -42,9 +42,9 @@ LOOPERS = 4
 
 
 def seed(path: Path) -> tuple[str, str, str]:
-    from sowctl.db import open_database
     from sowctl.services import credentials
     from sowctl.services.dataset import import_dataset
+    from sowctl.storage.database import open_database
 
     dataset = big_dataset(2, 20_000, 80_000)
     database = open_database(str(path))
@@ -62,8 +62,8 @@ def seed(path: Path) -> tuple[str, str, str]:
 
 def run_server(db: str, share: float, switch: float | None) -> None:
     from sowctl.server.app import create_app
+    from sowctl.server.configuration import ServerSettings
     from sowctl.server.runner import serve
-    from sowctl.server.settings import ServerSettings
 
     settings = ServerSettings(
         access_log=False,

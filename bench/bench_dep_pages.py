@@ -43,16 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from sowctl import operations
-    from sowctl.db import open_database
     from sowctl.services.access import Caller
     from sowctl.services.dataset.importer import import_dataset
+    from sowctl.storage.database import open_database
 
     url = args.db or str(Path(tempfile.mkdtemp()) / "deps.db")
     open_database(url)
     data = _gen_dataset().big_dataset(1, 5000, args.deps)
     import_dataset(data)
     if args.db:  # as autovacuum does after a bulk insert: statistics and the visibility map
-        from sowctl import models as m
+        from sowctl.storage import models as m
 
         m.database_proxy.obj.execute_sql("VACUUM ANALYZE")
     org = data["organizations"][0]["id"]

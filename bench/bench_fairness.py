@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_dataset import ORG_ID, USER_ID, big_dataset
 
-from sowctl.db import open_database
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
+from sowctl.storage.database import open_database
 
 LOOPERS = 6
 

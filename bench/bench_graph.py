@@ -49,15 +49,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_dataset import ORG_ID, PROJECT_ID, USER_ID, chain_heavy_sow
 
-from sowctl import models as m
-from sowctl.clock import parse_timestamp
-from sowctl.db import open_database
-from sowctl.errors import CycleDetected
+from sowctl.foundation.clock import parse_timestamp
+from sowctl.foundation.errors import CycleDetected
 from sowctl.schemas.dependencies import DependencyCreate
 from sowctl.schemas.items import ItemCreate
 from sowctl.services import chain, graph, items
 from sowctl.services import dependencies as deps
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 
 CHUNK = 500  # rows per INSERT: well under SQLite's bound-parameter limit
 

@@ -59,8 +59,8 @@ def load_generator() -> ModuleType:
 
 def measure_service(data: dict, db_path: Path) -> tuple[tuple[float, float], tuple[float, float]]:
     """((wall, cpu) of the import, (wall, cpu) of the export), in this process."""
-    from sowctl.db import open_database
     from sowctl.services.dataset import export_dataset, import_dataset
+    from sowctl.storage.database import open_database
 
     database = open_database(str(db_path))
     try:

@@ -63,10 +63,10 @@ WRITE_KINDS = ("create task item", "update task status", "delete task item")
 
 
 def child(url: str, dataset_path: str, reads: str) -> dict:
-    from sowctl import models as m
     from sowctl import operations
-    from sowctl.db import open_database
     from sowctl.services.access import Caller
+    from sowctl.storage import models as m
+    from sowctl.storage.database import open_database
 
     database = open_database(url)
     if not m.Item.select().exists():
@@ -124,7 +124,7 @@ def _writes(parent: str, operations, local, counter: list[int], backend) -> dict
     """What the writes that keep the counts cost: task items created under a nested
     requirement (three levels of items above each), their statuses changed, then deleted
     (the data is as it was after)."""
-    from sowctl import models as m
+    from sowctl.storage import models as m
 
     sow = m.Item.get_by_id(parent).sow.id
     made: list[str] = []

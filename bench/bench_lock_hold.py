@@ -51,14 +51,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from sowctl import db as db_module
-from sowctl import models as m
-from sowctl.clock import parse_timestamp
-from sowctl.db import open_database
+from sowctl.foundation.clock import parse_timestamp
 from sowctl.schemas.dependencies import DependencyCreate
 from sowctl.schemas.items import ReorderRequest
 from sowctl.services import dependencies, graph, items
 from sowctl.services.access import Caller
+from sowctl.storage import database as db_module
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 
 ORG = "org-lockhold"
 USER = "user-lockhold"

@@ -21,7 +21,7 @@ import json
 import time
 from collections.abc import Callable
 
-from sowctl.redaction import mask_body
+from sowctl.foundation.redaction import mask_body
 
 
 def _repeat(piece: str, size: int) -> bytes:

@@ -22,14 +22,14 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import open_database
-from sowctl.demo_data import demo_dataset
+from sowctl.foundation import clock
 from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.services import finance
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
+from sowctl.services.demo_data import demo_dataset
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 
 
 def order_body(dataset: dict) -> PurchaseOrderIn:

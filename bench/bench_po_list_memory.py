@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from served import Served
 
-from sowctl import models as m
-from sowctl.db import open_database
-from sowctl.demo_data import demo_dataset
 from sowctl.services import credentials
 from sowctl.services.dataset import import_dataset
+from sowctl.services.demo_data import demo_dataset
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 
 ORG, COMPANY, PROJECT, VENDOR, COMMITMENT = "org-acme", "comp-acme-llc", 101, 7, "5001"
 CREATED = datetime.datetime(2026, 1, 1)

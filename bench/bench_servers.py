@@ -77,7 +77,7 @@ PARTS = ("throughput", "attacks", "smuggling", "emfile", "slowreader", "pipeline
 
 def bench_settings(access_log: bool):
     """``sowctl serve --threads 4`` settings, with rate limits that never refuse."""
-    from sowctl.server.settings import ServerSettings
+    from sowctl.server.configuration import ServerSettings
 
     return ServerSettings(
         rate_per_minute=10**9,
@@ -146,7 +146,7 @@ def _nodelay_on_inherited_sockets() -> None:
 def run_server(ns: argparse.Namespace) -> None:
     from functools import partial
 
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     open_database(ns.db).close()  # migrated before any fork, as `sowctl serve` does
     if ns.serve == "runner":

@@ -89,8 +89,8 @@ def build_database(path: Path) -> str:
     """A SQLite database with one SOW of 1,000 items (and nothing heavy beside it)."""
     from gen_dataset import big_dataset
 
-    from sowctl.db import open_database
     from sowctl.services.dataset import import_dataset
+    from sowctl.storage.database import open_database
 
     data = big_dataset(sows=1, items=ITEMS, deps=0, today=datetime.date.today())
     database = open_database(str(path))

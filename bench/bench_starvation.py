@@ -58,12 +58,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_graph import load as load_chain_heavy
 from gen_dataset import ORG_ID, PROJECT_ID, USER_ID, chain_heavy_sow
 
-from sowctl import models as m
-from sowctl.clock import parse_timestamp
-from sowctl.db import open_database
+from sowctl.foundation.clock import parse_timestamp
 from sowctl.schemas.dependencies import DependencyCreate
 from sowctl.services import credentials, dependencies
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 
 A, B = ORG_ID, "org-quiet"
 B_USER, B_PROJECT, B_SOW = "user-quiet", "project-quiet", "sow-quiet"

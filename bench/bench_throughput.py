@@ -96,9 +96,9 @@ def load_generator() -> ModuleType:
 
 def build_dataset(url: str) -> None:
     """Import the big dataset and the Group B records into the empty database at ``url``."""
-    from sowctl import models as m
-    from sowctl.db import open_database
     from sowctl.services.dataset import import_dataset
+    from sowctl.storage import models as m
+    from sowctl.storage.database import open_database
 
     started = time.perf_counter()
     data = load_generator().big_dataset(**DATASET)
@@ -256,9 +256,9 @@ class Targets:
 
 def prepare_run(url: str, workdir: Path) -> Targets:
     """A token and an API key in the run's database, and the ids the requests use."""
-    from sowctl import models as m
-    from sowctl.db import open_database
     from sowctl.services import credentials
+    from sowctl.storage import models as m
+    from sowctl.storage.database import open_database
 
     database = open_database(url)
     try:
@@ -299,8 +299,8 @@ def spread_organizations() -> tuple[list[str], list[list[str]]]:
     """Move each of ORG_SOWS to a project of an organization of its own (its dependencies
     stay inside it), with a token each: writers that no lock makes wait for each other.
     Returns the tokens and each SOW's item ids in creation order."""
-    from sowctl import models as m
     from sowctl.services import credentials, graph
+    from sowctl.storage import models as m
 
     moment = datetime(2026, 1, 10, 9, 0, 0)
     tokens, items = [], []
@@ -380,9 +380,9 @@ def bench_app(db_url: str, settings):  # runs in every worker, after the fork
 def run_server(ns: argparse.Namespace) -> None:
     from functools import partial
 
-    from sowctl.db import open_database
+    from sowctl.server.configuration import ServerSettings
     from sowctl.server.runner import serve
-    from sowctl.server.settings import ServerSettings
+    from sowctl.storage.database import open_database
 
     open_database(ns.serve).close()  # migrated before the fork, as `sowctl serve` does
     settings = ServerSettings(rate_per_minute=10**9, rate_per_day=10**9, access_log=False)

@@ -98,9 +98,9 @@ def prepare(url: str) -> dict[str, str]:
     """Organizations, a SOW each, 300 items in the first, a token each; through PgBouncer."""
     from datetime import datetime
 
-    from sowctl import models as m
-    from sowctl.db import open_database
     from sowctl.services import credentials
+    from sowctl.storage import models as m
+    from sowctl.storage.database import open_database
 
     database = open_database(url)
     moment = datetime(2026, 1, 1)

@@ -162,7 +162,7 @@ def main() -> None:
 
     bench = _throughput()
     from sowctl.server.app import create_app
-    from sowctl.server.settings import ServerSettings
+    from sowctl.server.configuration import ServerSettings
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)

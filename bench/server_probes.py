@@ -466,8 +466,8 @@ def po_database(cache_dir: Path, orders: int) -> tuple[Path, str, str]:
 
 
 def po_key(db: Path) -> str:
-    from sowctl.db import open_database
     from sowctl.services import credentials
+    from sowctl.storage.database import open_database
 
     database = open_database(str(db))
     try:

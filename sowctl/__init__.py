@@ -1,6 +1,6 @@
 """sowctl: command-line client and local server for the Project Delivery Service API.
 
-``sowctl.Client`` (``sowctl.client``) calls the API from Python; it and the error
+``sowctl.Client`` (``sowctl.backends.client``) calls the API from Python; it and the error
 types are imported on first use, so ``import sowctl`` (and the CLI's start-up) stays
 light.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+from sowctl.foundation.version import VERSION as __version__
 
 if TYPE_CHECKING:
-    from sowctl.client import Client
+    from sowctl.backends.client import Client
 
 _ERRORS = frozenset(
     {
@@ -31,11 +31,11 @@ __all__ = ["Client", *sorted(_ERRORS)]
 
 def __getattr__(name: str) -> Any:
     if name == "Client":
-        from sowctl.client import Client
+        from sowctl.backends.client import Client
 
         return Client
     if name in _ERRORS:
-        from sowctl import errors
+        from sowctl.foundation import errors
 
         return getattr(errors, name)
     raise AttributeError(f"module 'sowctl' has no attribute {name!r}")

@@ -10,10 +10,10 @@ from typing import Annotated, Any, NoReturn
 import typer
 import typer.main
 
+from sowctl.backends.settings import Settings
 from sowctl.commands import COMMANDS, GROUP_NAMES, GROUPS, command_function, group_app
-from sowctl.context import AppContext
+from sowctl.commands._context import AppContext, option_source, resolve_mode
 from sowctl.output.options import OutputGroup
-from sowctl.settings import Settings
 
 # The root command: global options and the top-level commands; groups join it per run.
 root_app = typer.Typer(
@@ -42,9 +42,9 @@ _VALUE_OPTION_NAMES = {
 
 def _print_version(value: bool) -> None:
     if value:
-        from sowctl import __version__
+        from sowctl.foundation.version import VERSION
 
-        sys.stdout.write(f"sowctl {__version__}\n")
+        sys.stdout.write(f"sowctl {VERSION}\n")
         raise typer.Exit(0)
 
 
@@ -132,29 +132,8 @@ def root(
             profile=profile,
             **({"timeout": timeout} if timeout is not None else {}),
         ),
-        given={name for name in _VALUE_OPTION_NAMES if _source(ctx, name) == "COMMANDLINE"},
+        given={name for name in _VALUE_OPTION_NAMES if option_source(ctx, name) == "COMMANDLINE"},
     )
-
-
-def resolve_mode(ctx: typer.Context, db: str | None, server: str | None) -> tuple[str | None, str | None]:
-    """Option beats environment for the mode too: ``--server`` with SOWCTL_DB set means remote.
-
-    Both given at the same level (two options, or two environment variables) stay
-    both set, and ``Settings.check`` refuses them as a usage error.
-    """
-    if not (db and server):
-        return db, server
-    db_source, server_source = (_source(ctx, name) for name in ("db", "server"))
-    if db_source == "COMMANDLINE" and server_source != "COMMANDLINE":
-        return db, None
-    if server_source == "COMMANDLINE" and db_source != "COMMANDLINE":
-        return None, server
-    return db, server
-
-
-def _source(ctx: typer.Context, name: str) -> str | None:
-    source = ctx.get_parameter_source(name)
-    return getattr(source, "name", None)
 
 
 for _module, _function, _name in COMMANDS:  # top-level commands: their docstrings are their help
@@ -342,7 +321,7 @@ def hoist_global_options(root_command: Any, argv: list[str]) -> list[str]:
 
 
 def _missing_value(option: str) -> NoReturn:
-    from sowctl.errors import UsageError
+    from sowctl.foundation.errors import UsageError
 
     raise UsageError(f"option {option} needs a value (see 'sowctl --help')")
 
@@ -358,11 +337,11 @@ def _placeholder() -> None:  # stands in for a command that is not run
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; every failure becomes one line on stderr (one JSON object with --json,
     ``sowctl.output.failure``) and an exit code."""
-    from sowctl.errors import ExitCode, SowctlError
-    from sowctl.output import failure, state
+    from sowctl.foundation.errors import ExitCode, SowctlError
+    from sowctl.output import failure, run_state
 
     global _json_errors
-    state.decided_exit = None  # in process (tests) main runs many times
+    run_state.decided_exit = None  # in process (tests) main runs many times
     args = list(sys.argv[1:] if argv is None else argv)
     _json_errors = failure.wants_json(args)
     try:
@@ -424,19 +403,19 @@ def _with_more_hint(exc: Any) -> str:
 
 def _reader_left() -> int:
     """The exit code when stdout's reader left early: the command's decided one, else 0."""
-    from sowctl.output import state
+    from sowctl.output import run_state
 
     try:  # later writes and the final flush go nowhere instead of failing again
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # stdout is not a real file (captured)
         pass
-    return state.decided_exit if state.decided_exit is not None else 0
+    return run_state.decided_exit if run_state.decided_exit is not None else 0
 
 
 def _usage_error(exc: typer.TyperException) -> int:
     """Click's usage errors as one line (exit 2); a group called bare still shows its help."""
-    from sowctl.errors import ExitCode
+    from sowctl.foundation.errors import ExitCode
 
     ctx = getattr(exc, "ctx", None)
     if type(exc).__name__ == "NoArgsIsHelpError":
@@ -496,13 +475,13 @@ def _with_hint(message: str, hint: str) -> str:
 
 
 def _database_error(exc: BaseException) -> str | None:
-    """One line for a database error: what its code means (``sowctl.db_errors``: unavailable,
+    """One line for a database error: what its code means (``sowctl.storage.failures``: unavailable,
     busy, cannot store), else its first line; None for any other error."""
     if sys.modules.get("peewee") is None:  # not imported: it cannot be a database error
         return None
     import peewee
 
-    from sowctl.db_errors import classify
+    from sowctl.storage.failures import classify
 
     failure = classify(exc)
     if failure is not None:

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from sowctl import clock, db_guards
-from sowctl.db import open_database
+from sowctl.foundation import clock
 from sowctl.services.access import Caller
+from sowctl.storage import guards
+from sowctl.storage.database import open_database
 
 # Compiled modules are cached even where the environment says not to (container images set
 # PYTHONDONTWRITEBYTECODE): otherwise every run compiles, and rewrites the asserts of, every
@@ -163,7 +164,7 @@ def unhurried_database(monkeypatch: pytest.MonkeyPatch) -> None:
     deadline of each call (30 s) guards against a server that stopped answering, and has tests
     of its own (tests/db/test_storage_faults.py); a 6,000-item recursive query on a busy
     PostgreSQL can pass it with nothing wrong."""
-    monkeypatch.setattr(db_guards, "DB_TIMEOUT_SECONDS", 3600)
+    monkeypatch.setattr(guards, "DB_TIMEOUT_SECONDS", 3600)
 
 
 @pytest.fixture

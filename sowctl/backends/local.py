@@ -27,7 +27,7 @@ class LocalBackend:
     def open(self, *, create: bool = True) -> None:
         """Open the database; a reader (``create=False``) never creates a missing file."""
         if not self._opened:
-            from sowctl.db import open_database, require_directory
+            from sowctl.storage.database import open_database, require_directory
 
             if create and self.chosen:
                 require_directory(self.db_url)
@@ -55,7 +55,7 @@ class LocalBackend:
             )
         except BaseException:
             if created is not None:  # a refused first write leaves no new, empty database behind
-                from sowctl.db_files import remove_sqlite_file
+                from sowctl.storage.created_files import remove_sqlite_file
 
                 remove_sqlite_file(created)
                 self._opened = False
@@ -65,7 +65,7 @@ class LocalBackend:
         """The SQLite file opening will create (a mistyped --db, say), else None."""
         if self._opened:
             return None
-        from sowctl.db_files import new_sqlite_file
+        from sowctl.storage.created_files import new_sqlite_file
 
         return new_sqlite_file(self.db_url)
 

@@ -3,7 +3,7 @@
 The operation registry says how to call each operation (method, path, group,
 paging); this module turns that into an httpx request, authenticates it by
 group, fetches every page of a list, retries what is safe to retry, and maps
-HTTP errors back to the typed errors of ``sowctl.errors``, so a command prints
+HTTP errors back to the typed errors of ``sowctl.foundation.errors``, so a command prints
 the same output and exits with the same code in local and remote mode.
 
 Retry policy: connection errors, 502/503/504 and 429 are retried with
@@ -31,8 +31,9 @@ from urllib.parse import quote
 
 import httpx
 
-from sowctl import __version__ as _version
-from sowctl import json_text, operations
+from sowctl.foundation.version import VERSION as _version
+from sowctl import operations
+from sowctl.backends.profiles import mask_url
 from sowctl.backends.scheme import (
     followed_redirect,
     https_instead,
@@ -40,8 +41,9 @@ from sowctl.backends.scheme import (
     redirect_refusal,
     tls_hint,
 )
-from sowctl.config import mask_url
-from sowctl.errors import (
+from sowctl.foundation import json_input
+from sowctl.foundation.budgets import MAX_MESSAGE_CHARS, MAX_PAGE_SIZE
+from sowctl.foundation.errors import (
     ERROR_CODE_HEADER,
     ERROR_ISSUES_HEADER,
     GROUP_C_MESSAGES,
@@ -59,11 +61,10 @@ from sowctl.errors import (
     UsageError,
     quoted,
 )
-from sowctl.limits import MAX_MESSAGE_CHARS, MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
+    from sowctl.backends.settings import Settings
     from sowctl.operations import Operation
-    from sowctl.settings import Settings
 
 BACKOFF_BASE = 0.2  # seconds before the first retry (upper bound of the jittered delay)
 BACKOFF_CAP = 5.0  # no single wait is longer, Retry-After included
@@ -308,7 +309,7 @@ class RemoteBackend:
         idempotent = method in IDEMPOTENT
         content = None
         if body is not None:
-            content = json_text.dumps(body).encode("utf-8")
+            content = json_input.dumps(body).encode("utf-8")
             headers = {**headers, "Content-Type": "application/json"}
         attempt = redirects = 0
         while True:
@@ -512,7 +513,7 @@ def _header_issues(response: httpx.Response) -> list[Issue]:
     if not text or len(text) > MAX_ISSUES_HEADER:
         return []
     try:
-        listed = json_text.loads(text)
+        listed = json_input.loads(text)
     except ValueError:
         return []
     return [

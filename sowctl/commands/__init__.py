@@ -78,11 +78,13 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.mcp", "mcp", "mcp"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)
+# A group whose command name is an abbreviation lives in the module named for the resource.
+GROUP_MODULES = {"deps": "dependencies"}
 
 
 def group_app(name: str) -> Any:
     """The Typer app of group ``name`` (its module is imported now: a missing one fails loudly)."""
-    return importlib.import_module(f"sowctl.commands.{name}").app
+    return importlib.import_module(f"sowctl.commands.{GROUP_MODULES.get(name, name)}").app
 
 
 def command_function(module: str, function: str) -> Any:

@@ -17,9 +17,8 @@ def sow_ids(ctx: Any, incomplete: str) -> list[str]:
     """The SOW ids starting with ``incomplete``, in the mode the command line selects."""
     import os
 
-    from sowctl.cli import resolve_mode
-    from sowctl.context import AppContext
-    from sowctl.settings import Settings
+    from sowctl.backends.settings import Settings
+    from sowctl.commands._context import AppContext, resolve_mode
 
     root = ctx.find_root()
     params = dict(root.params)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sowctl.errors import InvalidInput, Issue, error_code, quoted, suggestion
+from sowctl.foundation.errors import InvalidInput, Issue, error_code, quoted, suggestion
 
 # API field (body, query or path parameter) -> the option or argument that sets it.
 OPTION_FOR: dict[str, str] = {

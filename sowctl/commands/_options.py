@@ -34,7 +34,7 @@ def read_secret(what: str) -> str:
     else:
         value = (sys.stdin.readline() if sys.stdin is not None else "").strip()
     if not value:
-        from sowctl.errors import UsageError
+        from sowctl.foundation.errors import UsageError
 
         raise UsageError(f"no {what} given on standard input")
     return value
@@ -42,7 +42,7 @@ def read_secret(what: str) -> str:
 
 def emit_created(record: dict, *, json_mode: bool, quiet: bool, id_key: str = "id") -> None:
     """A created record: its JSON body, only its id (``-q``), or its fields."""
-    from sowctl.render import emit_object, text
+    from sowctl.output.render import emit_object, text
 
     if quiet and not json_mode:
         sys.stdout.write(text(record.get(id_key)) + "\n")

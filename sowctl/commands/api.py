@@ -7,8 +7,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import typer
 
-from sowctl.context import app_context
-from sowctl.errors import NotFound, UsageError, quoted
+from sowctl.commands._context import app_context
+from sowctl.foundation.errors import NotFound, UsageError, quoted
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 QUERY_METHODS = frozenset({"GET", "DELETE"})  # their -f/-F fields go to the query string
@@ -59,7 +59,7 @@ def api_command(
 
     Example: sowctl api GET /api/sow/sow-1/items --paginate
     """
-    from sowctl.render import emit_json
+    from sowctl.output.render import emit_json
 
     verb = method.upper()
     if verb not in METHODS:
@@ -172,11 +172,11 @@ def _query_text(value: Any) -> str:
 
 
 def _read_input(stream: Any) -> Any:
-    from sowctl import json_text
+    from sowctl.foundation import json_input
 
     try:
-        return json_text.loads(stream.read())
-    except json_text.JsonTooDeep as exc:
+        return json_input.loads(stream.read())
+    except json_input.JsonTooDeep as exc:
         raise typer.BadParameter(str(exc), param_hint="--input") from None
     except ValueError as exc:  # bad JSON or UTF-8
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--input") from None

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from sowctl import render
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet
-from sowctl.context import app_context
-from sowctl.render import Column, emit_json, emit_rows
+from sowctl.output import render
+from sowctl.output.render import Column, emit_json, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -28,7 +28,7 @@ def money_cell(key: str):
     """Money for a table cell: thousands separators for people, plain digits when piped."""
 
     def cell(row: dict) -> str:
-        from sowctl import money  # imported when a cell is shown (decimal): keeps start-up light
+        from sowctl.foundation import money  # imported when a cell is shown (decimal): keeps start-up light
 
         return money.display(row.get(key), grouping=render.is_tty())
 
@@ -116,7 +116,7 @@ def snapshot(
     if json_:
         emit_json(result)
         return
-    from sowctl import money
+    from sowctl.foundation import money
 
     detail = result["data"]
     totals = detail.get("totals") or {}

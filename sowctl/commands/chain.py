@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, SowArgument
-from sowctl.context import app_context
-from sowctl.render import (
+from sowctl.output.render import (
     Column,
     console,
     deepest_tree_level,
@@ -48,13 +48,13 @@ def _flags(report: dict) -> dict[str, str]:
 # The describing rules live with the risk rules (services.chain_risks); imported when used, since
 # every command module is imported at start-up and remote mode loads no service module.
 def _item(ref: dict) -> str:
-    from sowctl.services.chain_risks import item_label
+    from sowctl.gate.risks import item_label
 
     return item_label(ref)
 
 
 def _is_external(entry: dict) -> bool:
-    from sowctl.services.chain_risks import is_external
+    from sowctl.gate.risks import is_external
 
     return is_external(entry)
 
@@ -115,7 +115,7 @@ def show(
     elif fmt is Format.tree:
         _show_tree(_chain(ctx, sow_id, "tree"))
     elif fmt in (Format.mermaid, Format.dot):
-        from sowctl.chart import to_dot, to_mermaid
+        from sowctl.output.chart import to_dot, to_mermaid
 
         report = _chain(ctx, sow_id, "flat")
         sys.stdout.write(to_mermaid(report) if fmt is Format.mermaid else to_dot(report))
@@ -191,7 +191,7 @@ def _show_tree(report: dict) -> None:
         return
     from rich.tree import Tree
 
-    from sowctl.render import styled
+    from sowctl.output.cells import styled
 
     tree = Tree(styled(("SOW " + report["sowId"], "bold")))
     deepest = deepest_tree_level()  # deeper nodes are drawn there, not dropped
@@ -293,7 +293,7 @@ def check(
 
 
 def _readiness(ctx: typer.Context, sow_id: str) -> dict:
-    from sowctl.services.chain_risks import INCLUDE, readiness
+    from sowctl.gate.risks import INCLUDE, readiness
 
     return readiness(_chain(ctx, sow_id, "tree", INCLUDE))
 

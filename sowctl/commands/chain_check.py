@@ -2,7 +2,7 @@
 
 Reads the options' files, asks for the chain body, applies the core's rules
 (``services.chain_risks``, ``services.chain_gate``) and hands the summary to the
-writers of ``sowctl.reports``. When the check cannot run, every report named is
+writers of ``sowctl.gate.reports``. When the check cannot run, every report named is
 still written, saying why, and GitHub Actions gets an ``::error`` line.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import typer
 
-from sowctl.errors import ExitCode, InvalidInput, SowctlError
-from sowctl.render import console, emit_json, is_tty, text
+from sowctl.foundation.errors import ExitCode, InvalidInput, SowctlError
+from sowctl.output.render import console, emit_json, is_tty, text
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ def _in_github_actions() -> bool:
 
 def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     """Exit code of the check: 0 passed, 1 failed; an error (exit 2-5) propagates."""
-    from sowctl import reports
-    from sowctl.output import state
+    from sowctl.gate import reports
+    from sowctl.output import run_state
     from sowctl.services.collector import collector_paused
 
     specs, problem = reports.parse_specs(options.reports)
@@ -61,7 +61,7 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
             for_reports = {**summary, reports.ITEM_TITLES: titles}
             # The verdict is known before anything is printed: a reader of stdout that leaves
             # early (`| head -1`) must not turn a failed check into a pass.
-            state.decide_exit(0 if summary["passed"] else 1)
+            run_state.decide_exit(0 if summary["passed"] else 1)
             # The files first, stdout last: a reader leaving early cannot stop a file's report.
             for spec in sorted(specs, key=lambda spec: spec.to_stdout):
                 reports.write(spec, reports.render(spec.fmt, for_reports))
@@ -73,7 +73,7 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     if not any(spec.to_stdout for spec in specs):
         _show(summary, options.json_)
     if _in_github_actions():
-        from sowctl.reports.github import annotations
+        from sowctl.gate.reports.github import annotations
 
         stream = sys.stderr if options.json_ or any(spec.to_stdout for spec in specs) else sys.stdout
         for line in annotations(summary):
@@ -91,27 +91,27 @@ def _summary(
     ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The gate's summary, and the titles of the chain's items by id (for the reports)."""
-    from sowctl.context import app_context
-    from sowctl.services import chain_gate, chain_risks
+    from sowctl.commands._context import app_context
+    from sowctl.gate import risks, verdict
 
     if options.json_ and any(spec.to_stdout for spec in specs):
         raise InvalidInput.for_field("--report", "- (stdout) cannot be combined with --json")
     # Every option is checked before the first call: a typo is exit 2 even for a missing SOW.
-    kinds = chain_risks.parse_fail_on(options.fail_on)
-    days = chain_risks.parse_due_within(options.due_within)
+    kinds = risks.parse_fail_on(options.fail_on)
+    days = risks.parse_due_within(options.due_within)
     baseline = None
     if options.baseline is not None:
-        baseline = chain_gate.parse_baseline(_read(options.baseline, "--baseline"))
+        baseline = verdict.parse_baseline(_read(options.baseline, "--baseline"))
     accepted = None
     if options.accepted_risks is not None:
-        accepted = chain_gate.parse_accepted(_read(options.accepted_risks, "--accepted-risks"))
-    query = {"sowId": sow_id, "format": "flat", "include": chain_risks.INCLUDE}
+        accepted = verdict.parse_accepted(_read(options.accepted_risks, "--accepted-risks"))
+    query = {"sowId": sow_id, "format": "flat", "include": risks.INCLUDE}
     body = app_context(ctx).call("chain.get", query=query, positional=frozenset({"sowId"}))
-    summary = chain_risks.check_chain(body, kinds, days)
+    summary = risks.check_chain(body, kinds, days)
     if options.write_baseline is not None:
-        from sowctl.reports import ReportSpec, write
+        from sowctl.gate.reports import ReportSpec, write
 
-        document = chain_gate.baseline_document(summary)
+        document = verdict.baseline_document(summary)
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         write(ReportSpec("baseline", str(options.write_baseline)), text, option="--write-baseline")
         if baseline is None:  # judged by the baseline just written, unless an older one was given
@@ -122,12 +122,12 @@ def _summary(
         for ref in (entry["sourceItem"], entry["targetItem"])
         if ref.get("id") is not None
     }
-    return chain_gate.apply_gate(summary, baseline, accepted), titles
+    return verdict.apply_gate(summary, baseline, accepted), titles
 
 
 def _report_failure(sow_id: str, specs: list, exc: Exception) -> None:
     """Write the error into every report named (best effort) and tell GitHub Actions why."""
-    from sowctl import reports
+    from sowctl.gate import reports
 
     if isinstance(exc, SowctlError):
         message, code = exc.message, int(exc.exit_code)
@@ -143,7 +143,7 @@ def _report_failure(sow_id: str, specs: list, exc: Exception) -> None:
         except SowctlError:
             pass  # this path cannot be written; the error line on stderr still says why the check failed
     if _in_github_actions():
-        from sowctl.reports.github import error_annotation
+        from sowctl.gate.reports.github import error_annotation
 
         sys.stderr.write(error_annotation(sow_id, message, code) + "\n")
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -190,7 +190,7 @@ def _lines(summary: dict[str, Any]) -> None:
 def _table(summary: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from sowctl.render import styled
+    from sowctl.output.cells import styled
 
     out = console()
     table = Table(title=styled(f"Dependency check of SOW {summary['sowId']}"), header_style="bold")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet
 from sowctl.commands.projects import Limit, Offset
-from sowctl.context import app_context
-from sowctl.render import Column, emit_rows
+from sowctl.output.render import Column, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 

@@ -7,12 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
-from sowctl import config
+from sowctl.backends import profiles
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, read_secret
-from sowctl.context import app_context
-from sowctl.errors import NotFound, UsageError, quoted
-from sowctl.redaction import secret_hint
-from sowctl.render import Column, emit_json, emit_rows
+from sowctl.foundation.errors import NotFound, UsageError, quoted
+from sowctl.foundation.redaction import secret_hint
+from sowctl.output.render import Column, emit_json, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -26,22 +26,22 @@ ProfileOption = Annotated[
     ),
 ]
 ShowSecrets = Annotated[bool, typer.Option("--show-secrets", help="Print tokens and API keys in full.")]
-KEYS_HELP = ", ".join(config.PROFILE_KEYS)
+KEYS_HELP = ", ".join(profiles.PROFILE_KEYS)
 
 
 def shown(key: str, value: Any, show_secrets: bool = False) -> Any:
-    return secret_hint(str(value)) if key in config.SECRET_KEYS and not show_secrets else value
+    return secret_hint(str(value)) if key in profiles.SECRET_KEYS and not show_secrets else value
 
 
 def _key(key: str) -> str:
     name = key.strip().lower().replace("-", "_")
-    if name not in config.PROFILE_KEYS:
+    if name not in profiles.PROFILE_KEYS:
         raise UsageError(f"unknown key {quoted(key)}; keys are: {KEYS_HELP}")
     return name
 
 
 def _profile_name(ctx: typer.Context, data: dict, requested: str | None) -> str:
-    return config.active_profile_name(data, requested or app_context(ctx).options.profile)
+    return profiles.active_profile_name(data, requested or app_context(ctx).options.profile)
 
 
 def _value(key: str, text: str) -> Any:
@@ -81,13 +81,13 @@ def set_value(
     """
     name = _key(key)
     if value is None or value == "-":
-        if name not in config.SECRET_KEYS:
+        if name not in profiles.SECRET_KEYS:
             raise UsageError(
                 f"give a value for {name}" + (" ('-' reads only token and api_key)" if value else "")
             )
         value = read_secret(name)
     stored = _value(name, value)
-    data = config.load()
+    data = profiles.load()
     target = _profile_name(ctx, data, profile)
     values = data.setdefault("profiles", {}).setdefault(target, {})
     values[name] = stored
@@ -96,7 +96,7 @@ def set_value(
         # A profile is local or remote, never both: the newer choice wins.
         del values[other]
         sys.stderr.write(f"note: removed {other} from profile {target} (it now uses {name})\n")
-    path = config.save(data)
+    path = profiles.save(data)
     sys.stderr.write(f"set {name} in profile {target} ({path})\n")
 
 
@@ -111,13 +111,13 @@ def unset_value(
     Example: sowctl config unset token --profile dev
     """
     name = _key(key)
-    data = config.load()
+    data = profiles.load()
     target = _profile_name(ctx, data, profile)
     values = data.get("profiles", {}).get(target, {})
     if name not in values:
         raise NotFound(f"{name} is not set in profile {target}")
     del values[name]
-    config.save(data)
+    profiles.save(data)
     sys.stderr.write(f"removed {name} from profile {target}\n")
 
 
@@ -133,9 +133,9 @@ def get_value(
     Example: sowctl config get server --profile dev
     """
     name = _key(key)
-    data = config.load()
+    data = profiles.load()
     target = _profile_name(ctx, data, profile)
-    values = config.profile(data, target)
+    values = profiles.profile(data, target)
     if name not in values:
         raise NotFound(f"{name} is not set in profile {target}")
     value = values[name]
@@ -152,22 +152,22 @@ def list_profiles(
 
     Example: sowctl config list
     """
-    data = config.load()
+    data = profiles.load()
     current = _profile_name(ctx, data, None)
-    profiles = {
+    shown_profiles = {
         name: {key: shown(key, value, show_secrets) for key, value in values.items()}
         for name, values in sorted(data.get("profiles", {}).items())
     }
     if json_:
-        emit_json({"current": current, "path": str(config.config_path()), "profiles": profiles})
+        emit_json({"current": current, "path": str(profiles.config_path()), "profiles": shown_profiles})
         return
     rows = [
         {"profile": name, "current": "*" if name == current else "", "key": key, "value": value}
-        for name, values in profiles.items()
+        for name, values in shown_profiles.items()
         for key, value in (values.items() or [("", "")])
     ]
     columns = [Column("CURRENT", "current"), Column("PROFILE", "profile"), Column("KEY", "key")]
-    emit_rows(rows, [*columns, Column("VALUE", "value")], title=str(config.config_path()))
+    emit_rows(rows, [*columns, Column("VALUE", "value")], title=str(profiles.config_path()))
 
 
 @app.command("use")
@@ -178,14 +178,14 @@ def use_profile(
 
     Example: sowctl config use dev
     """
-    data = config.load()
+    data = profiles.load()
     if name not in data.get("profiles", {}) and name != "default":
         raise NotFound(
-            f"no profile {name!r} in {config.config_path()}; "
+            f"no profile {name!r} in {profiles.config_path()}; "
             f"create it with 'sowctl config set server URL --profile {name}'"
         )
     data["current"] = name
-    config.save(data)
+    profiles.save(data)
     sys.stderr.write(f"current profile: {name}\n")
 
 
@@ -195,4 +195,4 @@ def show_path() -> None:
 
     Example: sowctl config path
     """
-    sys.stdout.write(f"{config.config_path()}\n")
+    sys.stdout.write(f"{profiles.config_path()}\n")

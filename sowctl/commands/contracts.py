@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from sowctl import render
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json
-from sowctl.context import app_context
-from sowctl.render import emit_json, emit_object
+from sowctl.output import render
+from sowctl.output.render import emit_json, emit_object
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -58,7 +58,7 @@ def show(
 
 def flatten(contract: dict, *, grouping: bool) -> dict:
     """One level of key/value pairs: money with 2+ decimals, customer and terms spelled out."""
-    from sowctl import money  # imported when used (decimal): keeps start-up light
+    from sowctl.foundation import money  # imported when used (decimal): keeps start-up light
 
     shown = {key: contract.get(key) for key in FIELDS}
     for key in MONEY_FIELDS:

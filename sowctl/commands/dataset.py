@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from sowctl.context import app_context
-from sowctl.errors import UsageError
-from sowctl.render import Column, emit_json, emit_rows
+from sowctl.commands._context import app_context
+from sowctl.foundation.errors import UsageError
+from sowctl.output.render import Column, emit_json, emit_rows
 
 # Above this many records an export is written compact: indenting is for people, and
 # json.dumps only uses its C encoder without an indent (several times faster).
@@ -40,10 +40,10 @@ def import_command(
 
     Example: sowctl import dataset.json
     """
-    from sowctl.db_files import new_sqlite_file, remove_sqlite_file
-    from sowctl.errors import SowctlError
+    from sowctl.foundation.errors import SowctlError
     from sowctl.services.dataset import import_dataset
     from sowctl.services.dataset.source import open_dataset
+    from sowctl.storage.created_files import new_sqlite_file, remove_sqlite_file
 
     context = app_context(ctx)
     if context.settings.remote:
@@ -109,8 +109,8 @@ def export_command(
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """All of the file or none (``sowctl.files``); a failure is a usage error naming the path."""
-    from sowctl.files import write_file
+    """All of the file or none (``sowctl.foundation.files``); a failure is a usage error naming the path."""
+    from sowctl.foundation.files import write_file
 
     try:
         write_file(path.expanduser(), text)
@@ -129,7 +129,7 @@ def _import_progress(records: int) -> Iterator[Callable[[int, int], None] | None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sowctl.render import error_console
+    from sowctl.output.render import error_console
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=error_console(), transient=True) as progress:
@@ -148,7 +148,7 @@ def _export_progress() -> Iterator[Callable[[int, int], None] | None]:
         return
     from rich.progress import BarColumn, Progress, TextColumn
 
-    from sowctl.render import error_console
+    from sowctl.output.render import error_console
 
     with Progress(TextColumn("Exporting"), BarColumn(), console=error_console(), transient=True) as progress:
         task = progress.add_task("export", total=None)

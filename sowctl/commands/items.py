@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sowctl import render
+from sowctl.commands._context import app_context
 from sowctl.commands._options import (
     Json,
     Quiet,
@@ -17,9 +17,9 @@ from sowctl.commands._options import (
     confirm,
     emit_created,
 )
-from sowctl.context import app_context
-from sowctl.errors import InvalidInput, UsageError, quoted
-from sowctl.render import Column, emit_json, emit_message, emit_object, emit_rows
+from sowctl.foundation.errors import InvalidInput, UsageError, quoted
+from sowctl.output import render
+from sowctl.output.render import Column, emit_json, emit_message, emit_object, emit_rows
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
 
@@ -156,7 +156,7 @@ def update_item(
     """
     body = _without_none(title=title, description=description, status=status, orderIndex=order_index)
     if not body:
-        from sowctl.errors import UsageError
+        from sowctl.foundation.errors import UsageError
 
         raise UsageError("nothing to update: give --title, --description, --status or --order-index")
     context = app_context(ctx)
@@ -169,7 +169,7 @@ def update_item(
 def _refuse_calculated_status(context: Any, item_id: str) -> None:
     """--status on a requirement with task items under it: the API would store a status no
     answer shows (the calculated one is shown), so it is refused before anything is sent."""
-    from sowctl.itemtree import cascade
+    from sowctl.output.item_tree import cascade
 
     item = context.call("items.get", {"itemId": item_id})
     if item.get("type") != "requirement":
@@ -205,7 +205,7 @@ def delete_item(
         # dependencies are read for the whole organization, not with the SOW filter: that one
         # filters by the source item's SOW, and a dependency of another SOW's item on one of
         # these items goes too.
-        from sowctl.itemtree import cascade
+        from sowctl.output.item_tree import cascade
 
         item = context.call("items.get", {"itemId": item_id})
         items = context.call("items.list", {"sowId": item["sowId"]})
@@ -245,11 +245,11 @@ def reorder_items(
     if from_file is None and not positions:
         raise UsageError("give at least one ITEM_ID=ORDER_INDEX pair (or --from-file FILE)")
     if from_file is not None:
-        from sowctl import json_text
+        from sowctl.foundation import json_input
 
         try:
-            body = json_text.loads(from_file.read())
-        except json_text.JsonTooDeep as exc:
+            body = json_input.loads(from_file.read())
+        except json_input.JsonTooDeep as exc:
             raise typer.BadParameter(str(exc), param_hint="--from-file") from None
         except ValueError as exc:  # bad JSON or UTF-8
             raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None
@@ -276,7 +276,7 @@ def tree(
 
     Example: sowctl items tree sow-1
     """
-    from sowctl.itemtree import build_tree, render_tree
+    from sowctl.output.item_tree import build_tree, render_tree
 
     items = app_context(ctx).call("items.list", {"sowId": sow_id})
     roots = build_tree(items)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sowctl.context import app_context
+from sowctl.commands._context import app_context
 
 
 def mcp(
@@ -28,8 +28,8 @@ def mcp(
 
     Example: sowctl --db sow.db mcp --allow-writes
     """
-    from sowctl import mcp_server
+    from sowctl.mcp import serving
 
-    mcp_server.require_sdk()
+    serving.require_sdk()
     backend = app_context(ctx).backend
-    mcp_server.serve_stdio(backend, allow_writes=allow_writes)
+    serving.serve_stdio(backend, allow_writes=allow_writes)

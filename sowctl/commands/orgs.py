@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
-from sowctl.context import app_context
-from sowctl.render import Column, emit_rows
+from sowctl.output.render import Column, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 

@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from sowctl import render
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, QuietCreate
-from sowctl.context import app_context
-from sowctl.errors import UsageError, quoted
-from sowctl.render import Column, emit_json, emit_object, emit_rows
+from sowctl.foundation.errors import UsageError, quoted
+from sowctl.output import render
+from sowctl.output.render import Column, emit_json, emit_object, emit_rows
 from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -37,7 +37,7 @@ def money_cell(key: str):
     """Money for a table cell: thousands separators for people, plain digits when piped."""
 
     def cell(row: dict) -> str:
-        from sowctl import money  # imported when a cell is shown (decimal): keeps start-up light
+        from sowctl.foundation import money  # imported when a cell is shown (decimal): keeps start-up light
 
         return money.display(row.get(key), grouping=render.is_tty())
 
@@ -124,7 +124,7 @@ def list_pos(
     """
     from decimal import Decimal
 
-    from sowctl import money
+    from sowctl.foundation import money
 
     result = app_context(ctx).call("finance.list_pos", query={"project_id": project})
     orders = result["data"]
@@ -137,7 +137,7 @@ def list_pos(
 
 
 def show_order(order: dict, json_: bool) -> None:
-    from sowctl import money
+    from sowctl.foundation import money
 
     if json_:
         emit_json(order)
@@ -204,11 +204,11 @@ def _quantity(text: str) -> int | float:
 
 
 def _read_body(stream) -> dict[str, Any]:
-    from sowctl import json_text
+    from sowctl.foundation import json_input
 
     try:
-        body = json_text.loads(stream.read())
-    except json_text.JsonTooDeep as exc:
+        body = json_input.loads(stream.read())
+    except json_input.JsonTooDeep as exc:
         raise typer.BadParameter(str(exc), param_hint="--from-file") from None
     except ValueError as exc:  # bad JSON or UTF-8
         raise typer.BadParameter(f"not valid JSON: {exc}", param_hint="--from-file") from None

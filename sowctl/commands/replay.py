@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from sowctl.context import app_context
+from sowctl.commands._context import app_context
 
 
 def replay(
@@ -46,9 +46,9 @@ def replay(
 
     Example: sowctl --db copy.db replay session.jsonl
     """
-    from sowctl import clock
-    from sowctl.errors import UsageError
-    from sowctl.testdouble import replay as service
+    from sowctl.backends import replay as service
+    from sowctl.foundation import clock
+    from sowctl.foundation.errors import UsageError
 
     context = app_context(ctx)
     entries = service.read_file(file)
@@ -67,14 +67,14 @@ def replay(
         run = service.run_local
 
     def report(failure: dict) -> None:
-        from sowctl.render import text  # the recording's paths and errors are printed safely
+        from sowctl.output.render import text  # the recording's paths and errors are printed safely
 
         line = f"line {failure['line']}: {failure['method']} {failure['path']}: {failure['error']}"
         sys.stderr.write(f"error: {text(line)}\n")
 
     outcome = service.replay(entries, run, continue_on_error=continue_on_error, on_failure=report)
     if json_:
-        from sowctl.render import emit_json
+        from sowctl.output.render import emit_json
 
         emit_json(outcome.summary())
     else:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sowctl.errors import UsageError, suggestion
+from sowctl.foundation.errors import UsageError, suggestion
 
 
 def schema(
@@ -22,7 +22,7 @@ def schema(
     Example: sowctl schema items list
     """
     from sowctl.output import json_schemas
-    from sowctl.render import emit_json
+    from sowctl.output.render import emit_json
 
     if not command:
         for name in json_schemas.commands():

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 import typer
 
 from sowctl.commands import serve_exec
-from sowctl.context import app_context
-from sowctl.db_files import new_sqlite_file, remove_sqlite_file
-from sowctl.errors import SowctlError
+from sowctl.commands._context import app_context
+from sowctl.foundation.errors import SowctlError
+from sowctl.storage.created_files import new_sqlite_file, remove_sqlite_file
 
 
 class LogFormat(StrEnum):
@@ -177,10 +177,10 @@ def serve(
     """
     from functools import partial
 
-    from sowctl.db import close_database
     from sowctl.server.app import create_app
+    from sowctl.server.configuration import ServerSettings
     from sowctl.server.runner import serve as run_server
-    from sowctl.server.settings import ServerSettings
+    from sowctl.storage.database import close_database
 
     double = _test_double_options(
         workers=workers,
@@ -207,7 +207,7 @@ def serve(
     context.open_local_database("serve")  # opens and migrates
     db_url = context.settings.database
     if double["fixed_now"] is not None:
-        from sowctl import clock
+        from sowctl.foundation import clock
 
         clock.set_fixed_now(double["fixed_now"])  # --demo data is stamped with it too
     if load is not None:
@@ -220,7 +220,7 @@ def serve(
         sys.stderr.write(f"loaded {sum(loaded.values()):,} records from {load}\n")
     credentials = _demo_access() if demo else None
     if double["admin_token"]:
-        from sowctl.testdouble.state import clear_runtime
+        from sowctl.server.testdouble.state import clear_runtime
 
         clear_runtime()  # faults and clock set through /_admin by an earlier run do not carry over
     exec_env = serve_exec.credentials(credentials) if exec_command is not None else {}
@@ -276,7 +276,7 @@ def serve(
         except KeyboardInterrupt:  # Ctrl-C is how a foreground server is meant to stop
             pass
         except OSError as exc:  # the port is taken, the host is not ours...
-            from sowctl.errors import ServiceUnavailable
+            from sowctl.foundation.errors import ServiceUnavailable
 
             raise ServiceUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
@@ -306,7 +306,7 @@ def _demo_text(url: str, token: str, key: str, loaded: bool, *, admin_token: str
     import shlex
     from urllib.parse import urlencode
 
-    from sowctl.demo_data import DEMO_COMPANY, DEMO_ORG, DEMO_PROJECT_ID, DEMO_SOW
+    from sowctl.services.demo_data import DEMO_COMPANY, DEMO_ORG, DEMO_PROJECT_ID, DEMO_SOW
 
     state = "Demo dataset loaded." if loaded else "Demo dataset already present (not reloaded)."
     sowctl = _sowctl_command()
@@ -379,10 +379,11 @@ def _test_double_options(
     fixed_clock: str | None,
     record: Path | None,
 ) -> dict[str, Any]:
-    """ServerSettings fields of the test-double options (sowctl.testdouble.layer); exit 2 when wrong."""
-    from sowctl import clock
-    from sowctl.errors import InvalidInput, UsageError
-    from sowctl.testdouble.faults import FaultConfig, parse_latency
+    """ServerSettings fields of the test-double options (``sowctl.server.testdouble.layer``);
+    exit 2 when wrong."""
+    from sowctl.foundation import clock
+    from sowctl.foundation.errors import InvalidInput, UsageError
+    from sowctl.server.testdouble.faults import FaultConfig, parse_latency
 
     if admin and admin_token is not None:
         raise UsageError("use --admin (a generated token) or --admin-token TOKEN, not both")
@@ -413,7 +414,7 @@ def _test_double_options(
     fixed_now = clock.parse_clock(fixed_clock, "--clock") if fixed_clock is not None else None
     record_path = None
     if record is not None:
-        from sowctl.testdouble.recorder import check_writable
+        from sowctl.server.testdouble.recorder import check_writable
 
         try:
             check_writable(str(record))
@@ -421,7 +422,7 @@ def _test_double_options(
             raise UsageError(f"--record: cannot write {record}: {exc.strerror or exc}") from None
         record_path = str(record.resolve())
     if admin:
-        from sowctl.redaction import ADMIN_TOKEN_PREFIX
+        from sowctl.foundation.redaction import ADMIN_TOKEN_PREFIX
 
         admin_token = clock.new_secret(ADMIN_TOKEN_PREFIX)
     return {
@@ -438,8 +439,8 @@ ENV_BUFFER_CAP = "SOWCTL_SERVE_BUFFER_MIB"
 
 def _buffer_cap() -> int:
     """Bytes of large request bodies one worker buffers at once (``SOWCTL_SERVE_BUFFER_MIB``)."""
-    from sowctl.errors import UsageError, quoted
-    from sowctl.server.settings import MIB, ServerSettings
+    from sowctl.foundation.errors import UsageError, quoted
+    from sowctl.server.configuration import MIB, ServerSettings
 
     text = os.environ.get(ENV_BUFFER_CAP, "").strip()
     if not text:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sowctl.errors import ExitCode, InvalidInput, SowctlError, UsageError, quoted
+from sowctl.foundation.errors import ExitCode, InvalidInput, SowctlError, UsageError, quoted
 
 if TYPE_CHECKING:
     from sowctl.services.dataset.source import DatasetSource
@@ -59,9 +59,9 @@ def open_load(path: Path) -> DatasetSource:
 def load_file(path: Path, source: DatasetSource | None = None) -> dict[str, int]:
     """Replace the database's records with the dataset in ``path`` (``source``: already
     opened by ``open_load``): all of it, or nothing."""
-    from sowctl.db import write_transaction
+    from sowctl.server.testdouble.state import reset_database
     from sowctl.services.dataset import import_dataset
-    from sowctl.testdouble.state import reset_database
+    from sowctl.storage.database import write_transaction
 
     if source is None:
         source = open_load(path)
@@ -85,8 +85,8 @@ def export_file(database: str, path: Path) -> None:
     import json
 
     from sowctl.commands.dataset import _write_atomically
-    from sowctl.db import close_database, open_database
     from sowctl.services.dataset import export_dataset
+    from sowctl.storage.database import close_database, open_database
 
     open_database(database)
     try:
@@ -108,11 +108,11 @@ def credentials(demo: tuple[str, str, bool] | None) -> dict[str, str]:
     The token is an admin's (CMD tests the whole API) of the organization's first
     user; the company is the organization's first. An empty database gives none.
     """
-    from sowctl import models as m
     from sowctl.services import credentials as issue
+    from sowctl.storage import models as m
 
     if demo is not None:
-        from sowctl.demo_data import DEMO_COMPANY, DEMO_ORG
+        from sowctl.services.demo_data import DEMO_COMPANY, DEMO_ORG
 
         token, key, _ = demo
         return {ENV_TOKEN: token, ENV_API_KEY: key, ENV_ORG: DEMO_ORG, ENV_COMPANY: DEMO_COMPANY}

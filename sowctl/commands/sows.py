@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from sowctl.commands._context import app_context
 from sowctl.commands._options import (
     Json,
     Quiet,
@@ -16,8 +17,7 @@ from sowctl.commands._options import (
     emit_created,
     needs_confirmation,
 )
-from sowctl.context import app_context
-from sowctl.render import Column, emit_message, emit_object, emit_rows
+from sowctl.output.render import Column, emit_message, emit_object, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -112,7 +112,7 @@ def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_:
     """
     import sys
 
-    from sowctl import render
+    from sowctl.output import render
 
     context = app_context(ctx)
     if needs_confirmation(yes):

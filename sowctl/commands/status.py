@@ -7,9 +7,9 @@ from typing import Any
 
 import typer
 
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json
-from sowctl.context import app_context
-from sowctl.render import emit_json, emit_object
+from sowctl.output.render import emit_json, emit_object
 
 HEALTH_TIMEOUT = 3.0  # seconds; status must answer quickly even when the server does not
 
@@ -19,8 +19,8 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
 
     Example: sowctl --server http://127.0.0.1:8000 status
     """
-    from sowctl.config import mask_url
-    from sowctl.redaction import secret_hint
+    from sowctl.backends.profiles import mask_url
+    from sowctl.foundation.redaction import secret_hint
 
     context = app_context(ctx)
     settings = context.settings
@@ -85,7 +85,7 @@ def _check_credentials(backend: Any, settings: Any) -> dict[str, str]:
     organization and company headers on a budget-view list of project 0, which a valid
     key answers with "project 0 not found" (and counts once against its rate limit).
     """
-    from sowctl.errors import NotFound, SowctlError
+    from sowctl.foundation.errors import NotFound, SowctlError
 
     checks: dict[str, str] = {}
     if settings.token:
@@ -112,8 +112,8 @@ def _database_health(db: str) -> tuple[dict[str, Any], int]:
     """Open the database without creating or migrating it; report its schema version, and
     the exit code if it is not usable: 2 for a file that does not exist, as every command
     that reads says (a mistyped --db is the user's to fix), 5 for one that is unusable."""
-    from sowctl import db as database_module
-    from sowctl.errors import SowctlError
+    from sowctl.foundation.errors import SowctlError
+    from sowctl.storage import database as database_module
 
     try:
         database = database_module.open_database(db, migrate=False, create=False)
@@ -143,6 +143,6 @@ def _database_health(db: str) -> tuple[dict[str, Any], int]:
 
 
 def _has_meta(database: Any) -> bool:
-    from sowctl import models
+    from sowctl.storage import models
 
     return database.table_exists(models.Meta._meta.table_name)

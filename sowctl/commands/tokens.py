@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
+from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
-from sowctl.context import app_context
-from sowctl.redaction import secret_hint
-from sowctl.render import Column, emit_message, emit_rows
+from sowctl.foundation.redaction import secret_hint
+from sowctl.output.render import Column, emit_message, emit_rows
 from sowctl.schemas.vocabulary import Role
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sowctl.errors import ServiceUnavailable, UsageError
+from sowctl.foundation.errors import ServiceUnavailable, UsageError
 
 FIRST_PAUSE = 0.1  # seconds between tries, doubled after each up to MAX_PAUSE
 MAX_PAUSE = 2.0
@@ -36,7 +36,7 @@ def wait(
     """
     import httpx
 
-    from sowctl.config import mask_url
+    from sowctl.backends.profiles import mask_url
 
     target = _target(url)
     shown = mask_url(target) or target
@@ -68,7 +68,7 @@ def _target(url: str) -> str:
     except ValueError:
         valid = False
     if not valid:
-        from sowctl.errors import quoted
+        from sowctl.foundation.errors import quoted
 
         raise UsageError(f"URL must be an http:// or https:// URL with a host, not {quoted(text)}")
     if parts.path in ("", "/"):

@@ -36,7 +36,7 @@ from sowctl.engine.pacing import Pace, pieces
 from sowctl.engine.running import Answer, Dropped, WSGIApp, advance, close, start, timed
 from sowctl.engine.turns import QueueTimeout, Turns
 from sowctl.engine.usage import CpuUsage
-from sowctl.redaction import redact_text
+from sowctl.foundation.redaction import redact_text
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

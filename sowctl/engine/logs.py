@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sowctl.redaction import redact_text
+from sowctl.foundation.redaction import redact_text
 
 
 class RedactFilter(logging.Filter):

@@ -281,7 +281,7 @@ def _url(address: tuple[Any, ...]) -> str:
 def _exit_worker(exc: BaseException) -> None:
     """End a worker that could not start with one line (the traceback with SOWCTL_DEBUG=1),
     redacted: what failed may quote a token or a database URL."""
-    from sowctl.redaction import redact_text
+    from sowctl.foundation.redaction import redact_text
 
     if isinstance(exc, SystemExit | KeyboardInterrupt):
         code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 0

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from sowctl.errors import NotFound
+from sowctl.foundation.errors import NotFound
 from sowctl.schemas.common import escape_unstorable, has_unstorable, parse
 from sowctl.schemas.lazy import materialize
 
@@ -108,7 +108,7 @@ class Operation:
         handle). The server and the local backend both run operations through here."""
         if not self.write:
             return self.handler(request)
-        from sowctl.db import retry_serialization_failures
+        from sowctl.storage.database import retry_serialization_failures
 
         return retry_serialization_failures(lambda: self.handler(request))
 

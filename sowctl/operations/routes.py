@@ -7,7 +7,7 @@ import re
 from functools import cache
 from urllib.parse import unquote
 
-from sowctl.errors import MethodNotAllowed
+from sowctl.foundation.errors import MethodNotAllowed
 from sowctl.operations import Operation, load_all
 
 

@@ -1,5 +1,5 @@
 """What the CLI prints, shaped once: safe text, table layout, --jq/--columns, pager, dates.
 
-``sowctl.render`` is the commands' entry point; these modules are its parts. Nothing
+``sowctl.output.render`` is the commands' entry point; these modules are its parts. Nothing
 here imports Rich, jq or subprocess at module level, so ``sowctl --help`` stays fast.
 """

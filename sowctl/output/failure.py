@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from sowctl.errors import RateLimited, SowctlError, error_code
+from sowctl.foundation.errors import RateLimited, SowctlError, error_code
 
 # The coarse category of each exit code.
 CATEGORIES = {

@@ -8,7 +8,7 @@ and ``<str>``, and the output options are added:
 * ``--no-pager`` to those of them that only show data (``SHOWING``), and ``--columns``
   to those that show tables or records (``TABULAR``).
 
-Their values reach ``sowctl.render`` through ``sowctl.output.state`` for the time the
+Their values reach ``sowctl.output.render`` through ``sowctl.output.run_state`` for the time the
 command runs.
 """
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from sowctl.output import params, state
+from sowctl.output import params, run_state
 
 if TYPE_CHECKING:  # Typer carries its own copy of click: its classes are not the click package's
     import click
@@ -89,7 +89,7 @@ def install(command: click.Command) -> None:
 def _wrapped(callback: Any, json_name: str, quiet_name: str | None) -> Any:
     @functools.wraps(callback)
     def run(**kwargs: Any) -> Any:
-        from sowctl.errors import UsageError
+        from sowctl.foundation.errors import UsageError
         from sowctl.output.pager import paged
 
         expression = kwargs.pop("jq_expression", None)
@@ -107,13 +107,13 @@ def _wrapped(callback: Any, json_name: str, quiet_name: str | None) -> Any:
             from sowctl.output.shaping import parse_columns
 
             columns = parse_columns(columns)
-        previous = state.current
-        state.current = state.Shape(jq=expression, columns=columns)
+        previous = run_state.current
+        run_state.current = run_state.Shape(jq=expression, columns=columns)
         try:
             with paged(no_pager is False):
                 return callback(**kwargs)
         finally:
-            state.current = previous
+            run_state.current = previous
 
     return run
 

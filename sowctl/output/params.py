@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from typer.core import TyperArgument
 
-from sowctl.errors import quoted
+from sowctl.foundation.errors import quoted
 
 if TYPE_CHECKING:  # Typer carries its own copy of click: its classes are not the click package's
     import click

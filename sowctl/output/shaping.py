@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sowctl.errors import UsageError
+from sowctl.foundation.errors import UsageError
 
 
 def run_jq(expression: str, data: Any) -> list[Any]:

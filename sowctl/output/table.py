@@ -16,7 +16,7 @@ from sowctl.output import layout
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from sowctl.render import Column
+    from sowctl.output.cells import Column
 
 
 def print_table(
@@ -35,7 +35,7 @@ def print_table(
     from rich.table import Table
     from rich.text import Text
 
-    from sowctl.render import TEXT, shown, styled
+    from sowctl.output.cells import TEXT, shown, styled
 
     cells = [[_cell(col, row, shown, TEXT) for col in columns] for row in rows]
     footers = [shown(footer.get(col.header)) if footer else "" for col in columns]
@@ -109,7 +109,7 @@ def _print_records(
     """Each row as a block of "NAME value" lines: nothing is cut, whatever the width."""
     from rich.text import Text
 
-    from sowctl.render import TEXT, styled
+    from sowctl.output.cells import TEXT, styled
 
     if title:
         console.print(styled((title, "bold")))
@@ -154,7 +154,7 @@ def print_record(
     from rich.table import Table
     from rich.text import Text
 
-    from sowctl.render import text
+    from sowctl.output.cells import text
 
     names = [text(name) for name, _ in pairs]
     # Every segment of the record gets this width, so the values stay in one column.

@@ -33,10 +33,10 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from sowctl.clock import format_timestamp
-from sowctl.errors import InvalidInput, Issue, bounded_issues, listed, more_problems
-from sowctl.json_text import TooLongInteger
-from sowctl.limits import MAX_REPORTED_ISSUES
+from sowctl.foundation.budgets import MAX_REPORTED_ISSUES
+from sowctl.foundation.clock import format_timestamp
+from sowctl.foundation.errors import InvalidInput, Issue, bounded_issues, listed, more_problems
+from sowctl.foundation.json_input import TooLongInteger
 
 __all__ = [
     "ApiBody",

@@ -26,8 +26,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, PlainValidator, TypeAdapter
 
-from sowctl.clock import parse_timestamp
-from sowctl.limits import MAX_CONTACTS, MAX_LINE_ITEMS, MAX_SNAPSHOT_LINES
+from sowctl.foundation.budgets import MAX_CONTACTS, MAX_LINE_ITEMS, MAX_SNAPSHOT_LINES
+from sowctl.foundation.clock import parse_timestamp
 from sowctl.schemas.common import (
     ApiModel,
     CamelModel,
@@ -54,7 +54,7 @@ from sowctl.schemas.vocabulary import (
     RiskLevel,
 )
 
-_DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?\Z", re.ASCII)  # as sowctl.money reads them
+_DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?\Z", re.ASCII)  # as sowctl.foundation.money reads them
 
 
 def _timestamp(value: Any) -> datetime:

@@ -3,7 +3,7 @@
 Field names are the API's own (snake_case), so these models use ``ApiModel``.
 Money is ``Decimal`` end to end: decimal strings in purchase-order requests and
 responses, JSON numbers with the decimal's exact digits in snapshots and prime
-contracts (see ``sowctl.money`` for the rules and the one documented limit).
+contracts (see ``sowctl.foundation.money`` for the rules and the one documented limit).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Annotated, Any
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from sowctl import money
-from sowctl.errors import Issue
-from sowctl.limits import MAX_LINE_ITEMS
+from sowctl.foundation import money
+from sowctl.foundation.budgets import MAX_LINE_ITEMS
+from sowctl.foundation.errors import Issue
 from sowctl.schemas.common import ApiBody, ApiModel, ApiOut, Field, NonEmptyStr, Timestamp, bounded_list
 from sowctl.schemas.vocabulary import MAX_BIGINT, PO_STATUSES, PurchaseOrderStatus
 

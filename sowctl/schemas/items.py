@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar
 
 from pydantic.json_schema import SkipJsonSchema
 
-from sowctl.limits import MAX_REORDER_ENTRIES
+from sowctl.foundation.budgets import MAX_REORDER_ENTRIES
 from sowctl.schemas.common import (
     CamelBody,
     CamelOut,

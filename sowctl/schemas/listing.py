@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, WithJsonSchema
 
-from sowctl.limits import MAX_PAGE_SIZE
+from sowctl.foundation.budgets import MAX_PAGE_SIZE
 from sowctl.schemas.common import CamelModel, CamelOut, Timestamp
 from sowctl.schemas.vocabulary import ProjectStatus
 

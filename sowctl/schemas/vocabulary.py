@@ -1,5 +1,6 @@
 """The service's value sets and the ranges of its stored values, defined once for requests,
-responses and datasets. What one request or file may hold (counts, depths) is in ``sowctl.limits``."""
+responses and datasets. What one request or file may hold (counts, depths) is in
+``sowctl.foundation.budgets``."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sowctl.engine.hooks import CUT_SHORT_KEY
-from sowctl.redaction import redact_target, redact_text  # secrets never reach the log
+from sowctl.foundation.redaction import redact_target, redact_text  # secrets never reach the log
 
 WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 

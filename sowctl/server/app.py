@@ -19,17 +19,15 @@ from typing import Any
 import bottle
 import peewee as pw
 
-from sowctl import db_errors, db_guards, models, operations
-from sowctl.db import SCHEMA_VERSION, open_database, schema_version, with_retries, write_transaction
-from sowctl.db_errors import Kind
-from sowctl.db_guards import GuardedSqliteDatabase, check_writable
-from sowctl.errors import InvalidInput, PayloadTooLarge, RateLimited, SowctlError
+from sowctl import operations
+from sowctl.foundation.errors import InvalidInput, PayloadTooLarge, RateLimited, SowctlError
+from sowctl.foundation.redaction import RedactingStream, mask_text
 from sowctl.operations import Operation
-from sowctl.redaction import RedactingStream, mask_text
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
 from sowctl.server.callers import caller_of_environ
-from sowctl.server.errors import HttpStatusError, InternalError, envelope, group_of_path
+from sowctl.server.configuration import ServerSettings
+from sowctl.server.envelopes import HttpStatusError, InternalError, envelope, group_of_path
 from sowctl.server.http import (
     EVERY_RESPONSE_HEADERS,
     JSON_CONTENT_TYPE,
@@ -53,43 +51,50 @@ from sowctl.server.responses import (
     new_request_id,
     request_id_line,
 )
-from sowctl.server.settings import ServerSettings
 from sowctl.server.slots import Slots
 from sowctl.server.streaming import StreamedJson
+from sowctl.storage import failures, guards, models
+from sowctl.storage.database import (
+    SCHEMA_VERSION,
+    open_database,
+    schema_version,
+    with_retries,
+    write_transaction,
+)
+from sowctl.storage.failures import Kind
+from sowctl.storage.guards import GuardedSqliteDatabase, check_writable
 
 EXPOSED_HEADERS = cors.EXPOSE_HEADERS
 REPORTS_BUSY = "the server is busy with other large answers; retry later"
 
 
 def create_app(
-    database: str | os.PathLike | pw.Database | None,
+    database: str | os.PathLike | pw.Database,
     settings: ServerSettings | None = None,
 ) -> bottle.Bottle:
     """A WSGI application serving the whole API on ``database``.
 
-    ``database`` is a SQLite path or a database URL (opened and migrated here,
-    once per process), an already opened Peewee database, or None for the
-    default SQLite file. Peewee keeps one connection per thread, so each worker
-    thread opens its own on its first request and reuses it afterwards.
+    ``database`` is a SQLite path or a database URL (opened and migrated here, once per
+    process) or an already opened Peewee database. Peewee keeps one connection per thread,
+    so each worker thread opens its own on its first request and reuses it afterwards.
     """
     settings = settings or ServerSettings()
     if isinstance(database, pw.Database):
         models.database_proxy.initialize(database)
     else:
-        if database is None:
-            from sowctl.config import default_sqlite_path
-
-            database = default_sqlite_path()
         database = open_database(database)
         if not _in_memory(database):
             # Threads connect on their first request; closing this one keeps the app
             # safe to build before a fork (no connection shared between processes).
             database.close()
     app = SowctlBottle(Dispatcher(database, settings))
-    if settings.test_double:  # serve --admin, faults, clock, seed, --record: sowctl.testdouble.layer
-        from sowctl.testdouble.layer import install
+    if settings.test_double:  # serve --admin, faults, clock, seed, --record: sowctl.server.testdouble.layer
+        from sowctl.server.testdouble.admin_api import register
+        from sowctl.server.testdouble.layer import install
 
-        install(app)
+        layer = install(app)
+        if settings.admin_token:
+            register(app, layer)
     return app
 
 
@@ -134,7 +139,7 @@ class Dispatcher:
             models.database_proxy.initialize(self.database)
         if isinstance(self.database, GuardedSqliteDatabase):
             self.database.reopen_if_writable()
-        db_guards.drop_dead_connection(self.database)  # PostgreSQL restarted since the last request
+        guards.drop_dead_connection(self.database)  # PostgreSQL restarted since the last request
         if self.database.is_closed():
             self.database.connect(reuse_if_open=True)
 
@@ -232,7 +237,7 @@ class Dispatcher:
             elif isinstance(exc, PayloadTooLarge):
                 self.metrics.budget_refusals.labels("body-size").inc()
             return error_response(group, exc, headers)
-        failure = db_errors.classify(exc)
+        failure = failures.classify(exc)
         if failure is not None or isinstance(exc, pw.PeeweeException):
             self.recover_connection()
             self.metrics.database_error(failure.kind.value if failure is not None else "unexpected")
@@ -268,7 +273,7 @@ class Dispatcher:
         """Ready: the database answers, can be written, and holds the schema this sowctl needs."""
         try:
             # Its own short deadline: a frozen database is reported, not waited for.
-            with db_guards.deadline(db_guards.HEALTH_TIMEOUT_SECONDS):
+            with guards.deadline(guards.HEALTH_TIMEOUT_SECONDS):
                 self.ensure_connection()
                 self.database.execute_sql("SELECT 1")
                 check_writable(self.database)  # check_storage's, and that the file can be written
@@ -277,7 +282,7 @@ class Dispatcher:
                 version = schema_version()
         except Exception as exc:
             self.recover_connection()
-            failure = db_errors.classify(exc)
+            failure = failures.classify(exc)
             self.metrics.database_error(failure.kind.value if failure is not None else "unexpected")
             reason = failure.describe() if failure else f"{type(exc).__name__}: {' '.join(str(exc).split())}"
             return self._not_ready(reason)

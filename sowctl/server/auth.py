@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sowctl.errors import Issue, RateLimited, Unauthorized
+from sowctl.foundation.errors import Issue, RateLimited, Unauthorized
 from sowctl.operations import other_scope_headers, scope_headers
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 
 if TYPE_CHECKING:
-    from sowctl.server.settings import ServerSettings
+    from sowctl.server.configuration import ServerSettings
 
 
 def bearer_secret(authorization: str | None) -> str | None:

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Hashable
 
 from sowctl.server.auth import bearer_secret
-from sowctl.server.errors import group_of_path
+from sowctl.server.envelopes import group_of_path
 
 
 def _digest(secret: str) -> bytes:

@@ -26,8 +26,8 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from sowctl import json_text
-from sowctl.errors import InvalidInput, Issue, PayloadTooLarge, quoted
+from sowctl.foundation import json_input
+from sowctl.foundation.errors import InvalidInput, Issue, PayloadTooLarge, quoted
 
 JSON_CONTENT_TYPE = "application/json"
 # Headers of every response, whoever answers (the application, the test double, the worker):
@@ -131,13 +131,13 @@ def parse_json(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise _malformed(f"request body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        return json_text.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
+        return json_input.loads(text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
     except _DuplicateKey as exc:
         raise InvalidInput(
             f"malformed JSON: duplicated key {quoted(exc.key)}",
             [Issue((exc.key,), "is given more than once")],
         ) from None
-    except json_text.JsonTooDeep as exc:
+    except json_input.JsonTooDeep as exc:
         raise _malformed(f"request body: {exc}") from None
     except json.JSONDecodeError as exc:
         raise _malformed(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None

@@ -9,10 +9,10 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from sowctl import __version__
+from sowctl.foundation.version import VERSION
 from sowctl.operations import Operation, other_scope_headers, scope_headers
-from sowctl.server.errors import GROUP_C_MESSAGES
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
+from sowctl.server.envelopes import GROUP_C_MESSAGES
 
 REF = "#/components/schemas/{model}"
 # The paging limits the document states: the server's defaults.
@@ -140,7 +140,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "Project Delivery Service (sowctl)",
-            "version": __version__,
+            "version": VERSION,
             "description": "Groups A (work tracking), B (external financial API) and C (listings). "
             "Operations marked x-sowctl-extension are sowctl's own additions.",
         },

@@ -1,6 +1,6 @@
 """Responses and the server log, shared by the API, its test double and the admin API.
 
-Kept apart from ``server.app`` so that the test double (``sowctl.testdouble``) uses
+Kept apart from ``server.app`` so that the test double (``sowctl.server.testdouble``) uses
 them without importing the application it wraps.
 """
 
@@ -13,11 +13,11 @@ from collections.abc import Iterable
 
 import bottle
 
-from sowctl import db_errors
-from sowctl.errors import SowctlError
-from sowctl.redaction import RedactingStream, redact
-from sowctl.server.errors import envelope
+from sowctl.foundation.errors import SowctlError
+from sowctl.foundation.redaction import RedactingStream, redact
+from sowctl.server.envelopes import envelope
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes
+from sowctl.storage import failures
 
 REQUEST_ID_KEY = "sowctl.request_id"
 
@@ -60,7 +60,7 @@ def log_exception(environ: dict) -> None:
 def log_failure(environ: dict, exc: BaseException) -> None:
     """Call while handling ``exc``: a database failure (``db_errors``) in one line, which
     says all there is to say; the traceback of anything else, a bug."""
-    failure = db_errors.classify(exc)
+    failure = failures.classify(exc)
     if failure is None:
         log_exception(environ)
     else:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sowctl.engine import Hooks, Limits, Refusal
 from sowctl.server.access_log import WSGIApplication
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
 
 UNAUTHORIZED_UPLOAD = "a body this large needs a valid admin token"
 
@@ -108,7 +108,7 @@ def engine_limits(settings: ServerSettings, threads: int) -> Limits:
 def answer(path: str, refusal: Refusal, settings: ServerSettings) -> tuple[list[tuple[str, str]], bytes]:
     """A refusal the engine makes itself, in the envelope of ``path``'s group."""
     from sowctl.server.auth import uncharged_rate_headers
-    from sowctl.server.errors import HttpStatusError, envelope, group_of_path
+    from sowctl.server.envelopes import HttpStatusError, envelope, group_of_path
     from sowctl.server.http import EVERY_RESPONSE_HEADERS, JSON_CONTENT_TYPE, json_bytes, too_large
     from sowctl.server.responses import new_request_id
 

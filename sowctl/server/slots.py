@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 
-from sowctl.errors import ServiceUnavailable, SowctlError
+from sowctl.foundation.errors import ServiceUnavailable, SowctlError
 
 
 class Slots:

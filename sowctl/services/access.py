@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from sowctl import models as m
-from sowctl.errors import Forbidden, InvalidInput, NotFound
+from sowctl.foundation.errors import Forbidden, InvalidInput, NotFound
 from sowctl.schemas.common import has_unstorable
 from sowctl.services.lookup import Lookup, hydrate
+from sowctl.storage import models as m
 
 Role = Literal["viewer", "member", "admin"]
 LOCAL_USER_ID = "local"
@@ -134,7 +134,7 @@ def named_organization_not_found(organization_id: str) -> NotFound:
     closest existing id when it looks like a typo."""
     import difflib
 
-    from sowctl.errors import quoted
+    from sowctl.foundation.errors import quoted
 
     known = [
         org for (org,) in m.Organization.select(m.Organization.id).limit(ORGANIZATIONS_COMPARED).tuples()

@@ -24,7 +24,7 @@ from typing import Any
 
 import peewee as pw
 
-from sowctl import models as m
+from sowctl.storage import models as m
 
 UPDATE_FROM_VALUES = sqlite3.sqlite_version_info >= (3, 33, 0)
 # Bound parameters per statement: SQLite's limit is 32,766 since 3.32 and 999 before;

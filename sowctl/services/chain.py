@@ -66,14 +66,14 @@ from typing import Any
 
 import peewee as pw
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.errors import InvalidInput, quoted
+from sowctl.foundation import clock
+from sowctl.foundation.errors import InvalidInput, quoted
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph, items
 from sowctl.services.access import Caller, sow_for
 from sowctl.services.collector import collector_paused
 from sowctl.services.item_rules import calculated_statuses, nest
+from sowctl.storage import models as m
 
 FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external", "risks")  # the extensions a chain body adds on request

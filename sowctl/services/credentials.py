@@ -10,14 +10,14 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import write_transaction
-from sowctl.errors import InvalidInput, NotFound, Unauthorized
-from sowctl.redaction import KEY_PREFIX, TOKEN_PREFIX, secret_hint  # one list of secret prefixes
+from sowctl.foundation import clock
+from sowctl.foundation.errors import InvalidInput, NotFound, Unauthorized
+from sowctl.foundation.redaction import KEY_PREFIX, TOKEN_PREFIX, secret_hint  # one list of secret prefixes
 from sowctl.schemas.vocabulary import ROLES
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate
+from sowctl.storage import models as m
+from sowctl.storage.database import write_transaction
 
 
 def hash_secret(secret: str) -> str:

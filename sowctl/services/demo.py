@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sowctl import clock, demo_data
-from sowctl import models as m
-from sowctl.errors import UsageError
-from sowctl.services import credentials
+from sowctl.foundation import clock
+from sowctl.foundation.errors import UsageError
+from sowctl.services import credentials, demo_data
+from sowctl.storage import models as m
 
 
 @dataclass(frozen=True)

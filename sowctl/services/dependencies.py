@@ -22,10 +22,8 @@ from functools import reduce
 
 import peewee as pw
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import write_transaction
-from sowctl.errors import CycleDetected, InvalidInput, NotFound
+from sowctl.foundation import clock
+from sowctl.foundation.errors import CycleDetected, InvalidInput, NotFound
 from sowctl.schemas.dependencies import DependencyCreate, DependencyOut, DependencyUpdate
 from sowctl.schemas.items import Message
 from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DEPENDENCY_STATUSES
@@ -33,6 +31,8 @@ from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.lookup import insert_row
+from sowctl.storage import models as m
+from sowctl.storage.database import write_transaction
 
 
 def to_out(dep: m.Dependency) -> DependencyOut:

@@ -9,11 +9,11 @@ of its companies. Another organization is "not found", exactly like an unknown o
 
 from __future__ import annotations
 
-from sowctl import models as m
-from sowctl.errors import InvalidInput, Issue, NotFound
+from sowctl.foundation.errors import InvalidInput, Issue, NotFound
 from sowctl.schemas.common import has_unstorable
 from sowctl.services.access import Caller, organization_not_found
 from sowctl.services.finance import company_for
+from sowctl.storage import models as m
 
 ORGANIZATION_HEADER = "x-organization-id"
 COMPANY_HEADER = "x-company-id"

@@ -12,10 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
-from sowctl import clock, money
-from sowctl import models as m
-from sowctl.db import with_retries, write_transaction
-from sowctl.errors import NotFound
+from sowctl.foundation import clock, money
+from sowctl.foundation.errors import NotFound
 from sowctl.schemas.finance import (
     MAX_ID,
     BudgetViewList,
@@ -41,6 +39,8 @@ from sowctl.schemas.finance import (
 )
 from sowctl.services.access import Caller, organization_exists, organization_not_found
 from sowctl.services.lookup import Lookup, hydrate
+from sowctl.storage import models as m
+from sowctl.storage.database import with_retries, write_transaction
 
 MONEY_COLUMNS = ("original_budget", "current_budget", "committed", "spent", "projected_total")
 _CHUNK = 500

@@ -34,8 +34,6 @@ import json
 from collections.abc import Iterable
 from itertools import pairwise
 
-from sowctl import models as m
-from sowctl.db import hold_lock
 from sowctl.services import graph_ranks as ranks
 from sowctl.services.graph_algorithms import (  # re-exported: graph.X is the public name
     SOURCE_FIRST,
@@ -50,6 +48,8 @@ from sowctl.services.graph_algorithms import (  # re-exported: graph.X is the pu
     strongly_connected_components,
     successors,
 )
+from sowctl.storage import models as m
+from sowctl.storage.database import hold_lock
 
 __all__ = [
     "SOURCE_FIRST",

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sowctl import models as m
 from sowctl.services import bulk
+from sowctl.storage import models as m
 
 GAP = 1 << 24
 # Items a walk reads before the other side of the edge is looked at: a small side is then

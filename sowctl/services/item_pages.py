@@ -24,12 +24,12 @@ from typing import Any, NamedTuple
 
 import peewee as pw
 
-from sowctl import db_tallies
-from sowctl import models as m
 from sowctl.schemas.common import row_dumper
 from sowctl.schemas.items import ItemOut
 from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
+from sowctl.storage import models as m
+from sowctl.storage import tallies
 
 
 class PageRow(NamedTuple):
@@ -47,7 +47,7 @@ class PageRow(NamedTuple):
     created_at: Any
     updated_at: Any
     created_by_user_id: str | None
-    # The task items below, by status (``db_tallies.STATUSES``): not sent, they give a
+    # The task items below, by status (``tallies.STATUSES``): not sent, they give a
     # requirement's shown status.
     pending_below: int
     in_progress_below: int
@@ -70,7 +70,7 @@ COLUMNS: tuple[pw.Field, ...] = (
     _I.created_at,
     _I.updated_at,
     _I.created_by_user_id,
-    *db_tallies.FIELDS,
+    *tallies.FIELDS,
 )
 _SENT = len(ItemOut.model_fields)  # the values of a row that make its JSON object
 _ORDER = (_I.order_index, _I.created_at, _I.id)  # the list order; ids make it total

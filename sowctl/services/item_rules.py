@@ -18,8 +18,8 @@ from collections import defaultdict
 from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
-from sowctl.db_tallies import NONE_BELOW, count_below
-from sowctl.limits import MAX_HIERARCHY_DEPTH
+from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
+from sowctl.storage.tallies import NONE_BELOW, count_below
 
 
 def aggregate_status(own_status: str, below: Sequence[int]) -> str:

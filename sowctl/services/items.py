@@ -7,11 +7,9 @@ from collections.abc import Sequence
 
 import peewee as pw
 
-from sowctl import clock, db_tallies
-from sowctl import models as m
-from sowctl.db import is_sqlite, write_transaction
-from sowctl.errors import HierarchyViolation, InvalidInput, Issue, NotFound
-from sowctl.limits import MAX_HIERARCHY_DEPTH
+from sowctl.foundation import clock
+from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
+from sowctl.foundation.errors import HierarchyViolation, InvalidInput, Issue, NotFound
 from sowctl.schemas.items import (
     ItemCreate,
     ItemOut,
@@ -25,6 +23,9 @@ from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
 from sowctl.services import bulk, item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import depth_problem, shown_status
+from sowctl.storage import models as m
+from sowctl.storage import tallies
+from sowctl.storage.database import is_sqlite, write_transaction
 
 
 def sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
@@ -69,7 +70,7 @@ def item_level(item_id: str) -> int:
 def to_out(item: m.Item, sow_id: str) -> ItemOut:
     """The API's item; ``sow_id`` is its SOW's shown id (``item.sow_id`` is the stored key).
     A requirement's status is calculated from the counts stored on its own row."""
-    below = [getattr(item, field.name) for field in db_tallies.FIELDS]
+    below = [getattr(item, field.name) for field in tallies.FIELDS]
     return ItemOut(
         id=item.id,
         title=item.title,
@@ -175,7 +176,7 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
             updated_at=moment,
         )
         if parent is not None and data.type == "task_item":
-            db_tallies.add_to_ancestors(parent.id, db_tallies.one_task("pending"))
+            tallies.add_to_ancestors(parent.id, tallies.one_task("pending"))
     return to_out(item, sow.id)
 
 
@@ -197,7 +198,7 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
             # Read again under the lock: the status a concurrent update left is the one to move.
             before = m.Item.select(m.Item.status).where(m.Item.id == item_id).scalar()
             if before is not None and before != data.status:
-                db_tallies.add_to_ancestors(item.parent_id, db_tallies.task_moved(before, data.status))
+                tallies.add_to_ancestors(item.parent_id, tallies.task_moved(before, data.status))
         m.Item.update(updates).where(m.Item.id == item_id).execute()
     return get_item(caller, item_id)
 
@@ -231,7 +232,7 @@ def _take_from_ancestors(item_id: str) -> None:
     counts on its row (read under the lock, so they include a task added meanwhile) and
     itself if it is one."""
     row = (
-        m.Item.select(m.Item.parent, m.Item.type, m.Item.status, *db_tallies.FIELDS)
+        m.Item.select(m.Item.parent, m.Item.type, m.Item.status, *tallies.FIELDS)
         .where(m.Item.id == item_id)
         .tuples()
         .first()
@@ -239,7 +240,7 @@ def _take_from_ancestors(item_id: str) -> None:
     if row is None or row[0] is None:
         return
     parent_id, item_type, status, *below = row
-    db_tallies.add_to_ancestors(parent_id, db_tallies.subtree_gone(item_type, status, below))
+    tallies.add_to_ancestors(parent_id, tallies.subtree_gone(item_type, status, below))
 
 
 def reorder_items(caller: Caller, sow_id: str, data: ReorderRequest) -> ReorderResult:

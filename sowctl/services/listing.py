@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 
 import peewee as pw
 
-from sowctl import models as m
 from sowctl.schemas.listing import ClientOut, ContactOut, ProjectOut
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 
 _CHUNK = 500
 

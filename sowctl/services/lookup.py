@@ -7,7 +7,7 @@ the database spends running them: about 0.3 ms per query on the benchmark
 machine, most of a request to ``GET /api/items/{id}``. A ``Lookup`` asks peewee
 for the SQL once per kind of database (the text differs between dialects, not
 between databases of one dialect) and from then on only executes it; on PostgreSQL
-as a prepared statement (``sowctl.db_prepared``), so the database does not parse and
+as a prepared statement (``sowctl.storage.prepared``), so the database does not parse and
 plan it again either.
 
 Rows become model instances the way peewee's cursor wrapper would make them
@@ -21,9 +21,9 @@ from typing import Any, TypeVar
 
 import peewee as pw
 
-from sowctl import models as m
-from sowctl.db_prepared import Prepared
-from sowctl.db_prepared import execute as execute_prepared
+from sowctl.storage import models as m
+from sowctl.storage.prepared import Prepared
+from sowctl.storage.prepared import execute as execute_prepared
 
 M = TypeVar("M", bound=pw.Model)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import peewee as pw
 
-from sowctl import models as m
-from sowctl.db import write_transaction
-from sowctl.errors import InvalidInput
+from sowctl.foundation.errors import InvalidInput
 from sowctl.schemas.common import has_unstorable
+from sowctl.storage import models as m
+from sowctl.storage.database import write_transaction
 
 
 def create_organization(organization_id: str, name: str | None = None) -> dict:

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import peewee as pw
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import database_epoch, retry_serialization_failures, write_transaction
-from sowctl.errors import UsageError
+from sowctl.foundation import clock
+from sowctl.foundation.errors import UsageError
 from sowctl.services.lookup import Lookup
+from sowctl.storage import models as m
+from sowctl.storage.database import database_epoch, retry_serialization_failures, write_transaction
 
 MINUTE = 60
 DAY = 86_400

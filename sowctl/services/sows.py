@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import peewee as pw
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import write_transaction
-from sowctl.errors import InvalidInput, NotFound, UsageError
+from sowctl.foundation import clock
+from sowctl.foundation.errors import InvalidInput, NotFound, UsageError
 from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
 from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
+from sowctl.storage import models as m
+from sowctl.storage.database import write_transaction
 
 DEFAULT_ORG_ID = "local"
 DEFAULT_PROJECT_NAME = "Default project"

@@ -165,7 +165,7 @@ class Service:
 @pytest.fixture
 def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) -> Iterator[Service]:
     """A clean state with the test's dataset (marker ``sowctl_dataset``), faults, latency and clock."""
-    from sowctl.client import Client
+    from sowctl.backends.client import Client
 
     admin = sowctl_server.admin
     dataset, options = _dataset(request)
@@ -194,11 +194,11 @@ def _dataset(request: pytest.FixtureRequest) -> tuple[dict[str, Any] | None, dic
     path = Path(source)
     if not path.is_absolute():
         path = Path(request.node.path).parent / path
-    from sowctl import json_text
+    from sowctl.foundation import json_input
 
     try:
         text = path.read_text(encoding="utf-8")
-        json_text.check_depth(text)  # JsonTooDeep is a ValueError: said below
+        json_input.check_depth(text)  # JsonTooDeep is a ValueError: said below
         return json.loads(text), dict(marker.kwargs)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__

@@ -1,6 +1,6 @@
 """Parity: the same command on the same data prints the same result in local and remote mode.
 
-One demo database (``sowctl.demo_data``) is copied twice before a real
+One demo database (``sowctl.services.demo_data``) is copied twice before a real
 ``sowctl serve --port 0`` starts on one copy. Every case runs in process twice:
 local mode (``--db`` the other copy) and remote mode (``--server`` with a member
 token and an API key of org-acme). Reads compare ``--json`` stdout (and piped TSV
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from sowctl import demo_data as demo
+from sowctl.services import demo_data as demo
 from tests.support.cli import mode_neutral
 
 pytestmark = pytest.mark.slow
@@ -59,10 +59,10 @@ class Env:
 
 
 def _prepare(path: Path) -> tuple[str, str, str, dict]:
-    from sowctl import models
-    from sowctl.db import open_database
     from sowctl.services import credentials
     from sowctl.services.dataset import import_dataset
+    from sowctl.storage import models
+    from sowctl.storage.database import open_database
 
     data = demo.demo_dataset(datetime.datetime.now(datetime.UTC).date())
     database = open_database(str(path))
@@ -79,8 +79,8 @@ def _prepare(path: Path) -> tuple[str, str, str, dict]:
 
 def _drop_other_organizations_sows(path: Path) -> None:
     """Globex's SOWs, items and dependencies out of the local copy (see the module's doc)."""
-    from sowctl import models as m
-    from sowctl.db import open_database
+    from sowctl.storage import models as m
+    from sowctl.storage.database import open_database
 
     database = open_database(str(path))
     try:
@@ -699,7 +699,7 @@ def test_remote_mode_imports_neither_peewee_nor_the_services(tmp_path):
         "from sowctl.cli import main\n"
         "code = main(['--server', 'http://127.0.0.1:9', '--token', 't', 'items', 'get', 'x', '--json'])\n"
         "assert code == 5, code\n"
-        "loaded = [m for m in sys.modules if m in ('peewee', 'psycopg2', 'sowctl.models')\n"
+        "loaded = [m for m in sys.modules if m in ('peewee', 'psycopg2', 'sowctl.storage.models')\n"
         "          or m.startswith('sowctl.services')]\n"
         "assert not loaded, loaded\n"
     )

@@ -77,7 +77,7 @@ def test_importing_sowctl_stays_light_and_the_cli_never_loads_pytest() -> None:
         "import sys, sowctl, sowctl.cli\n"
         "from sowctl.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "loaded = [m for m in ('pytest', 'httpx', 'sowctl.testing', 'sowctl.client') if m in sys.modules]\n"
+        "loaded = [m for m in ('pytest', 'httpx', 'sowctl.testing', 'sowctl.backends.client') if m in sys.modules]\n"
         "print(loaded)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -87,7 +87,7 @@ def test_importing_sowctl_stays_light_and_the_cli_never_loads_pytest() -> None:
 def test_credentials_are_checked_as_the_cli_checks_them(api: Client) -> None:
     """A token with a control or non-ASCII character is refused without showing it; the
     trailing CR of a CRLF secrets file is dropped, so the client works."""
-    from sowctl.errors import UsageError
+    from sowctl.foundation.errors import UsageError
 
     for bad in ("sowt_\u00fc", "sowt_a\nb", "sowt_\x07"):
         with pytest.raises(UsageError) as refused:

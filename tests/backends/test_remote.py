@@ -20,10 +20,11 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
-from sowctl import errors, operations
+from sowctl import operations
 from sowctl.backends import remote
 from sowctl.backends.remote import RemoteBackend
-from sowctl.settings import Settings
+from sowctl.backends.settings import Settings
+from sowctl.foundation import errors
 from tests.support.client import remote_backend
 from tests.support.client import transport as wsgi_transport
 from tests.support.scripted import ITEM, ScriptedServer
@@ -640,10 +641,10 @@ def test_not_json_answer_exit_5(remote_cli, server):
 def demo_app(db):
     import datetime
 
-    from sowctl.demo_data import DEMO_ORG, demo_dataset
     from sowctl.server.app import create_app
     from sowctl.services import credentials
     from sowctl.services.dataset import import_dataset
+    from sowctl.services.demo_data import DEMO_ORG, demo_dataset
 
     import_dataset(demo_dataset(datetime.date.today()))
     token = credentials.create_token("user-ada", DEMO_ORG, "member").secret
@@ -714,6 +715,6 @@ def test_rate_limited_error_keeps_the_servers_retry_after(monkeypatch, fake_ops)
     ["sqlite:///tmp/x.db", "http://h:1/base", "postgresql://u@h/db", "http://h/#fragment"],
 )
 def test_a_url_without_secrets_is_shown_as_given(url):
-    from sowctl.config import mask_url
+    from sowctl.backends.profiles import mask_url
 
     assert mask_url(url) == url

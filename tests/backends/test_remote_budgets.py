@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sowctl.limits import MAX_MESSAGE_CHARS
+from sowctl.foundation.budgets import MAX_MESSAGE_CHARS
 from tests.support.scripted import ScriptedServer
 
 

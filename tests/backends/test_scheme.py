@@ -88,7 +88,7 @@ def _redirecting_backend(location: str, status: int = 301):
     import httpx
 
     from sowctl.backends.remote import RemoteBackend
-    from sowctl.settings import Settings
+    from sowctl.backends.settings import Settings
 
     seen: list[str] = []
 
@@ -109,7 +109,7 @@ def test_a_redirect_on_the_same_origin_is_followed() -> None:
 
 
 def test_a_redirect_to_another_origin_is_reported_not_followed() -> None:
-    from sowctl.errors import ServiceUnavailable
+    from sowctl.foundation.errors import ServiceUnavailable
 
     backend, seen = _redirecting_backend("https://user:pw@sowctl.test:8443/api/sows")
     with pytest.raises(ServiceUnavailable) as refused:
@@ -122,7 +122,7 @@ def test_a_redirect_to_another_origin_is_reported_not_followed() -> None:
 
 
 def test_a_write_is_not_resent_to_a_301() -> None:
-    from sowctl.errors import ServiceUnavailable
+    from sowctl.foundation.errors import ServiceUnavailable
 
     backend, seen = _redirecting_backend("/api/sows/")
     with pytest.raises(ServiceUnavailable, match="a redirect sowctl does not follow"):

@@ -3,7 +3,7 @@ the same operation in process, so both modes print the same body."""
 
 from __future__ import annotations
 
-from sowctl import models as m
+from sowctl.storage import models as m
 from tests.support.modes import Modes
 
 

@@ -6,12 +6,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.gate import risks
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
-from sowctl.services import chain_risks, items, sows
+from sowctl.services import items, sows
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 
 NOW = datetime(2026, 3, 16, 12, 0, 0)
 MEMBER = Caller(user_id="user-ada", organization_id="acme", role="member")
@@ -142,7 +144,7 @@ def test_check_json_summary(cli, risky) -> None:
     result = cli("chain", "check", risky["sow"], "--json", "--fail-on", "circular")
     assert result.exit_code == 0
     summary = result.json()
-    assert summary == chain_risks.check_chain(risk_body(risky["sow"]), ("circular",))
+    assert summary == risks.check_chain(risk_body(risky["sow"]), ("circular",))
     assert summary["counts"] == {
         "circular": 0, "critical": 1, "overdue": 0, "blocked": 1,
         "escalation": 0, "conflict": 0, "external": 0,
@@ -170,20 +172,20 @@ def test_github_annotations(cli, risky) -> None:
 
 
 def test_annotation_text_is_escaped(risky) -> None:
-    from sowctl.reports.github import annotations
+    from sowctl.gate.reports.github import annotations
 
     body = risk_body(risky["sow"])
     body["sowId"] = "a:b,c"
     body["issues"]["critical"][0]["sourceItem"]["title"] = "50%\nline"
-    line = annotations(chain_risks.check_chain(body))[0]
+    line = annotations(risks.check_chain(body))[0]
     assert line.startswith("::error title=Critical dependency in SOW a%3Ab%2Cc::")
     assert "50%25 line" in line and "\n" not in line  # a newline in a value is a space: one line
 
 
 def test_annotations_are_capped_per_kind(risky) -> None:
-    from sowctl.reports.github import MAX_ANNOTATIONS, annotations
+    from sowctl.gate.reports.github import MAX_ANNOTATIONS, annotations
 
-    summary = chain_risks.check_chain(risk_body(risky["sow"]))
+    summary = risks.check_chain(risk_body(risky["sow"]))
     summary["findings"] = summary["findings"][:1] * (MAX_ANNOTATIONS + 10)
     lines = [line for line in annotations(summary) if "Critical" in line]
     assert len(lines) == MAX_ANNOTATIONS + 1

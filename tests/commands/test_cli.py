@@ -15,10 +15,11 @@ import peewee as pw
 import pytest
 import tomli_w
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.context import AppContext
+from sowctl import operations
+from sowctl.commands._context import AppContext
+from sowctl.foundation import clock
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 
 TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 ANSI = "\x1b["
@@ -174,7 +175,7 @@ def test_empty_list_prints_nothing(cli, sow):
 
 @pytest.fixture
 def tty(monkeypatch):
-    monkeypatch.setattr("sowctl.render.is_tty", lambda: True)
+    monkeypatch.setattr("sowctl.output.render.is_tty", lambda: True)
 
 
 def test_tty_list_is_a_rich_table(cli, tree, tty):
@@ -455,7 +456,7 @@ def test_a_database_locked_by_another_writer_exits_5(cli, sow, db_url, monkeypat
         pytest.skip("SQLite locking")
     import sqlite3
 
-    from sowctl import db as db_module
+    from sowctl.storage import database as db_module
 
     monkeypatch.setitem(db_module.SQLITE_PRAGMAS, "busy_timeout", 50)
     holder = sqlite3.connect(db_url, isolation_level=None)
@@ -488,9 +489,9 @@ def seen(monkeypatch) -> dict:
 
 
 def write_config(data: dict) -> Path:
-    from sowctl import config
+    from sowctl.backends import profiles
 
-    path = config.config_path()
+    path = profiles.config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(tomli_w.dumps(data).encode())
     return path
@@ -584,10 +585,10 @@ def test_bad_profiles_are_usage_errors(cli, seen, config, args, message):
 
 
 def test_a_config_file_that_is_not_toml(cli, seen):
-    from sowctl import config
+    from sowctl.backends import profiles
 
-    config.config_path().parent.mkdir(parents=True, exist_ok=True)
-    config.config_path().write_text("this is = = not toml")
+    profiles.config_path().parent.mkdir(parents=True, exist_ok=True)
+    profiles.config_path().write_text("this is = = not toml")
     result = cli("sows", "list")
     assert result.exit_code == 2
     assert "not valid TOML" in result.stderr and result.stderr.count("\n") == 1

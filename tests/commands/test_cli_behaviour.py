@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from sowctl import models as m
+from sowctl.storage import models as m
 from tests.support.cli import mode_neutral
 from tests.support.modes import LOCAL_ORG
 

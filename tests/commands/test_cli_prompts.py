@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sowctl import models as m
+from sowctl.storage import models as m
 from tests.support.modes import LOCAL_ORG
 
 
@@ -137,11 +137,11 @@ def test_revoking_asks_on_a_terminal(cli, db, terminal_input, kind):
 
 
 def test_config_set_token_reads_stdin(cli):
-    from sowctl import config
+    from sowctl.backends import profiles
 
     ok(cli("config", "set", "token", "-", "--profile", "dev", input="sowt_from_stdin\n"))
     ok(cli("config", "set", "api_key", "--profile", "dev", input="sowk_piped\n"))
-    assert config.load()["profiles"]["dev"] == {"token": "sowt_from_stdin", "api_key": "sowk_piped"}
+    assert profiles.load()["profiles"]["dev"] == {"token": "sowt_from_stdin", "api_key": "sowk_piped"}
     result = cli("config", "set", "token", "-", input="")
     assert (result.exit_code, result.stderr) == (2, "error: no token given on standard input\n")
     result = cli("config", "set", "server", "-")
@@ -149,12 +149,12 @@ def test_config_set_token_reads_stdin(cli):
 
 
 def test_config_set_token_asks_without_echo_on_a_terminal(cli, terminal_input, monkeypatch):
-    from sowctl import config
+    from sowctl.backends import profiles
 
     terminal_input("")
     monkeypatch.setattr("getpass.getpass", lambda prompt: "sowt_typed" if prompt == "token: " else "")
     ok(cli("config", "set", "token"))
-    assert config.load()["profiles"]["default"]["token"] == "sowt_typed"
+    assert profiles.load()["profiles"]["default"]["token"] == "sowt_typed"
 
 
 def test_the_token_option_reads_stdin(modes):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sowctl import config
-from sowctl.settings import DEFAULT_TIMEOUT, Settings
+from sowctl.backends import profiles
+from sowctl.backends.settings import DEFAULT_TIMEOUT, Settings
 from tests.support.sockets import closed_url
 
 
@@ -24,7 +24,7 @@ def conf(cli, monkeypatch):
 
 @pytest.fixture
 def path() -> Path:
-    return config.config_path()
+    return profiles.config_path()
 
 
 def mode_of(result) -> dict:
@@ -97,7 +97,7 @@ def test_path_defaults_to_app_dir(conf, monkeypatch, tmp_path):
     monkeypatch.delenv("SOWCTL_CONFIG")
     printed = Path(conf("config", "path").stdout.strip())
     assert printed.name == "config.toml"
-    assert printed.parent == config.app_dir()
+    assert printed.parent == profiles.app_dir()
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_existing_world_readable_file_is_tightened(conf, path):
 
 
 def test_write_is_atomic_on_failure(path, monkeypatch):
-    config.save({"profiles": {"default": {"org": "before"}}})
+    profiles.save({"profiles": {"default": {"org": "before"}}})
     import tomli_w
 
     def broken(data, handle):
@@ -184,19 +184,19 @@ def test_write_is_atomic_on_failure(path, monkeypatch):
 
     monkeypatch.setattr(tomli_w, "dump", broken)
     with pytest.raises(OSError):
-        config.save({"profiles": {"default": {"org": "after"}}})
-    assert config.load() == {"profiles": {"default": {"org": "before"}}}
+        profiles.save({"profiles": {"default": {"org": "after"}}})
+    assert profiles.load() == {"profiles": {"default": {"org": "before"}}}
     assert [p.name for p in path.parent.iterdir()] == ["config.toml"]
 
 
 # --- precedence: option > env > profile > default -------------------------------------
 
 
-def write_profiles(profiles: dict, current: str | None = None) -> None:
-    data: dict = {"profiles": profiles}
+def write_profiles(entries: dict, current: str | None = None) -> None:
+    data: dict = {"profiles": entries}
     if current:
         data["current"] = current
-    config.save(data)
+    profiles.save(data)
 
 
 def test_default_is_local_mode_with_default_database(conf):
@@ -366,6 +366,6 @@ def test_settings_merge_directly():
 def test_config_list_json_is_valid_when_empty(conf):
     assert json.loads(conf("config", "list", "--json").stdout) == {
         "current": "default",
-        "path": str(config.config_path()),
+        "path": str(profiles.config_path()),
         "profiles": {},
     }

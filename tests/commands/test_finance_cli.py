@@ -12,9 +12,10 @@ import re
 
 import pytest
 
-from sowctl import operations, render
+from sowctl import operations
 from sowctl.commands import budgets
 from sowctl.commands.po import parse_line
+from sowctl.output import render
 from sowctl.services.access import Caller
 from tests.support.cli import mode_neutral
 from tests.support.client import SERVER, route_remote_in_process
@@ -28,7 +29,7 @@ def fin(db):
 
 @pytest.fixture
 def tty(monkeypatch):
-    monkeypatch.setattr("sowctl.render.is_tty", lambda: True)
+    monkeypatch.setattr("sowctl.output.render.is_tty", lambda: True)
 
 
 def api(name: str, query=None, body=None):
@@ -241,7 +242,9 @@ def test_budget_snapshot_tty_colours_negative_variance(cli, fin, tty, monkeypatc
     from rich.console import Console
 
     monkeypatch.delenv("NO_COLOR")
-    monkeypatch.setattr("sowctl.render._console", Console(force_terminal=True, width=200, soft_wrap=False))
+    monkeypatch.setattr(
+        "sowctl.output.render._console", Console(force_terminal=True, width=200, soft_wrap=False)
+    )
     out = ok(cli("budgets", "snapshot", "21", "--project", "101")).stdout
     row = next(line for line in out.splitlines() if "05-120" in line)
     assert "\x1b[31m-50,000.10" in row  # red
@@ -258,7 +261,9 @@ def test_budget_snapshot_records_colour_the_negative_total_variance(cli, fin, tt
     from rich.console import Console
 
     monkeypatch.delenv("NO_COLOR")
-    monkeypatch.setattr("sowctl.render._console", Console(force_terminal=True, width=40, soft_wrap=False))
+    monkeypatch.setattr(
+        "sowctl.output.render._console", Console(force_terminal=True, width=40, soft_wrap=False)
+    )
     out = ok(cli("budgets", "snapshot", "21", "--project", "101")).stdout
     variances = [line for line in out.splitlines() if "VARIANCE" in line]
     assert len(variances) == 4  # three line items and the totals

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sowctl import demo_data
-from sowctl import models as m
-from sowctl.limits import MAX_JSON_DEPTH, MAX_LINE_ITEMS, MAX_REORDER_ENTRIES, MAX_REPORTED_ISSUES
+from sowctl.foundation.budgets import MAX_JSON_DEPTH, MAX_LINE_ITEMS, MAX_REORDER_ENTRIES, MAX_REPORTED_ISSUES
+from sowctl.services import demo_data
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import models as m
 
 TODAY = datetime.date(2026, 1, 1)
 TOO_DEEP = f"arrays and objects are nested more than {MAX_JSON_DEPTH} levels deep"

@@ -20,7 +20,7 @@ def test_skill_prints_the_packaged_file_with_its_front_matter() -> None:
 
 
 def test_the_skill_states_the_exit_codes_the_cli_uses() -> None:
-    from sowctl.errors import ExitCode
+    from sowctl.foundation.errors import ExitCode
 
     text = skill_text()
     for code in ExitCode:

@@ -3,7 +3,7 @@ held, alike in local and remote mode (``/api/sows/{sowId}``, a sowctl extension)
 
 from __future__ import annotations
 
-from sowctl import models as m
+from sowctl.storage import models as m
 from tests.support.modes import Modes
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sowctl.db import SCHEMA_VERSION
+from sowctl.storage.database import SCHEMA_VERSION
 from tests.support.client import SERVER, remote_backend
 from tests.support.sockets import closed_url
 
@@ -140,8 +140,8 @@ def test_remote_password_in_server_url_masked(cli):
 
 def test_status_against_the_real_app(cli, tmp_path):
     """The server's own /readyz, through WSGITransport (no socket)."""
+    from sowctl.backends.settings import Settings
     from sowctl.server.app import create_app
-    from sowctl.settings import Settings
 
     app = create_app(str(tmp_path / "served.db"))
     backend = remote_backend(app, Settings(server=SERVER))

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from sowctl import models as m
-from sowctl.db import open_database
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 from tests.support.cli import run_main
 from tests.support.client import app_client, bearer
 from tests.support.doubles import ADMIN, FINANCIAL_PROJECT, SOW, in_process, load

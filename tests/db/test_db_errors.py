@@ -1,4 +1,4 @@
-"""The one classifier of database failures (sowctl/db_errors.py): by SQLSTATE and SQLite
+"""The one classifier of database failures (sowctl/storage/failures.py): by SQLSTATE and SQLite
 result code, with words read only where a driver gives no code.
 
 The SQLite errors are real ones, raised through peewee as the server meets them; the
@@ -18,9 +18,9 @@ import psycopg2
 import psycopg2.errors
 import pytest
 
-from sowctl import db_errors
-from sowctl.db_errors import Kind, classify
-from sowctl.errors import ExitCode
+from sowctl.foundation.errors import ExitCode
+from sowctl.storage import failures
+from sowctl.storage.failures import Kind, classify
 
 # --- SQLite: real errors, through peewee ------------------------------------------------------
 
@@ -101,7 +101,7 @@ def test_sqlite_failures_are_classified_by_their_result_code(
     failure = classify(raised.value)
     assert failure is not None, raised.value
     assert (failure.kind, failure.code, failure.rerun, failure.inferred) == (kind, code, rerun, False)
-    assert db_errors.is_read_only(raised.value) == (code == "SQLITE_READONLY")
+    assert failures.is_read_only(raised.value) == (code == "SQLITE_READONLY")
 
 
 @pytest.mark.parametrize("provoke", [_constraint, _sql_error])

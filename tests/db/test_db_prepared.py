@@ -1,4 +1,4 @@
-"""Prepared statements for the hot-path reads (``sowctl.db_prepared``): used on PostgreSQL
+"""Prepared statements for the hot-path reads (``sowctl.storage.prepared``): used on PostgreSQL
 outside transactions, never inside one, and given up at once, with the right answer,
 where a transaction pooler (PgBouncer) makes them unreliable."""
 
@@ -10,11 +10,11 @@ import threading
 import peewee as pw
 import pytest
 
-from sowctl import db_prepared
-from sowctl import models as m
-from sowctl.db import connect, write_transaction
 from sowctl.services import credentials
 from sowctl.services.access import Caller, item_for
+from sowctl.storage import models as m
+from sowctl.storage import prepared
+from sowctl.storage.database import connect, write_transaction
 
 on_postgres = pytest.mark.skipif(
     not os.environ.get("SOWCTL_TEST_DB", "sqlite").startswith("postgres"),
@@ -23,27 +23,24 @@ on_postgres = pytest.mark.skipif(
 
 
 def test_the_prepared_texts_number_the_parameters():
-    statement = db_prepared.Prepared("SELECT a FROM t WHERE b = %s AND c = %s LIMIT %s", 3)
+    statement = prepared.Prepared("SELECT a FROM t WHERE b = %s AND c = %s LIMIT %s", 3)
     assert statement.prepare_sql == (
         f"PREPARE {statement.name} AS SELECT a FROM t WHERE b = $1 AND c = $2 LIMIT $3"
     )
     assert statement.execute_sql == f"EXECUTE {statement.name}(%s, %s, %s)"
-    assert (
-        db_prepared.Prepared("SELECT 1", 0).execute_sql
-        == "EXECUTE " + db_prepared.Prepared("SELECT 1", 0).name
-    )
+    assert prepared.Prepared("SELECT 1", 0).execute_sql == "EXECUTE " + prepared.Prepared("SELECT 1", 0).name
 
 
 def test_only_postgresql_itself_prepares(tmp_path, monkeypatch):
-    assert db_prepared.Prepared.of(connect(str(tmp_path / "x.db")), "SELECT %s", 1) is None
+    assert prepared.Prepared.of(connect(str(tmp_path / "x.db")), "SELECT %s", 1) is None
     postgres = connect("postgresql://postgres@127.0.0.1:1/x")
-    assert db_prepared.Prepared.of(postgres, "SELECT %s", 1) is not None
-    assert db_prepared.Prepared.of(postgres, "SELECT '%%' || %s", 1) is None  # a literal percent
-    assert db_prepared.usable(postgres)
-    assert not db_prepared.usable(connect(str(tmp_path / "x.db")))
-    assert not db_prepared.usable(connect("cockroachdb://root@127.0.0.1:1/x"))
+    assert prepared.Prepared.of(postgres, "SELECT %s", 1) is not None
+    assert prepared.Prepared.of(postgres, "SELECT '%%' || %s", 1) is None  # a literal percent
+    assert prepared.usable(postgres)
+    assert not prepared.usable(connect(str(tmp_path / "x.db")))
+    assert not prepared.usable(connect("cockroachdb://root@127.0.0.1:1/x"))
     monkeypatch.setenv("SOWCTL_PG_PREPARE", "off")
-    assert not db_prepared.usable(connect("postgresql://postgres@127.0.0.1:1/x"))
+    assert not prepared.usable(connect("postgresql://postgres@127.0.0.1:1/x"))
 
 
 def _fixture(db) -> tuple[str, str]:
@@ -65,7 +62,7 @@ def _prepared_names(database: pw.Database) -> set[str]:
 @on_postgres
 def test_reads_outside_a_transaction_are_prepared_once_per_connection(db):
     token, item_id = _fixture(db)
-    assert db_prepared.usable(db)
+    assert prepared.usable(db)
     for _ in range(3):
         caller = credentials.authenticate_token(token)
         assert item_for(caller, item_id).title == "T"
@@ -86,7 +83,7 @@ def test_a_pooler_that_loses_the_statements_turns_preparing_off_with_the_right_a
     assert item_for(caller, item_id).id == item_id
     db.execute_sql("DEALLOCATE ALL")  # SQLSTATE 26000 on the next EXECUTE
     assert item_for(caller, item_id).id == item_id
-    assert not db_prepared.usable(db)
+    assert not prepared.usable(db)
     assert credentials.authenticate_token(token).organization_id == "org-p"
 
 
@@ -98,7 +95,7 @@ def test_a_statement_already_prepared_by_another_client_turns_preparing_off(db):
     statement = credentials._TOKEN._sql(db)[3]
     db.execute_sql(statement.prepare_sql)  # as if another client had, on this server connection
     assert credentials.authenticate_token(token).user_id == "user-p"
-    assert not db_prepared.usable(db)
+    assert not prepared.usable(db)
 
 
 @on_postgres
@@ -121,4 +118,4 @@ def test_each_thread_prepares_on_its_own_connection(db):
     for thread in threads:
         thread.join()
     assert failures == []
-    assert db_prepared.usable(db)  # no thread ever met a missing statement
+    assert prepared.usable(db)  # no thread ever met a missing statement

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import pytest
 
-from sowctl import demo_data
-from sowctl.db import open_database
+from sowctl.services import demo_data
+from sowctl.storage.database import open_database
 from tests.support.server import Server, seed_demo
 
 pytestmark = pytest.mark.skipif(
@@ -149,7 +149,7 @@ def test_a_frozen_database_answers_503_in_time_and_recovers_losing_nothing(db_ur
 
     database = open_database(db_url)
     try:
-        from sowctl import models as m
+        from sowctl.storage import models as m
 
         stored = {row.id for row in m.Item.select(m.Item.id).where(m.Item.id.in_(acknowledged))}
         assert stored == set(acknowledged)

@@ -20,12 +20,12 @@ import httpx
 import peewee as pw
 import pytest
 
-from sowctl import db_guards, demo_data
-from sowctl import models as m
-from sowctl.db import open_database, write_transaction
 from sowctl.operations import get as get_op
-from sowctl.services import credentials
+from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import guards
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database, write_transaction
 from tests.support.cli import run_main
 from tests.support.raw_wsgi import dump, make_env
 from tests.support.server import Server
@@ -48,7 +48,7 @@ def outside_write_lock(path: Path) -> Iterator[sqlite3.Connection]:
 def test_a_write_behind_an_outside_lock_is_refused_with_503_and_reads_go_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(guards, "LOCK_TIMEOUT_SECONDS", 0.3)
     path = tmp_path / "locked.db"
     env = make_env(str(path))
     try:
@@ -80,10 +80,10 @@ def test_a_write_finding_the_write_slots_taken_and_stalled_is_refused_at_once(
     outside lock; a second write is refused with 503 (it would otherwise hold a second
     thread), a read is answered, and the stuck write is stored once the lock goes."""
     from sowctl.server.app import create_app
-    from sowctl.server.settings import ServerSettings
+    from sowctl.server.configuration import ServerSettings
     from tests.support.raw_wsgi import Env
 
-    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 20)
+    monkeypatch.setattr(guards, "LOCK_TIMEOUT_SECONDS", 20)
     path = tmp_path / "slots.db"
     settings = ServerSettings(write_slots=1, write_slot_wait=0.2, access_log=False)
     app = create_app(str(path), settings)
@@ -133,7 +133,7 @@ def test_a_reader_opens_a_file_whose_write_lock_another_program_holds(
     """Opening a database at the current schema version takes no write lock: a CLI read
     while another program writes is answered at once (it waited for the lock, then
     failed with "cannot migrate database", before)."""
-    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(guards, "LOCK_TIMEOUT_SECONDS", 0.3)
     path = tmp_path / "busy.db"
     _demo_file(path)
     with outside_write_lock(path):
@@ -242,7 +242,7 @@ def test_writers_queued_behind_an_outside_lock_never_hold_every_thread(tmp_path:
 # --- this process's writers take turns --------------------------------------------------
 
 
-def _queued(database: db_guards.GuardedSqliteDatabase, count: int) -> None:
+def _queued(database: guards.GuardedSqliteDatabase, count: int) -> None:
     """Wait until ``count`` writers hold or wait for a turn (a thread gets there at once)."""
     for _ in range(500):
         if database.turns.waiting == count:
@@ -310,7 +310,7 @@ def test_writers_of_one_process_take_turns_by_lock_key_first_come_first_served(t
 def test_a_writer_queued_past_the_lock_timeout_is_refused_and_the_queue_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(db_guards, "LOCK_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(guards, "LOCK_TIMEOUT_SECONDS", 0.3)
     database = open_database(str(tmp_path / "turns.db"))
     failures: list[str] = []
 

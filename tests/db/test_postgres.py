@@ -19,10 +19,10 @@ from typing import Any
 import peewee as pw
 import pytest
 
-from sowctl import clock
-from sowctl import db as db_module
-from sowctl import models as m
+from sowctl.foundation import clock
 from sowctl.services.access import Caller
+from sowctl.storage import database as db_module
+from sowctl.storage import models as m
 
 on_postgres = pytest.mark.skipif(
     not os.environ.get("SOWCTL_TEST_DB", "sqlite").startswith("postgres"),
@@ -35,9 +35,8 @@ on_postgres = pytest.mark.skipif(
 
 @on_postgres
 def test_imported_purchase_orders_move_the_sequences_past_their_ids(db) -> None:
-    from sowctl import demo_data
     from sowctl.schemas.finance import PurchaseOrderIn
-    from sowctl.services import finance
+    from sowctl.services import demo_data, finance
     from sowctl.services.dataset import import_dataset
 
     data = demo_data.demo_dataset(date(2026, 3, 16))

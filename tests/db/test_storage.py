@@ -12,10 +12,10 @@ import peewee as pw
 import pytest
 import typer
 
-from sowctl import config
-from sowctl import db as db_module
-from sowctl import models as m
-from sowctl.errors import ServiceUnavailable, SowctlError, UsageError
+from sowctl.backends import profiles
+from sowctl.foundation.errors import ServiceUnavailable, SowctlError, UsageError
+from sowctl.storage import database as db_module
+from sowctl.storage import models as m
 
 T0 = datetime(2026, 3, 16, 9, 30, 0)
 
@@ -41,7 +41,7 @@ def test_default_database_is_in_the_per_user_app_dir(cli, tmp_path, monkeypatch)
     monkeypatch.delenv("SOWCTL_DB")  # no --db, no SOWCTL_DB, no profile
     expected = tmp_path / "xdg" / "sowctl" / "sowctl.db"  # XDG_CONFIG_HOME is tmp_path/xdg
     assert Path(typer.get_app_dir("sowctl")) / "sowctl.db" == expected
-    assert config.default_sqlite_path() == expected
+    assert profiles.default_sqlite_path() == expected
     assert not expected.exists()
     result = cli("sows", "create", "S", "--id", "s1")
     assert result.exit_code == 0, result.stderr

@@ -17,9 +17,9 @@ import peewee as pw
 import psycopg2
 import pytest
 
-from sowctl import db_guards, models
-from sowctl.db import open_database
-from sowctl.errors import ServiceUnavailable
+from sowctl.foundation.errors import ServiceUnavailable
+from sowctl.storage import guards, models
+from sowctl.storage.database import open_database
 from tests.support.client import app_client
 from tests.support.doubles import SOW, bearer, in_process, load
 from tests.support.server import Server, demo_secrets
@@ -107,7 +107,7 @@ def test_a_connection_that_met_a_read_only_error_is_replaced(sqlite_server, immu
     # yet SQLite opened it read-only: the write's error itself must drop the connection.
     client, auth, path = sqlite_server
     immutable(path, True)
-    monkeypatch.setattr(db_guards.os, "access", lambda *args, **kwargs: True)
+    monkeypatch.setattr(guards.os, "access", lambda *args, **kwargs: True)
     models.database_proxy.obj.close()
     assert _create(client, auth, "refused").status_code == 503
     immutable(path, False)
@@ -269,7 +269,7 @@ def silent_server():
 
 def test_a_database_server_that_never_answers_fails_within_the_deadline(silent_server, monkeypatch) -> None:
     """Before: a frozen PostgreSQL made every request and /readyz hang without end."""
-    monkeypatch.setattr(db_guards, "DB_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(guards, "DB_TIMEOUT_SECONDS", 0.5)
     outcome: list[BaseException] = []
 
     def open_frozen() -> None:
@@ -287,13 +287,13 @@ def test_a_database_server_that_never_answers_fails_within_the_deadline(silent_s
 
 
 def test_a_shorter_deadline_bounds_the_calls_inside_it(silent_server, monkeypatch) -> None:
-    """/readyz's own deadline (db_guards.deadline) applies although the general one is long."""
-    monkeypatch.setattr(db_guards, "DB_TIMEOUT_SECONDS", 3600)
+    """/readyz's own deadline (guards.deadline) applies although the general one is long."""
+    monkeypatch.setattr(guards, "DB_TIMEOUT_SECONDS", 3600)
     outcome: list[BaseException] = []
 
     def open_frozen() -> None:
         try:
-            with db_guards.deadline(0.5):
+            with guards.deadline(0.5):
                 open_database(f"postgresql://postgres@127.0.0.1:{silent_server}/frozen")
         except BaseException as exc:
             outcome.append(exc)
@@ -303,12 +303,12 @@ def test_a_shorter_deadline_bounds_the_calls_inside_it(silent_server, monkeypatc
     opener.join(timeout=60)  # far below the general deadline: only the short one can end it
     assert not opener.is_alive(), "the short deadline did not apply"
     assert isinstance(outcome[0], ServiceUnavailable) and "0.5 s" in str(outcome[0])
-    assert db_guards.current_timeout() == 3600  # the override ends with the block
+    assert guards.current_timeout() == 3600  # the override ends with the block
 
 
 @pytest.mark.parametrize("value", ["soon", "0", "-3"])
 def test_a_bad_timeout_variable_is_refused_naming_it(value, monkeypatch, tmp_path: Path) -> None:
-    from sowctl.errors import UsageError
+    from sowctl.foundation.errors import UsageError
 
     monkeypatch.setenv("SOWCTL_DB_TIMEOUT", value)
     with pytest.raises(UsageError, match="SOWCTL_DB_TIMEOUT must be a positive number of seconds"):

@@ -10,10 +10,11 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from sowctl import mcp_tools, operations
+from sowctl import operations
 from sowctl.backends.local import LocalBackend
-from sowctl.mcp_server import build_server
-from sowctl.settings import Settings
+from sowctl.backends.settings import Settings
+from sowctl.mcp import tools as mcp_tools
+from sowctl.mcp.serving import build_server
 from tests.support.client import remote_backend
 from tests.support.doubles import COMPANY, ORG, SOW, in_process, load
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sowctl.output.json_text import dumps_indented
+from sowctl.output.json_output import dumps_indented
 
 scalars = st.one_of(
     st.none(),

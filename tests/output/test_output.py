@@ -32,7 +32,7 @@ MARKUP = "[bold red]not markup[/] [link=http://x]y[/link]"
 
 @pytest.fixture
 def tty(monkeypatch):
-    monkeypatch.setattr("sowctl.render.is_tty", lambda: True)
+    monkeypatch.setattr("sowctl.output.render.is_tty", lambda: True)
 
 
 def ok(result):

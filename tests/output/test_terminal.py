@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 
-from sowctl import demo_data, money
+from sowctl.foundation import money
+from sowctl.services import demo_data
 from tests.support.terminal import run_in_terminal
 
 SOW = demo_data.DEMO_SOW

@@ -117,7 +117,7 @@ def test_removed_database_file_503_does_not_name_the_server_path(tmp_path):
 
 
 def test_removed_database_file_error_keeps_the_path_for_the_operator():
-    from sowctl.db_guards import DatabaseFileReplaced
+    from sowctl.storage.guards import DatabaseFileReplaced
 
     error = DatabaseFileReplaced("/srv/s.db")
     assert "/srv/s.db" in error.message and "/srv/s.db" not in error.api_message
@@ -245,8 +245,8 @@ def test_deep_tree_on_80_columns_keeps_every_uuid_whole(monkeypatch, capsys):
 
     from rich.console import Console
 
-    from sowctl import render
-    from sowctl.itemtree import build_tree, render_tree
+    from sowctl.output import render
+    from sowctl.output.item_tree import build_tree, render_tree
 
     monkeypatch.setattr(render, "_console", Console(width=80, soft_wrap=False))
     ids = [str(uuid.UUID(int=n + 1)) for n in range(16)]
@@ -431,7 +431,7 @@ def _screen(rows, width: int) -> str:
 
     from rich.console import Console
 
-    from sowctl.commands.deps import COLUMNS
+    from sowctl.commands.dependencies import COLUMNS
     from sowctl.output.table import print_table
 
     out = io.StringIO()

@@ -35,10 +35,11 @@ from urllib.parse import urlencode
 
 import pytest
 
-from sowctl import demo_data, operations
-from sowctl import models as m
+from sowctl import operations
 from sowctl.operations import Operation
+from sowctl.services import demo_data
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import models as m
 from tests.support.raw_wsgi import (
     LEAF_ITEM,
     OPS,
@@ -464,7 +465,7 @@ def test_bad_scope_headers_are_refused(env: Env, organization: str, company: str
 
 @pytest.fixture
 def demo_cli(cli, migrated_db_url: str):
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     database = open_database(migrated_db_url)
     seeded("demo", lambda: import_dataset(demo_data.demo_dataset(datetime.date.today())))

@@ -33,10 +33,10 @@ from urllib.parse import urlsplit, urlunsplit
 import peewee as pw
 import pytest
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import open_database
+from sowctl.foundation import clock
 from sowctl.services import credentials
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 from tests.support.client import bearer, wsgi_client
 from tests.support.minutes import in_one_minute
 from tests.support.server import Server
@@ -585,7 +585,7 @@ def test_a_serialization_failure_reruns_the_write_in_local_mode(db, monkeypatch)
 
 
 def test_retries_give_up_and_leave_other_errors_alone(db, monkeypatch) -> None:
-    from sowctl.db import WRITE_ATTEMPTS, retry_serialization_failures
+    from sowctl.storage.database import WRITE_ATTEMPTS, retry_serialization_failures
 
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     attempts: list[int] = []

@@ -24,13 +24,12 @@ import httpx
 import peewee as pw
 import pytest
 
-from sowctl import demo_data
-from sowctl import models as m
-from sowctl.db import open_database
 from sowctl.schemas.finance import PurchaseOrderIn
-from sowctl.services import finance
+from sowctl.services import demo_data, finance
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 from tests.support.server import Server, seed_demo
 
 # slow: property runs, fuzzing, real servers: the full suite only; database: on each backend

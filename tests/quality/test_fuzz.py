@@ -31,13 +31,14 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from sowctl import demo_data, models, operations
+from sowctl import operations
 from sowctl.server.app import create_app
+from sowctl.server.configuration import ServerSettings
 from sowctl.server.http import json_bytes
 from sowctl.server.openapi import build_openapi
-from sowctl.server.settings import ServerSettings
-from sowctl.services import credentials
+from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import models
 from tests.support.client import wsgi_client
 
 # slow: property runs, fuzzing, real servers: the full suite only;

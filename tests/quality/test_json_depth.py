@@ -1,4 +1,4 @@
-"""``json_text.DepthGauge`` and ``check_depth`` find exactly the nesting a JSON parser sees,
+"""``json_input.DepthGauge`` and ``check_depth`` find exactly the nesting a JSON parser sees,
 however the text is cut into pieces (a file is read 64 KiB at a time): brackets inside strings,
 escaped quotes and backslashes, a piece that ends inside a string or inside an escape. Checked
 against a byte-by-byte reference on random JSON texts, cut at random places."""
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sowctl import json_text
-from sowctl.json_text import DepthGauge, JsonTooDeep, check_depth
+from sowctl.foundation import json_input
+from sowctl.foundation.json_input import DepthGauge, JsonTooDeep, check_depth
 
 # Strings rich in what the gauge must get right: brackets, quotes and backslashes, escaped or not.
 PARTS = ['"', "\\", "[", "]", "{", "}", "a", "\n", "ü", "\\\\", '\\"']
@@ -99,8 +99,8 @@ def test_text_and_bytes_are_refused_alike_and_loads_checks_first() -> None:
     assert str(as_text.value) == str(as_bytes.value)
     assert str(as_text.value) == "arrays and objects are nested more than 64 levels deep (line 1, column 70)"
     with pytest.raises(JsonTooDeep):
-        json_text.loads(deep)
-    at_limit = json_text.loads('{"ü": ' + "[" * 63 + "]" * 63 + "}")
+        json_input.loads(deep)
+    at_limit = json_input.loads('{"ü": ' + "[" * 63 + "]" * 63 + "}")
     assert list(at_limit) == ["ü"]
 
 

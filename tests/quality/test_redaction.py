@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sowctl.redaction import (
+from sowctl.foundation.redaction import (
     SECRET_PREFIXES,
     is_secret_field,
     is_secret_header,
@@ -19,7 +19,7 @@ from sowctl.redaction import (
     redact_target,
     redact_value,
 )
-from sowctl.testdouble.recorder import Recorder, check_writable
+from sowctl.server.testdouble.recorder import Recorder, check_writable
 
 
 @pytest.mark.parametrize("name", ["token", "api_key", "X-API-Key", "password", "refresh_token", "csrfToken"])
@@ -347,7 +347,7 @@ def test_text_without_secrets_is_kept_as_it_is(text: str) -> None:
 
 
 def test_error_messages_repeat_values_masked() -> None:
-    from sowctl.errors import quoted
+    from sowctl.foundation.errors import quoted
 
     assert quoted(f"password={S}") == "'password=***'"
     assert quoted(f"sowt_{S}") == "'sowt_***'"

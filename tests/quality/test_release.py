@@ -37,4 +37,4 @@ def test_version_option_prints_the_version():
 def test_the_build_reads_the_version_from_the_package():
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert 'dynamic = ["version"]' in pyproject
-    assert 'version = { attr = "sowctl.__version__" }' in pyproject
+    assert 'version = { attr = "sowctl.foundation.version.VERSION" }' in pyproject

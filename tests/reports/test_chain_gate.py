@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from sowctl import clock, operations
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.gate import risks
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
-from sowctl.services import chain_risks, items, sows
+from sowctl.services import items, sows
 from sowctl.services.access import Caller
 from tests.support import ci_reports
 from tests.support.client import SERVER, route_remote_in_process
@@ -333,7 +335,7 @@ def test_accepted_risks_pass_until_they_expire(run, tmp_path: Path) -> None:
     a, b, c = item(sow, "A"), item(sow, "B"), item(sow, "C")
     by_id = dep(b, a, risk="critical")
     by_print = dep(c, a, risk="critical")
-    fingerprint = chain_risks.fingerprint("critical", sow, by_print, c, a)
+    fingerprint = risks.fingerprint("critical", sow, by_print, c, a)
     path = accepted_file(
         tmp_path,
         f'[[accepted]]\nkind = "critical"\ndependency = "{by_id}"\nowner = "Ada"\n'
@@ -433,7 +435,7 @@ def test_reports_of_a_failing_check(run, risky, tmp_path: Path) -> None:
     sarif = ci_reports.sarif(paths["sarif"])
     (sarif_run,) = sarif["runs"]
     rules = sarif_run["tool"]["driver"]["rules"]
-    assert [rule["id"] for rule in rules] == list(chain_risks.RISK_KINDS)
+    assert [rule["id"] for rule in rules] == list(risks.RISK_KINDS)
     assert all(rule["help"]["text"] for rule in rules)
     critical, blocked = sarif_run["results"]
     assert (critical["ruleId"], critical["level"], blocked["ruleId"], blocked["level"]) == (
@@ -443,7 +445,7 @@ def test_reports_of_a_failing_check(run, risky, tmp_path: Path) -> None:
     refs = critical["locations"][0]["logicalLocations"]
     names = [(places[ref["index"]]["kind"], places[ref["index"]]["name"]) for ref in refs]
     assert names == [("sow", r["sow"]), ("dependency", r["critical"]), ("item", r["b"]), ("item", r["a"])]
-    assert critical["partialFingerprints"]["sowctlFinding/v1"] == chain_risks.fingerprint(
+    assert critical["partialFingerprints"]["sowctlFinding/v1"] == risks.fingerprint(
         "critical", r["sow"], r["critical"], r["b"], r["a"]
     )
     assert sarif_run["invocations"] == [{"executionSuccessful": True, "exitCode": 1}]
@@ -611,7 +613,7 @@ def test_include_risks_adds_dates_statuses_and_as_of_only_when_asked(db) -> None
     ChainTree.model_validate(tree)
     assert tree["asOf"] == TODAY
     with pytest.raises(Exception, match="include=external,risks"):
-        chain_risks.check_chain(plain)
+        risks.check_chain(plain)
 
 
 def test_a_requirement_shows_its_calculated_status_to_the_rules(run) -> None:
@@ -657,7 +659,7 @@ def test_reports_say_why_on_an_unexpected_error(cli, tmp_path: Path, monkeypatch
     def broken(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(chain_risks, "check_chain", broken)
+    monkeypatch.setattr(risks, "check_chain", broken)
     path = tmp_path / "r.gitlab"
     result = cli("chain", "check", new_sow(), "--report", f"gitlab={path}", env={"GITHUB_ACTIONS": "true"})
     assert result.exit_code == 5 and "unexpected error: RuntimeError: boom" in result.stderr

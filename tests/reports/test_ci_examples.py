@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 import sowctl
-from sowctl import clock, demo_data
+from sowctl.foundation import clock
+from sowctl.services import demo_data
 from tests.support import ci_reports
 from tests.support.client import SERVER, route_remote_in_process
 

@@ -1,6 +1,6 @@
 """How ``sowctl chain check`` delivers its verdict and reports: a reader of stdout that leaves early
 keeps the check's exit code, and report files are written through symlinks, FIFOs and devices
-(``sowctl.files``) rather than replacing them."""
+(``sowctl.foundation.files``) rather than replacing them."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from sowctl import clock
-from sowctl import models as m
+from sowctl.foundation import clock
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.services import items, sows
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 from tests.support import ci_reports
 
 MEMBER = Caller(user_id="user-ada", organization_id="acme", role="member")
@@ -90,7 +90,7 @@ def test_a_reader_leaving_early_does_not_turn_a_failed_check_into_a_pass(
     assert (code, stderr) == (0, b"")
 
 
-# --- report files: what the path names is kept (sowctl.files) ---------------------------------
+# --- report files: what the path names is kept (sowctl.foundation.files) ---------------------------------
 
 
 @pytest.fixture
@@ -162,8 +162,8 @@ def test_an_error_report_never_waits_for_a_fifo_without_a_reader(tmp_path: Path)
     import threading
 
     from sowctl.commands.chain_check import _report_failure
-    from sowctl.errors import NotFound
-    from sowctl.reports import ReportSpec
+    from sowctl.foundation.errors import NotFound
+    from sowctl.gate.reports import ReportSpec
 
     fifo, plain = tmp_path / "chain.sarif", tmp_path / "chain.xml"
     os.mkfifo(fifo)

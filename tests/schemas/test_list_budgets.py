@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from sowctl import operations
-from sowctl.errors import InvalidInput, Issue
-from sowctl.limits import MAX_MESSAGE_CHARS, MAX_REPORTED_ISSUES
+from sowctl.foundation.budgets import MAX_MESSAGE_CHARS, MAX_REPORTED_ISSUES
+from sowctl.foundation.errors import InvalidInput, Issue
 from sowctl.schemas import dataset
 from sowctl.schemas.common import StrictInt, parse, validation_error
 

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, field_validator, model_validator
 
 from sowctl import operations
-from sowctl.errors import InvalidInput
+from sowctl.foundation.errors import InvalidInput
 from sowctl.schemas.common import CamelModel, parse
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sowctl.errors import ServiceUnavailable
+from sowctl.foundation.errors import ServiceUnavailable
 from sowctl.server.callers import caller_of_environ
 from sowctl.server.slots import Slots
 

@@ -24,15 +24,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sowctl import clock, operations
-from sowctl import models as m
+from sowctl import operations
+from sowctl.foundation import clock
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.server.app import create_app
+from sowctl.server.configuration import ServerSettings
 from sowctl.server.http import json_bytes
-from sowctl.server.settings import ServerSettings
 from sowctl.services import chain, credentials, graph, items, sows
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 from tests.support.client import bearer, wsgi_client
 from tests.support.raw_wsgi import start_get
 
@@ -258,7 +259,7 @@ def test_the_test_double_streams_a_report_logs_its_start_and_frees_its_gate(migr
 @pytest.fixture
 def big_db(tmp_path: Path) -> tuple[Path, str, str]:
     """A SQLite file whose chain report is about 72 MB: (file, SOW id, member token)."""
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     db = tmp_path / "big.db"
     database = open_database(str(db))

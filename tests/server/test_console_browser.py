@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 from tests.support.browser import SOW, Tab, chain, wait_for_fields
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 from tests.support.browser import ARTIFACTS, SOW, Tab
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sowctl.testdouble.faults import FaultConfig
+from sowctl.server.testdouble.faults import FaultConfig
 from tests.support.doubles import SOW, bearer, in_process, load
 
 APP = "https://app.example"

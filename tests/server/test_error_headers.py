@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import json
 
-from sowctl.errors import ERROR_CODE_HEADER, ERROR_ISSUES_HEADER, CycleDetected, InvalidInput, Issue, NotFound
-from sowctl.server.errors import envelope
+from sowctl.foundation.errors import (
+    ERROR_CODE_HEADER,
+    ERROR_ISSUES_HEADER,
+    CycleDetected,
+    InvalidInput,
+    Issue,
+    NotFound,
+)
+from sowctl.server.envelopes import envelope
 
 
 def test_the_code_of_every_refusal_is_sent() -> None:

@@ -18,12 +18,12 @@ from datetime import datetime
 import httpx
 import pytest
 
-from sowctl import clock
-from sowctl import models as m
+from sowctl.foundation import clock
 from sowctl.server.app import create_app
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
 from sowctl.services import credentials
 from sowctl.services import finance as finance_service
+from sowctl.storage import models as m
 from tests.support.client import wsgi_client
 from tests.support.finance import (
     COMPANY,

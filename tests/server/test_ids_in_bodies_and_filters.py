@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from sowctl import models as m
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 from tests.support.server_api import Api, assert_group_a_error, create_item
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 from tests.support.client import app_client
 from tests.support.server import Server, demo_secrets
 from tests.support.sockets import read_answer

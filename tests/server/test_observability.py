@@ -18,12 +18,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from sowctl import models
-from sowctl.db import SCHEMA_VERSION
 from sowctl.server import tracing
 from sowctl.server.access_log import AccessLog, log_refusal
 from sowctl.server.app import create_app
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
+from sowctl.storage import models
+from sowctl.storage.database import SCHEMA_VERSION
 from tests.support.client import bearer, wsgi_client
 from tests.support.doubles import FINANCIAL_PROJECT, SOW, external
 from tests.support.server import seed_demo
@@ -151,7 +151,7 @@ def test_slot_waits_and_refusals_are_counted_by_kind(migrated_db_url) -> None:
 def test_a_slot_taken_only_after_a_wait_is_reported_and_one_refused_too() -> None:
     import threading
 
-    from sowctl.errors import ServiceUnavailable
+    from sowctl.foundation.errors import ServiceUnavailable
     from sowctl.server.slots import Slots
 
     seen: list[bool] = []

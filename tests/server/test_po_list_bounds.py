@@ -19,18 +19,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sowctl import models as m
-from sowctl import money, operations
+from sowctl import operations
 from sowctl.engine import memory
+from sowctl.foundation import money
 from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.schemas.lazy import LazyArray
 from sowctl.server import streaming
 from sowctl.server.app import create_app
+from sowctl.server.configuration import ServerSettings
 from sowctl.server.http import json_bytes
-from sowctl.server.settings import ServerSettings
 from sowctl.server.streaming import CHUNK_CHARS, iter_json
 from sowctl.services import finance
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 from tests.support.client import SERVER, route_remote_in_process, wsgi_client
 from tests.support.finance import COMPANY, ORG, build_finance, po_body
 from tests.support.raw_wsgi import start_get

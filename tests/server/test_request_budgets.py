@@ -14,10 +14,10 @@ import json
 import httpx
 import pytest
 
-from sowctl import models as m
-from sowctl.errors import InvalidInput, Issue
-from sowctl.limits import MAX_JSON_DEPTH, MAX_LINE_ITEMS, MAX_REORDER_ENTRIES, MAX_REPORTED_ISSUES
-from sowctl.server.errors import envelope
+from sowctl.foundation.budgets import MAX_JSON_DEPTH, MAX_LINE_ITEMS, MAX_REORDER_ENTRIES, MAX_REPORTED_ISSUES
+from sowctl.foundation.errors import InvalidInput, Issue
+from sowctl.server.envelopes import envelope
+from sowctl.storage import models as m
 from tests.support.finance import ORG, build_finance, po_body
 from tests.support.server_api import Api, assert_group_a_error, create_item
 

@@ -16,17 +16,18 @@ import httpx
 import peewee as pw
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.errors import NotFound
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import NotFound
 from sowctl.operations import Operation, Result
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
+from sowctl.server.configuration import MIB, ServerSettings
 from sowctl.server.http import link_header
-from sowctl.server.settings import MIB, ServerSettings
 from sowctl.services import credentials
 from sowctl.services import items as item_service
 from sowctl.services import sows as sow_service
+from sowctl.storage import models as m
 from tests.support.server_api import (
     LOCAL,
     PROJECT_A,

@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sowctl import demo_data
-from sowctl.limits import MAX_MESSAGE_CHARS
+from sowctl.foundation.budgets import MAX_MESSAGE_CHARS
+from sowctl.services import demo_data
 from tests.support.client import api_key, wsgi_client
 from tests.support.server import Server, demo_secrets
 
@@ -107,8 +107,8 @@ def test_serve_demo_loads_once_and_prints_working_credentials(cli, fake_runner: 
 
 
 def test_serve_demo_refuses_a_database_of_other_data(cli, fake_runner: dict, db_url: str) -> None:
-    from sowctl import models as m
-    from sowctl.db import open_database
+    from sowctl.storage import models as m
+    from sowctl.storage.database import open_database
 
     open_database(db_url)
     m.Organization.create(id="org-mine", name="Mine")
@@ -136,13 +136,13 @@ def start(tmp_path: Path) -> Iterator:
 
 
 def make_token(db: Path) -> str:
-    from sowctl.db import open_database
     from sowctl.services import credentials
+    from sowctl.storage.database import open_database
 
     database = open_database(db)
     try:
-        from sowctl import clock
-        from sowctl import models as m
+        from sowctl.foundation import clock
+        from sowctl.storage import models as m
 
         now = clock.now()
         m.Organization.get_or_create(id="org-e2e", defaults={"name": "E2E"})

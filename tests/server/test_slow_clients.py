@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 from tests.support.server import Server, demo_secrets
 from tests.support.sockets import read_answer
 

@@ -30,14 +30,14 @@ import httpx
 import pytest
 
 from sowctl import operations
-from sowctl.db import close_database
 from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.server.app import create_app
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
 from sowctl.services import credentials, finance, items, sows
 from sowctl.services.access import Caller
+from sowctl.storage.database import close_database
 from tests.support.client import wsgi_client
 from tests.support.finance import COMPANY, ORG, PROJECT, build_finance, po_body
 
@@ -57,7 +57,7 @@ import sys
 from functools import partial
 from sowctl.server.app import create_app
 from sowctl.server.runner import serve
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
 
 db, grace, rate = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 connections = int(sys.argv[4]) if len(sys.argv) > 4 else 1000

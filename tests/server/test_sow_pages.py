@@ -6,12 +6,12 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sowctl import clock
-from sowctl import models as m
+from sowctl.foundation import clock
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.services import items as item_service
 from sowctl.services import sows as sow_service
+from sowctl.storage import models as m
 from tests.support.server_api import LOCAL, PROJECT_A, PROJECT_B, Api, assert_group_a_error
 
 

@@ -10,11 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sowctl import demo_data
-from sowctl import models as m
-from sowctl.db import open_database
-from sowctl.services import credentials
+from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 from tests.support.server import Server
 
 

@@ -7,14 +7,16 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.errors import InvalidInput, NotFound
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import InvalidInput, NotFound
+from sowctl.gate import risks
 from sowctl.schemas.dependencies import ChainFlat, ChainTree
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
-from sowctl.services import chain_risks, graph, items, sows
+from sowctl.services import graph, items, sows
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 
 NOW = datetime(2026, 3, 16, 12, 0, 0)
 MEMBER = Caller(user_id="user-ada", organization_id="acme", role="member")
@@ -329,19 +331,19 @@ def test_deep_chain_is_reported_without_recursion() -> None:
 
 
 def test_parse_fail_on() -> None:
-    assert chain_risks.parse_fail_on(None) == ("circular", "critical", "overdue")
-    assert chain_risks.parse_fail_on("blocked, Critical,blocked") == ("blocked", "critical")
-    assert chain_risks.parse_fail_on("escalation,conflict,external") == ("escalation", "conflict", "external")
+    assert risks.parse_fail_on(None) == ("circular", "critical", "overdue")
+    assert risks.parse_fail_on("blocked, Critical,blocked") == ("blocked", "critical")
+    assert risks.parse_fail_on("escalation,conflict,external") == ("escalation", "conflict", "external")
     for bad in ("late", "", " , "):
         with pytest.raises(InvalidInput) as caught:
-            chain_risks.parse_fail_on(bad)
+            risks.parse_fail_on(bad)
         assert caught.value.message.startswith("--fail-on: ")
 
 
 def test_check_chain_counts_every_kind_and_fails_only_on_the_named_ones(site) -> None:
     status(site["d2"], "blocked")
     report = get_chain(site["sow"], include="external,risks")
-    summary = chain_risks.check_chain(report, ("circular",))
+    summary = risks.check_chain(report, ("circular",))
     assert summary["counts"] == {
         "circular": 0, "critical": 1, "overdue": 2, "blocked": 1,
         "escalation": 0, "conflict": 0, "external": 0,
@@ -350,16 +352,15 @@ def test_check_chain_counts_every_kind_and_fails_only_on_the_named_ones(site) ->
     assert summary["issues"]["overdue"] == report["issues"]["overdue"]
     assert summary["issues"]["blocked"] == [e for e in report["dependencies"] if e["id"] == site["d2"]]
     assert (summary["failOn"], summary["passed"]) == (["circular"], True)
-    assert chain_risks.check_chain(report, ("blocked",))["passed"] is False
-    assert chain_risks.check_chain(report)["passed"] is False
+    assert risks.check_chain(report, ("blocked",))["passed"] is False
+    assert risks.check_chain(report)["passed"] is False
 
 
 # --- with the dataset importer ------------------------------------------------------------------
 
 
 def test_imported_demo_data_and_an_imported_cycle() -> None:
-    from sowctl import demo_data
-    from sowctl.services import dataset
+    from sowctl.services import dataset, demo_data
 
     dataset.import_dataset(demo_data.demo_dataset(NOW.date()))
     local = Caller.local()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sowctl import models as m
-from sowctl.errors import Unauthorized
+from sowctl.foundation.errors import Unauthorized
 from sowctl.services import credentials
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_tokens_list_masks_the_secrets(cli, org, monkeypatch):
     piped = cli("tokens", "list").stdout.splitlines()
     assert [line.split("\t")[0] for line in piped] == ids
     outputs = [cli("tokens", "list").stdout, cli("tokens", "list", "--json").stdout]
-    monkeypatch.setattr("sowctl.render.is_tty", lambda: True)
+    monkeypatch.setattr("sowctl.output.render.is_tty", lambda: True)
     outputs.append(cli("tokens", "list").stdout)
     for out in outputs:
         for token in tokens:
@@ -176,7 +176,7 @@ def test_keys_list_masks_and_revoke_refuses_at_once(cli, org, monkeypatch):
     assert cli("keys", "revoke", key).exit_code == 0
     with pytest.raises(Unauthorized, match="revoked"):
         credentials.authenticate_key(key)
-    monkeypatch.setattr("sowctl.render.is_tty", lambda: True)
+    monkeypatch.setattr("sowctl.output.render.is_tty", lambda: True)
     table = cli("keys", "list").stdout
     assert key not in table and key[:9] in table
 
@@ -221,10 +221,10 @@ def test_admin_commands_refuse_remote_mode(cli, args):
 def test_admin_commands_refuse_a_remote_profile(cli, monkeypatch):
     import tomli_w
 
-    from sowctl import config
+    from sowctl.backends import profiles
 
     monkeypatch.delenv("SOWCTL_DB")
-    config.config_path().parent.mkdir(parents=True, exist_ok=True)
-    config.config_path().write_text(tomli_w.dumps({"profiles": {"default": {"server": "http://h"}}}))
+    profiles.config_path().parent.mkdir(parents=True, exist_ok=True)
+    profiles.config_path().write_text(tomli_w.dumps({"profiles": {"default": {"server": "http://h"}}}))
     result = cli("tokens", "list")
     assert result.exit_code == 2 and "local mode" in result.stderr

@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.demo_data import DEMO_SOW, demo_dataset
-from sowctl.errors import InvalidInput, Issue
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import InvalidInput, Issue
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
+from sowctl.services.demo_data import DEMO_SOW, demo_dataset
+from sowctl.storage import models as m
 from tests.support.dataset import DATA_MODELS, database_rows, minimal, wipe
 
 TODAY = datetime.date(2026, 3, 16)
@@ -545,14 +546,14 @@ def test_purchase_order_lines_are_refused_as_the_api_refuses_them(
 def test_an_integer_too_long_for_python_is_named_by_record_and_field(
     db, cli, tmp_path: Path, demo: dict[str, Any]
 ) -> None:
-    from sowctl import json_text
+    from sowctl.foundation import json_input
 
     demo["items"][1]["orderIndex"] = "@NUMBER@"
     text = json.dumps(demo).replace('"@NUMBER@"', "-" + "9" * 5000)
     problem = (
         "items[1] (id item-002): orderIndex: must be a number of at most 4300 digits (this one has 5000)"
     )
-    assert refused(json_text.loads(text)).message == problem  # a dataset given already parsed
+    assert refused(json_input.loads(text)).message == problem  # a dataset given already parsed
     (tmp_path / "data.json").write_text(text, encoding="utf-8")
     result = cli("import", tmp_path / "data.json")
     assert (result.exit_code, result.stderr) == (2, f"error: {problem}\n")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from sowctl import models as m
-from sowctl.errors import InvalidInput, Issue
-from sowctl.limits import MAX_REPORTED_ISSUES
+from sowctl.foundation.budgets import MAX_REPORTED_ISSUES
+from sowctl.foundation.errors import InvalidInput, Issue
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import models as m
 
 
 def test_thousands_of_problems_are_reported_as_the_first_and_a_count(db) -> None:

@@ -16,14 +16,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from sowctl import clock, demo_data
-from sowctl import models as m
-from sowctl.errors import InvalidInput
-from sowctl.limits import MAX_HIERARCHY_DEPTH
+from sowctl.foundation import clock
+from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
+from sowctl.foundation.errors import InvalidInput
 from sowctl.operations import get as get_op
-from sowctl.services import credentials
+from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
 from sowctl.services.item_rules import nest, walk
+from sowctl.storage import models as m
 from tests.support.raw_wsgi import Env, dump, make_env
 from tests.support.server import Server
 
@@ -92,7 +92,7 @@ def test_one_level_past_the_limit_is_refused_naming_parent_item_id(env: Env) -> 
 
 def test_the_cli_refuses_too_deep_and_names_the_field(cli, db_url: str) -> None:
     assert cli("sows", "create", "Deep", "--id", "sow-deep").exit_code == 0
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     open_database(db_url)
     chain = insert_chain("sow-deep", MAX_HIERARCHY_DEPTH)
@@ -173,7 +173,7 @@ def test_a_stored_hierarchy_2000_deep_answers_over_http(env: Env) -> None:
 @pytest.mark.usefixtures("unhurried_database")
 def test_a_stored_hierarchy_2000_deep_answers_the_cli_locally(cli, db_url: str) -> None:
     assert cli("sows", "create", "Deep", "--id", "sow-deep").exit_code == 0
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     open_database(db_url)
     ids = insert_chain("sow-deep", DEEP)
@@ -195,7 +195,7 @@ def test_a_stored_hierarchy_2000_deep_answers_the_cli_locally(cli, db_url: str) 
 @pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
 @pytest.mark.usefixtures("unhurried_database")
 def test_the_rich_tree_of_a_2000_deep_hierarchy_renders(db, capsys) -> None:
-    from sowctl.itemtree import build_tree, render_tree
+    from sowctl.output.item_tree import build_tree, render_tree
 
     items = [
         {"id": f"i{n}", "parentItemId": f"i{n - 1}" if n else None, "orderIndex": 0}
@@ -231,7 +231,7 @@ def test_the_rich_chain_tree_of_a_2000_deep_hierarchy_shows_every_item(
 
 @pytest.mark.slow
 def test_a_stored_hierarchy_2000_deep_answers_the_cli_through_a_real_server(db_url: str, cli) -> None:
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     import_dataset_into(db_url)
     token = credentials.create_token(demo_data.DEMO_USER, demo_data.DEMO_ORG, "member").secret
@@ -257,7 +257,7 @@ def test_a_stored_hierarchy_2000_deep_answers_the_cli_through_a_real_server(db_u
 
 
 def import_dataset_into(db_url: str) -> None:
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     open_database(db_url)
     import_dataset(demo_data.demo_dataset(datetime.date.today()))

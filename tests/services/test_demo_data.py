@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from sowctl import demo_data
-from sowctl.demo_data import (
+from sowctl.services import demo_data
+from sowctl.services.demo_data import (
     DEMO_COMPANY,
     DEMO_CRITICAL_DEPENDENCY,
     DEMO_ORG,
@@ -569,7 +569,7 @@ def test_big_dataset_tiny_edge_cases(gen: ModuleType, sows: int, items: int, dep
 
 def test_every_date_in_the_stored_demo_moves_with_the_day() -> None:
     """A date under a field the loader does not move would stay fixed while the rest moves on."""
-    stored = json.loads((Path(demo_data.__file__).parent / "data" / "demo.json").read_text())
+    stored = json.loads((Path(demo_data.__file__).parents[1] / "data" / "demo.json").read_text())
     dated = {key for key, value in walk_values(stored) if isinstance(value, str) and DATE_SHAPE.match(value)}
     assert dated and dated <= demo_data.DATE_FIELDS
     moved = demo_dataset(demo_data.ANCHOR + datetime.timedelta(days=3))

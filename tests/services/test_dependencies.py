@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.errors import CycleDetected, Forbidden, InvalidInput, NotFound, SowctlError
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import CycleDetected, Forbidden, InvalidInput, NotFound, SowctlError
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.services import graph, items, sows
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 
 NOW = datetime(2026, 3, 16, 12, 0, 0)
 ORG = "acme"

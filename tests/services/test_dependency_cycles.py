@@ -24,10 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import write_transaction
-from sowctl.errors import CycleDetected, InvalidInput, NotFound
+from sowctl.foundation import clock
+from sowctl.foundation.errors import CycleDetected, InvalidInput, NotFound
 from sowctl.schemas.dependencies import DependencyCreate, DependencyUpdate
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
@@ -35,6 +33,8 @@ from sowctl.services import dependencies as service
 from sowctl.services import graph, graph_ranks, items, sows
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import models as m
+from sowctl.storage.database import write_transaction
 from tests.support.dataset import store_raw_ordering_edges
 
 TYPES = ("depends_on", "blocks", "related_to", "prerequisite", "successor")
@@ -886,7 +886,7 @@ def scratch_url(tmp_path) -> Iterator[str]:
 
 
 def test_the_rank_migration_upgrades_an_older_database(scratch_url: str) -> None:
-    from sowctl import db as db_module
+    from sowctl.storage import database as db_module
 
     database = db_module.open_database(scratch_url)
     caller = Caller(user_id="u", organization_id="org-mig", role="member")
@@ -909,7 +909,7 @@ def test_the_rank_migration_upgrades_an_older_database(scratch_url: str) -> None
 
 
 def test_the_rank_migration_is_idempotent(db) -> None:
-    from sowctl import db as db_module
+    from sowctl.storage import database as db_module
 
     db_module._v3_item_topo_rank(db)  # a fresh database already has the column and index
     assert [index.columns for index in db.get_indexes("item")].count(["topo_rank"]) == 1

@@ -9,11 +9,12 @@ from datetime import datetime, timedelta
 import peewee as pw
 import pytest
 
-from sowctl import clock, operations
-from sowctl import db as db_module
-from sowctl import models as m
+from sowctl import operations
+from sowctl.foundation import clock
 from sowctl.services.access import Caller
 from sowctl.services.dataset.importer import import_dataset
+from sowctl.storage import database as db_module
+from sowctl.storage import models as m
 from tests.support.dataset import minimal
 
 T0 = datetime(2026, 3, 16, 9, 30, 0)

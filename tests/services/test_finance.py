@@ -14,12 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sowctl import models as m
-from sowctl import money, operations
-from sowctl.errors import Forbidden, InvalidInput, NotFound
+from sowctl import operations
+from sowctl.foundation import money
+from sowctl.foundation.errors import Forbidden, InvalidInput, NotFound
 from sowctl.schemas.vocabulary import PO_STATUSES
 from sowctl.services import external_scope
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 from tests.support.finance import (
     COMPANY,
     GLOBEX_COMPANY,
@@ -774,8 +775,8 @@ def test_json_numbers_round_trip_exactly_up_to_15_digits(value):
 def test_demo_dataset_answers_as_it_was_written(db):
     import datetime
 
-    from sowctl.demo_data import DEMO_COMPANY, DEMO_ORG, demo_dataset
     from sowctl.services.dataset import import_dataset
+    from sowctl.services.demo_data import DEMO_COMPANY, DEMO_ORG, demo_dataset
 
     data = demo_dataset(datetime.date(2026, 3, 16))
     import_dataset(data)

@@ -17,12 +17,13 @@ from itertools import pairwise
 
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.errors import CycleDetected, NotFound
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import CycleDetected, NotFound
 from sowctl.schemas.dependencies import DependencyCreate
 from sowctl.services import bulk, dependencies, graph, graph_ranks, items
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 
 ORG, SOW, USER = "org-heavy", "sow-heavy", "user-heavy"
 CALLER = Caller(user_id=USER, organization_id=ORG, role="member")

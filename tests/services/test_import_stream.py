@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from sowctl import clock
-from sowctl.demo_data import demo_dataset
-from sowctl.errors import InvalidInput
+from sowctl.foundation import clock
+from sowctl.foundation.errors import InvalidInput
 from sowctl.services.dataset import export_dataset, import_dataset
 from sowctl.services.dataset.source import StreamSource, dataset_from_bytes, open_dataset
+from sowctl.services.demo_data import demo_dataset
 from tests.support.dataset import database_rows, minimal, wipe
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime
 
-from sowctl import clock
-from sowctl import models as m
+from sowctl.foundation import clock
 from sowctl.services import lookup
 from sowctl.services.lookup import insert_row
+from sowctl.storage import models as m
 
 ORG, PROJECT, SOW = "org-insert", "project-insert", "sow-insert"
 

@@ -14,14 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from sowctl import clock, db_tallies, operations
-from sowctl import db as db_module
-from sowctl import models as m
+from sowctl import operations
+from sowctl.foundation import clock
 from sowctl.schemas.common import CamelOut, Timestamp, dump, row_dumper
 from sowctl.schemas.items import ItemOut
 from sowctl.services import item_pages
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup
+from sowctl.storage import database as db_module
+from sowctl.storage import models as m
+from sowctl.storage import tallies
 
 LOCAL = Caller.local()
 T0 = datetime(2026, 3, 16, 9, 30, 0)
@@ -150,7 +152,7 @@ def test_v5_replaces_the_old_index_on_a_v4_database(db_url):
 def test_the_page_columns_are_item_out_fields_in_order():
     sent = len(ItemOut.model_fields)
     assert list(item_pages.PageRow._fields[:sent]) == list(ItemOut.model_fields)
-    assert item_pages.COLUMNS[sent:] == db_tallies.FIELDS  # the counts a status comes from
+    assert item_pages.COLUMNS[sent:] == tallies.FIELDS  # the counts a status comes from
     assert len(item_pages.PageRow._fields) == len(item_pages.COLUMNS)
 
 

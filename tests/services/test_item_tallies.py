@@ -13,18 +13,20 @@ from datetime import datetime
 
 import pytest
 
-from sowctl import clock, db_tallies, operations
-from sowctl import db as db_module
-from sowctl import models as m
-from sowctl.errors import HierarchyViolation, NotFound
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import HierarchyViolation, NotFound
 from sowctl.schemas.vocabulary import ITEM_STATUSES
+from sowctl.server.testdouble import checkpoints
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
 from sowctl.services.item_rules import calculated_statuses
-from sowctl.testdouble import checkpoints
+from sowctl.storage import database as db_module
+from sowctl.storage import models as m
+from sowctl.storage import tallies
 
 LOCAL = Caller.local()
-STATUSES = db_tallies.STATUSES
+STATUSES = tallies.STATUSES
 T0 = datetime(2026, 3, 16, 9, 30, 0)
 
 
@@ -33,18 +35,18 @@ def api(name: str, params=None, query=None, body=None):
 
 
 def rows() -> list[tuple]:
-    fields = (m.Item.id, m.Item.parent, m.Item.type, m.Item.status, *db_tallies.FIELDS)
+    fields = (m.Item.id, m.Item.parent, m.Item.type, m.Item.status, *tallies.FIELDS)
     return list(m.Item.select(*fields).tuples())
 
 
 def assert_counts_hold() -> None:
     """Stored counts = counts made by walking; shown statuses = the walk's statuses."""
     found = rows()
-    walked = db_tallies.count_below(row[:4] for row in found)
+    walked = tallies.count_below(row[:4] for row in found)
     stale = {
-        row[0]: (db_tallies.stored(row[4:]), walked.get(row[0]))
+        row[0]: (tallies.stored(row[4:]), walked.get(row[0]))
         for row in found
-        if list(db_tallies.stored(row[4:])) != walked.get(row[0], list(db_tallies.NONE_BELOW))
+        if list(tallies.stored(row[4:])) != walked.get(row[0], list(tallies.NONE_BELOW))
     }
     assert not stale, stale
     expected = calculated_statuses(row[:4] for row in found)
@@ -59,7 +61,7 @@ def assert_counts_hold() -> None:
 
 def test_the_statuses_are_those_of_the_rule() -> None:
     assert set(STATUSES) == set(ITEM_STATUSES)
-    assert [field.name for field in db_tallies.FIELDS] == [f"{status}_below" for status in STATUSES]
+    assert [field.name for field in tallies.FIELDS] == [f"{status}_below" for status in STATUSES]
 
 
 def test_count_below_counts_every_task_below_once_and_survives_a_loop() -> None:
@@ -72,7 +74,7 @@ def test_count_below_counts_every_task_below_once_and_survives_a_loop() -> None:
         ("x", "y", "task_item", "pending"),  # a loop: counted nowhere, no hang
         ("y", "x", "requirement", "pending"),
     ]
-    counts = db_tallies.count_below(tree)
+    counts = tallies.count_below(tree)
     assert counts == {"r": [1, 0, 1, 1], "t": [0, 0, 0, 1], "s": [1, 0, 0, 0]}
 
 
@@ -232,14 +234,14 @@ def test_a_database_from_before_the_counts_gets_them_on_upgrade(db_url: str) -> 
         )
         api("items.update", {"itemId": task["id"]}, body={"status": status})
     before_step = db_module.MIGRATIONS.index(db_module._v9_item_tallies)
-    for field in db_tallies.FIELDS:
+    for field in tallies.FIELDS:
         database.execute_sql(f"ALTER TABLE item DROP COLUMN {field.column_name}")
     m.Meta.update(value=str(before_step)).where(m.Meta.key == "schema_version").execute()
     database.close()
     database = db_module.open_database(db_url)
     try:
         assert db_module.schema_version() == db_module.SCHEMA_VERSION
-        assert db_tallies.stored([getattr(m.Item.get_by_id(top), f.name) for f in db_tallies.FIELDS]) == (
+        assert tallies.stored([getattr(m.Item.get_by_id(top), f.name) for f in tallies.FIELDS]) == (
             0,
             0,
             2,
@@ -247,7 +249,7 @@ def test_a_database_from_before_the_counts_gets_them_on_upgrade(db_url: str) -> 
         )
         assert api("items.get", {"itemId": top})["status"] == "completed"
         db_module._v9_item_tallies(database)  # again: nothing to add, nothing to correct
-        assert db_tallies.recount() == 0
+        assert tallies.recount() == 0
     finally:
         database.close()
 

@@ -11,11 +11,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from sowctl import clock, db_tallies, operations
-from sowctl import models as m
-from sowctl.errors import Forbidden, HierarchyViolation, InvalidInput, NotFound
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import Forbidden, HierarchyViolation, InvalidInput, NotFound
 from sowctl.services.access import Caller
 from sowctl.services.item_rules import aggregate_status
+from sowctl.storage import models as m
+from sowctl.storage import tallies
 
 T0 = datetime(2026, 3, 16, 9, 30, 0)
 TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -561,7 +563,7 @@ def test_reorder_in_an_unknown_sow_is_not_found(db):
     ],
 )
 def test_aggregate_status_rule(own, children, expected):
-    below = [children.count(status) for status in db_tallies.STATUSES]
+    below = [children.count(status) for status in tallies.STATUSES]
     assert aggregate_status(own, below) == expected
 
 

@@ -14,11 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sowctl import clock, db_tallies, operations
-from sowctl import models as m
-from sowctl.errors import HierarchyViolation, InvalidInput, NotFound
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import HierarchyViolation, InvalidInput, NotFound
 from sowctl.services.access import Caller
 from sowctl.services.item_rules import calculated_statuses
+from sowctl.storage import models as m
+from sowctl.storage import tallies
 
 pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
 
@@ -136,7 +138,7 @@ def test_every_response_shows_the_reference_status(sow, nodes):
             for i, (kind, status, parent) in enumerate(nodes)
         ]
     ).execute()
-    db_tallies.recount([sow])  # rows written straight into the table get their counts as an import's do
+    tallies.recount([sow])  # rows written straight into the table get their counts as an import's do
     expected = {f"i{i}": reference_status(nodes, i) for i in range(len(nodes))}
     listed = operations.call_local("items.list", LOCAL, {"sowId": sow})
     assert {item["id"]: item["status"] for item in listed} == expected

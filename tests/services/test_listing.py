@@ -15,9 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.demo_data import (
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import InvalidInput, Issue
+from sowctl.services import credentials
+from sowctl.services.access import Caller
+from sowctl.services.dataset import import_dataset
+from sowctl.services.demo_data import (
     CLIENT_HARBOR_HEALTH,
     CLIENT_INITECH,
     CLIENT_NORTHWIND,
@@ -29,10 +33,7 @@ from sowctl.demo_data import (
     PROJECT_TOWER_A,
     demo_dataset,
 )
-from sowctl.errors import InvalidInput, Issue
-from sowctl.services import credentials
-from sowctl.services.access import Caller
-from sowctl.services.dataset import import_dataset
+from sowctl.storage import models as m
 from tests.support.client import bearer, wsgi_client
 
 TODAY = datetime.date(2026, 3, 16)

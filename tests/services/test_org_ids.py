@@ -21,13 +21,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from sowctl import db as db_module
-from sowctl import demo_data
-from sowctl import models as m
-from sowctl.errors import InvalidInput
+from sowctl.foundation.errors import InvalidInput
 from sowctl.operations import get as get_op
-from sowctl.services import credentials
+from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import export_dataset, import_dataset
+from sowctl.storage import database as db_module
+from sowctl.storage import models as m
 from tests.support.raw_wsgi import Env, Reply, make_env
 
 ACME, GLOBEX = demo_data.DEMO_ORG, demo_data.GLOBEX_ORG
@@ -187,7 +186,7 @@ def test_a_database_whose_organizations_share_a_sow_id_exports_a_file_that_impor
 
 
 def test_local_mode_tells_apart_an_id_of_several_organizations(cli, db_url: str) -> None:
-    from sowctl.db import open_database
+    from sowctl.storage.database import open_database
 
     open_database(db_url)
     import_dataset(demo_data.demo_dataset(datetime.date.today()))

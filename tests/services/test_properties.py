@@ -39,11 +39,12 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.errors import SowctlError
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import SowctlError
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
+from sowctl.storage import models as m
 
 pytestmark = pytest.mark.slow  # property runs, fuzzing, real servers: the full suite only
 

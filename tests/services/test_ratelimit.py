@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import open_database
-from sowctl.errors import UsageError
+from sowctl.foundation import clock
+from sowctl.foundation.errors import UsageError
 from sowctl.services import credentials
 from sowctl.services.ratelimit import RateLimits, RateState, hit
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 from tests.support.minutes import in_one_minute
 
 T0 = datetime(2026, 3, 16, 12, 0, 15)  # 15 s into a minute
@@ -190,8 +190,8 @@ WORKER = textwrap.dedent(
     """
     import sys
     from datetime import datetime
-    from sowctl import clock
-    from sowctl.db import open_database
+    from sowctl.foundation import clock
+    from sowctl.storage.database import open_database
     from sowctl.services.ratelimit import RateLimits, hit
 
     open_database(sys.argv[1])

@@ -17,9 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sowctl import demo_data
-from sowctl.db import open_database
-from sowctl.services import credentials
+from sowctl.services import credentials, demo_data
+from sowctl.storage.database import open_database
 from tests.support.minutes import in_one_minute
 from tests.support.server import Server, seed_demo
 
@@ -38,9 +37,9 @@ SHIFTED_CLOCK = textwrap.dedent(
         def now(cls, tz=None):
             return datetime.now(tz) + _shift
 
-    import sowctl.clock
+    import sowctl.foundation.clock
 
-    sowctl.clock.datetime = _Shifted
+    sowctl.foundation.clock.datetime = _Shifted
     """
 )
 

@@ -6,11 +6,12 @@ from datetime import datetime
 
 import pytest
 
-from sowctl import clock, operations
-from sowctl import models as m
-from sowctl.errors import Forbidden, InvalidInput, NotFound
+from sowctl import operations
+from sowctl.foundation import clock
+from sowctl.foundation.errors import Forbidden, InvalidInput, NotFound
 from sowctl.services.access import Caller
 from sowctl.services.sows import DEFAULT_ORG_ID, DEFAULT_PROJECT_NAME
+from sowctl.storage import models as m
 
 T0 = datetime(2026, 3, 16, 9, 30, 0)
 SOW_FIELDS = ["id", "projectId", "title", "createdAt", "itemCount"]

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 from tests.support.server import Server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

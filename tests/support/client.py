@@ -61,7 +61,7 @@ def remote_backend(app: Any, settings: Any):
 
 def route_remote_in_process(monkeypatch: pytest.MonkeyPatch, app: Any) -> None:
     """The CLI's remote mode (``--server``) talks to ``app`` in process; local mode is unchanged."""
-    from sowctl.context import AppContext
+    from sowctl.commands._context import AppContext
 
     local_backend = AppContext.backend.func
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sowctl import models as m
+from sowctl.storage import models as m
 
 DATA_MODELS = [model for model in m.ALL_MODELS if model is not m.Meta]
 

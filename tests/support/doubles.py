@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 from tests.support.client import api_key, app_client, bearer
 
 __all__ = ["bearer"]  # re-exported: the double's tests take every helper from here
@@ -40,8 +40,8 @@ def external(key: str) -> dict[str, str]:
 
 def in_process(db_url: str, *, admin: bool = True, **settings: Any) -> httpx.Client:
     """A client of an in-process app on ``db_url`` (admin API on by default), emptied first."""
-    from sowctl.server.settings import ServerSettings
-    from sowctl.testdouble.state import reset_database
+    from sowctl.server.configuration import ServerSettings
+    from sowctl.server.testdouble.state import reset_database
 
     settings_ = ServerSettings(admin_token=ADMIN_TOKEN if admin else None, **settings)
     client = app_client(db_url, settings_, base_url="http://double.test")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from sowctl import models as m
 from sowctl.services import credentials
+from sowctl.storage import models as m
 from tests.support.templates import seeded
 
 ORG = "org-acme"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from sowctl.db import database_epoch
+from sowctl.storage.database import database_epoch
 
 T = TypeVar("T")
 ATTEMPTS = 3  # two straddles in a row need a burst of a minute or more

@@ -50,7 +50,7 @@ def _session_database(base_url: str) -> str:
 
 
 def _drop(base_url: str, name: str) -> None:
-    from sowctl import models
+    from sowctl.storage import models
 
     try:
         if models.database_proxy.obj is not None:
@@ -80,7 +80,7 @@ def fresh_database(base_url: str) -> str:
     url = _session_database(base_url)
     import psycopg2
 
-    from sowctl import models
+    from sowctl.storage import models
 
     if _cleaner is None or _cleaner.closed:
         parts = urlsplit(url)

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes, urlencode
 
-from sowctl import demo_data, operations
-from sowctl import models as m
+from sowctl import operations
 from sowctl.operations import Operation
 from sowctl.server.app import create_app
-from sowctl.server.settings import ServerSettings
-from sowctl.services import credentials
+from sowctl.server.configuration import ServerSettings
+from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
+from sowctl.storage import models as m
 from tests.support.templates import seeded
 
 OPS = sorted(operations.load_all().values(), key=lambda op: op.name)

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 
 STARTUP_TIMEOUT = 30.0
 
@@ -141,9 +141,9 @@ def seed_demo(db_url: str) -> tuple[str, str]:
     """The demo dataset, a member token and an API key of org-acme; the connection closed."""
     import datetime
 
-    from sowctl.db import open_database
     from sowctl.services import credentials
     from sowctl.services.dataset import import_dataset
+    from sowctl.storage.database import open_database
 
     database = open_database(db_url)
     try:

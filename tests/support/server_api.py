@@ -11,16 +11,16 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from sowctl import clock
-from sowctl import models as m
+from sowctl.foundation import clock
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.server.app import create_app
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
 from sowctl.services import credentials
 from sowctl.services import items as item_service
 from sowctl.services import sows as sow_service
 from sowctl.services.access import Caller
+from sowctl.storage import models as m
 from tests.support.client import wsgi_client
 from tests.support.templates import seeded
 

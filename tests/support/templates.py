@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 
 import peewee as pw
 
-from sowctl import clock
-from sowctl import models as m
-from sowctl.db import open_database
+from sowctl.foundation import clock
+from sowctl.storage import models as m
+from sowctl.storage.database import open_database
 
 T = TypeVar("T")
 

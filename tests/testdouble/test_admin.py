@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from sowctl import models as m
+from sowctl.storage import models as m
 from tests.support.client import wsgi_client
 from tests.support.doubles import (
     ADMIN,
@@ -188,7 +188,7 @@ def test_a_failed_replace_keeps_the_old_data(client: httpx.Client) -> None:
 
 
 def test_reset_empties_every_table_but_keeps_the_schema(client: httpx.Client) -> None:
-    from sowctl import db
+    from sowctl.storage import database
 
     credentials = load(client)
     client.get(f"/api/sow/{SOW}/items", headers=bearer(credentials["token"]))
@@ -200,7 +200,7 @@ def test_reset_empties_every_table_but_keeps_the_schema(client: httpx.Client) ->
     for model in [*m.ALL_MODELS, *m.V2_MODELS]:
         if model is not m.Meta:
             assert model.select().count() == 0, model.__name__
-    assert db.schema_version() == db.SCHEMA_VERSION
+    assert database.schema_version() == database.SCHEMA_VERSION
     assert client.get("/_admin/faults", headers=ADMIN).json()["latencyMs"] is None
     assert client.get("/_admin/requests", headers=ADMIN).json() == []
     assert client.get(f"/api/sow/{SOW}/items", headers=bearer(credentials["token"])).status_code == 401

@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from sowctl.limits import MAX_FAULT_ROUTES, MAX_JSON_DEPTH, MAX_LINE_ITEMS
+from sowctl.foundation.budgets import MAX_FAULT_ROUTES, MAX_JSON_DEPTH, MAX_LINE_ITEMS
 from tests.support.doubles import ADMIN, bearer, dataset, in_process, load
 
 

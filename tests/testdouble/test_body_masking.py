@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sowctl.server.settings import ServerSettings
+from sowctl.server.configuration import ServerSettings
 from tests.support.client import app_client
 from tests.support.doubles import ADMIN, ADMIN_TOKEN, SOW, bearer, in_process, load
 

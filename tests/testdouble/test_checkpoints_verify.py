@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from sowctl import models as m
+from sowctl.storage import models as m
 from tests.support.doubles import ADMIN, SOW, bearer, in_process, load
 
 pytestmark = pytest.mark.database  # checkpoints: each backend's own statements

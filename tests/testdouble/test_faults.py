@@ -7,9 +7,9 @@ import time
 import httpx
 import pytest
 
-from sowctl import models as m
-from sowctl.errors import InvalidInput
-from sowctl.testdouble.faults import FaultConfig, parse_latency
+from sowctl.foundation.errors import InvalidInput
+from sowctl.server.testdouble.faults import FaultConfig, parse_latency
+from sowctl.storage import models as m
 from tests.support.doubles import (
     ADMIN,
     ADMIN_TOKEN,

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from sowctl.errors import InvalidInput
+from sowctl.backends import replay as service
+from sowctl.foundation.errors import InvalidInput
+from sowctl.server.testdouble.recorder import Recorder
 from sowctl.services.access import Caller
-from sowctl.testdouble import replay as service
-from sowctl.testdouble.recorder import Recorder
 from tests.support.client import remote_backend
 from tests.support.doubles import (
     COMPANY,
@@ -38,10 +38,10 @@ PO_BODY = {
 
 def prepare(db: Path) -> dict[str, str]:
     """A database holding the demo dataset, and a token and API key made outside any server."""
-    from sowctl import clock
-    from sowctl.db import open_database
+    from sowctl.foundation import clock
     from sowctl.services import credentials
     from sowctl.services.dataset import import_dataset
+    from sowctl.storage.database import open_database
 
     database = open_database(db)
     try:
@@ -57,8 +57,8 @@ def prepare(db: Path) -> dict[str, str]:
 
 
 def export(db: Path) -> dict[str, Any]:
-    from sowctl.db import open_database
     from sowctl.services.dataset import export_dataset
+    from sowctl.storage.database import open_database
 
     database = open_database(db)
     try:
@@ -174,8 +174,8 @@ def test_record_then_replay_reproduces_the_database(serve, tmp_path: Path, cli) 
 
 
 def test_replay_against_a_server(db_url: str, tmp_path: Path) -> None:
+    from sowctl.backends.settings import Settings
     from sowctl.server.app import create_app
-    from sowctl.settings import Settings
 
     record = tmp_path / "session.jsonl"
     item = {"title": "Remote", "type": "requirement"}

@@ -102,7 +102,7 @@ def test_the_gate_lets_requests_in_flight_finish_and_holds_new_ones(tmp_path) ->
     """In flight: shared holders finish before the exclusive one; later arrivals wait behind it."""
     import peewee as pw
 
-    from sowctl.testdouble.gate import Gate
+    from sowctl.server.testdouble.reset_gate import Gate
 
     gate = Gate(pw.SqliteDatabase(str(tmp_path / "gate.db")))
     order: list[str] = []

@@ -26,7 +26,7 @@ from uuid import UUID
 
 import pytest
 
-from sowctl import demo_data
+from sowctl.services import demo_data
 from tests.support import service_spec
 from tests.support.doubles import ADMIN_TOKEN, load
 from tests.support.server import Server

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from sowctl import demo_data
-from sowctl import models as m
+from sowctl.services import demo_data
+from sowctl.storage import models as m
 from tests.support import service_spec, wire_guard
 from tests.support.doubles import bearer, dataset, in_process, load
 

@@ -157,7 +157,7 @@ def _swagger_dir() -> Path | None:
 
 
 def _not_available() -> bottle.HTTPResponse:
-    from sowctl.server.errors import HttpStatusError
+    from sowctl.server.envelopes import HttpStatusError
     from sowctl.server.responses import error_response
 
     message = "the API documentation needs the swagger-ui-py package: pip install swagger-ui-py"

@@ -9,8 +9,8 @@ from typing import Any
 
 import peewee as pw
 
-from sowctl import models as m
 from sowctl.schemas import dataset as s
+from sowctl.storage import models as m
 
 # --- columns: dataset key -> database column, per kind ----------------------------
 #

@@ -11,11 +11,11 @@ from typing import Any
 
 import peewee as pw
 
-from sowctl import clock
-from sowctl import models as m
+from sowctl.foundation import clock
 from sowctl.schemas import dataset as s
 from sowctl.services.dataset.columns import COLUMNS, Progress
 from sowctl.services.item_rules import parents_first
+from sowctl.storage import models as m
 
 
 def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:

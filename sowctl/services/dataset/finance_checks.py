@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sowctl import models as m
-from sowctl import money
+from sowctl.foundation import money
 from sowctl.services.dataset.columns import _getter, _stamp
+from sowctl.storage import models as m
 
 
 class FinanceChecks:

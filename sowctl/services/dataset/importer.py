@@ -10,9 +10,7 @@ from typing import Any
 
 import peewee as pw
 
-from sowctl import clock, db_tallies
-from sowctl import models as m
-from sowctl.db import write_transaction
+from sowctl.foundation import clock
 from sowctl.schemas import dataset as s
 from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import COLUMNS, Progress, _getter, _getter_name, _stamp
@@ -25,6 +23,9 @@ from sowctl.services.dataset.writer import _advance_sequences, _insert_rows, sma
 from sowctl.services.graph import (
     mark_ranks_stale,  # imported edges carry no topological rank
 )
+from sowctl.storage import models as m
+from sowctl.storage import tallies
+from sowctl.storage.database import write_transaction
 
 
 def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = None) -> dict[str, int]:
@@ -47,7 +48,7 @@ def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = No
             _advance_sequences(importer.inserted)
             mark_ranks_stale(importer.ordered_organizations)
             # The counts below each item of the SOWs given items (new ones or under old ones).
-            db_tallies.recount(importer.item_sows)
+            tallies.recount(importer.item_sows)
             # Imported numbers may be above a project's mark: count again at the next order.
             if importer.counted.get("purchaseOrders"):
                 m.FinancialProject.update(po_high_water=None).where(

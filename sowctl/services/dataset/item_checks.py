@@ -9,8 +9,7 @@ from typing import Any, NamedTuple
 
 import peewee as pw
 
-from sowctl import models as m
-from sowctl.limits import MAX_HIERARCHY_DEPTH
+from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
 from sowctl.schemas import dataset as s
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
@@ -21,6 +20,7 @@ from sowctl.services.dataset.writer import BATCH_ROWS
 from sowctl.services.graph import ordering_edge  # the one rule for before/after
 from sowctl.services.item_rules import depth_problem, parents_first
 from sowctl.services.items import item_level
+from sowctl.storage import models as m
 
 
 class _ItemFact(NamedTuple):

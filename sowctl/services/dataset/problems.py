@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sowctl.errors import InvalidInput, Issue, bounded_issues, more_problems
-from sowctl.limits import MAX_REPORTED_ISSUES
+from sowctl.foundation.budgets import MAX_REPORTED_ISSUES
+from sowctl.foundation.errors import InvalidInput, Issue, bounded_issues, more_problems
 
 
 class _Problems:

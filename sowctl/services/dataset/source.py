@@ -9,7 +9,7 @@ replace; integers beyond 64 bits) falls back to ``json.loads`` of the whole file
 so every file is read as before, and files of that kind are the rare case.
 
 The first pass also measures the nesting, piece by piece, before the parser is given each
-piece (``json_text.DepthGauge``): a file nested deeper than ``limits.MAX_JSON_DEPTH`` is
+piece (``json_input.DepthGauge``): a file nested deeper than ``limits.MAX_JSON_DEPTH`` is
 refused there, naming the line and column, in memory that does not grow with the depth
 (the streaming parser's own grows with its square: 20,000 levels took 1 GiB).
 """
@@ -25,8 +25,8 @@ from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
-from sowctl import json_text
-from sowctl.errors import InvalidInput, Issue, UsageError, quoted
+from sowctl.foundation import json_input
+from sowctl.foundation.errors import InvalidInput, Issue, UsageError, quoted
 from sowctl.schemas import dataset as s
 
 BATCH = 1000  # raw records validated at once: big enough for pydantic's per-call cost to vanish
@@ -148,7 +148,7 @@ def _stream(open_file: Callable[[], IO[bytes]], name: str) -> DatasetSource:
         shape = _shape(open_file)
     except OSError as exc:
         raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
-    except json_text.JsonTooDeep as exc:
+    except json_input.JsonTooDeep as exc:
         raise _too_deep(name, exc) from None
     if shape is None:  # beyond what the streaming parser reproduces: parse as a whole
         with open_file() as handle:
@@ -183,7 +183,7 @@ def _shape(open_file: Callable[[], IO[bytes]]) -> tuple[dict[str, int], int, boo
                 if key in counts:
                     return None  # a repeated kind: json.loads keeps the last one, as before
                 counts[key] = len(value) if isinstance(value, list) else -1 if value is not None else -2
-        except json_text.JsonTooDeep:
+        except json_input.JsonTooDeep:
             raise
         except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, ValueError):
             return None
@@ -230,7 +230,7 @@ class _Scanned:
         self.head = b""
         self.surrogates = False
         self.nul = False
-        self.depth = json_text.DepthGauge()
+        self.depth = json_input.DepthGauge()
 
     def peek(self) -> bytes:
         """The first byte that is not white space (read, and given back by the next read)."""
@@ -263,8 +263,8 @@ def _refuse_unknown(keys: list[str]) -> None:
 def parse_json(text: bytes | str, name: str) -> Any:
     """``json.loads``, its errors as InvalidInput naming ``name``, line and column."""
     try:
-        return json_text.loads(text)
-    except json_text.JsonTooDeep as exc:
+        return json_input.loads(text)
+    except json_input.JsonTooDeep as exc:
         raise _too_deep(name, exc) from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(
@@ -276,5 +276,5 @@ def parse_json(text: bytes | str, name: str) -> Any:
         raise InvalidInput(f"{name} is not valid JSON: {exc}") from None
 
 
-def _too_deep(name: str, exc: json_text.JsonTooDeep) -> InvalidInput:
+def _too_deep(name: str, exc: json_input.JsonTooDeep) -> InvalidInput:
     return InvalidInput(f"{name}: {exc}", [Issue((), str(exc))])

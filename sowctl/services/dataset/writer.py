@@ -9,7 +9,7 @@ from typing import Any
 
 import peewee as pw
 
-from sowctl import models as m
+from sowctl.storage import models as m
 
 BATCH_ROWS = 1000
 MAX_VARIABLES = 32766  # SQLite >= 3.32 (PostgreSQL allows 65535)

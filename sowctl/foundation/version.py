@@ -1,0 +1,3 @@
+"""sowctl's version, the one place (the wheel's metadata, ``sowctl --version``, OpenAPI, SARIF)."""
+
+VERSION = "0.2.0"

@@ -1,0 +1,1 @@
+"""``sowctl mcp``: the operation registry's calls as Model Context Protocol tools."""

@@ -1,0 +1,173 @@
+"""The API's operations as MCP tools: made from the operation registry, never one by hand.
+
+Each tool is one operation: its name (``items.list`` is ``items_list``), its summary, and an
+input schema built from its declaration: the path parameters, the query model's fields, a
+``body`` that is the body model, and ``page``/``limit`` for a paginated list. A call runs
+through the CLI's backend (in process, or the server at ``--server`` with the CLI's
+credentials), so a tool validates and answers exactly as the API does. Nothing here knows
+the MCP SDK: ``sowctl.mcp.serving`` serves these over stdio.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sowctl import operations
+from sowctl.foundation.budgets import MAX_PAGE_SIZE
+from sowctl.foundation.errors import InvalidInput, SowctlError, error_code
+
+if TYPE_CHECKING:
+    from sowctl.backends import Backend
+    from sowctl.operations import Operation
+
+DEFAULT_PAGE_SIZE = 20  # the API's own default page
+# An answer larger than this is refused with a hint to ask for less: a tool's answer goes into
+# an agent's context, and a whole SOW's chain can be megabytes.
+MAX_ANSWER_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    operation: Operation
+
+    @property
+    def write(self) -> bool:
+        return self.operation.write
+
+    @property
+    def destructive(self) -> bool:
+        return self.operation.method == "DELETE"
+
+
+def tool_name(op: Operation) -> str:
+    return op.name.replace(".", "_")
+
+
+def tools(*, allow_writes: bool) -> list[ToolSpec]:
+    """A tool per operation of the registry: reads always, writes only when allowed."""
+    registry = operations.load_all()
+    return [
+        ToolSpec(tool_name(op), describe(op), input_schema(op), op)
+        for op in registry.values()
+        if allow_writes or not op.write
+    ]
+
+
+def describe(op: Operation) -> str:
+    text = f"{op.summary}. {op.method} {op.path}."
+    if op.paginated:
+        text += f" Paged: page (from 1) and limit (at most {MAX_PAGE_SIZE}); the answer gives the total."
+    if op.list_key:
+        text += f" Paged by limit (default {DEFAULT_PAGE_SIZE}, at most {MAX_PAGE_SIZE}) and offset."
+    if op.write:
+        text += " Changes data."
+    return text
+
+
+def input_schema(op: Operation) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, from the operation's Pydantic models."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    defs: dict[str, Any] = {}
+    for name in op.path_params:
+        properties[name] = {"type": "string", "minLength": 1, "description": f"the {name} in {op.path}"}
+        required.append(name)
+    if op.query is not None:
+        schema = op.query.model_json_schema(by_alias=True)
+        defs.update(schema.pop("$defs", {}))
+        properties.update(schema.get("properties", {}))
+        required += schema.get("required", [])
+    if op.paginated:
+        properties["page"] = {
+            "type": "integer",
+            "minimum": 1,
+            "default": 1,
+            "description": "page number, from 1",
+        }
+        properties["limit"] = {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_PAGE_SIZE,
+            "default": DEFAULT_PAGE_SIZE,
+            "description": "records per page",
+        }
+    if op.body is not None:
+        schema = op.body.model_json_schema(by_alias=True)
+        defs.update(schema.pop("$defs", {}))
+        properties["body"] = schema
+        required.append("body")
+    result: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        result["required"] = required
+    if defs:
+        result["$defs"] = defs
+    return result
+
+
+def call(backend: Backend, spec: ToolSpec, arguments: dict[str, Any] | None) -> Any:
+    """Run the tool's operation with ``arguments``; its answer as JSON-ready data."""
+    op = spec.operation
+    args = dict(arguments or {})
+    unknown = sorted(set(args) - set(spec.input_schema["properties"]))
+    if unknown:
+        raise InvalidInput.for_field(unknown[0], f"is not an argument of {spec.name}")
+    params = {name: _text(args.pop(name, None), name) for name in op.path_params}
+    body = args.pop("body", None)
+    if op.body is not None and body is None:
+        raise InvalidInput.for_field("body", "is required")
+    if op.paginated:
+        page = _count(args.pop("page", 1), "page")
+        limit = _count(args.pop("limit", DEFAULT_PAGE_SIZE), "limit")
+        if limit > MAX_PAGE_SIZE:
+            raise InvalidInput.for_field("limit", f"must be at most {MAX_PAGE_SIZE}")
+        records, total = backend.call_page(op.name, params, args, page=page, limit=limit)
+        return {"page": page, "limit": limit, "total": total, "results": records}
+    if op.list_key and args.get("limit") is None:
+        args["limit"] = DEFAULT_PAGE_SIZE
+    return backend.call(op.name, params, args, body, all_pages=False)
+
+
+def answer_text(value: Any) -> str:
+    """The answer as compact JSON, refused when larger than an agent should be handed."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > MAX_ANSWER_CHARS:
+        raise AnswerTooLarge(
+            f"the answer is {len(text):,} characters, more than the {MAX_ANSWER_CHARS:,} a tool answer "
+            "may be: ask for less (a smaller page, a filter, the flat format)"
+        )
+    return text
+
+
+def error_data(exc: SowctlError) -> dict[str, Any]:
+    """What a failed call says: the stable code the CLI's JSON errors use, the HTTP status,
+    the CLI's exit code and the message."""
+    data: dict[str, Any] = {
+        "code": exc.answered_code or error_code(exc),
+        "status": exc.status,
+        "exitCode": int(exc.exit_code),
+        "message": exc.message,
+    }
+    if exc.issues:
+        data["issues"] = [issue.as_dict() for issue in exc.issues]
+    return data
+
+
+class AnswerTooLarge(InvalidInput):
+    pass
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput.for_field(name, "is required (a non-empty string)")
+    return value
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput.for_field(name, "must be a positive integer")
+    return value
