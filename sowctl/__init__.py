@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sowctl.foundation.version import VERSION as __version__
+from sowctl.foundation.version import VERSION as __version__  # noqa: F401  (sowctl.__version__)
 
 if TYPE_CHECKING:
     from sowctl.backends.client import Client

@@ -31,7 +31,6 @@ from urllib.parse import quote
 
 import httpx
 
-from sowctl.foundation.version import VERSION as _version
 from sowctl import operations
 from sowctl.backends.profiles import mask_url
 from sowctl.backends.scheme import (
@@ -61,6 +60,7 @@ from sowctl.foundation.errors import (
     UsageError,
     quoted,
 )
+from sowctl.foundation.version import VERSION as _version
 
 if TYPE_CHECKING:
     from sowctl.backends.settings import Settings

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from sowctl.foundation.version import VERSION
 from sowctl.foundation.errors import SowctlError, UsageError
+from sowctl.foundation.version import VERSION
 from sowctl.mcp import tools
 
 if TYPE_CHECKING:

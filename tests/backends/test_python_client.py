@@ -77,7 +77,8 @@ def test_importing_sowctl_stays_light_and_the_cli_never_loads_pytest() -> None:
         "import sys, sowctl, sowctl.cli\n"
         "from sowctl.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "loaded = [m for m in ('pytest', 'httpx', 'sowctl.testing', 'sowctl.backends.client') if m in sys.modules]\n"
+        "heavy = ('pytest', 'httpx', 'sowctl.testing', 'sowctl.backends.client')\n"
+        "loaded = [m for m in heavy if m in sys.modules]\n"
         "print(loaded)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
