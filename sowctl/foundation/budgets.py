@@ -1,7 +1,7 @@
 """What one request, file or command may make sowctl read, hold or say: every budget, once.
 
 Each bound is checked before the cost it bounds is paid: a JSON text's nesting before it
-is parsed (``json_text``), a list's length before any of its elements is validated
+is parsed (``json_input``), a list's length before any of its elements is validated
 (``schemas.common.bounded_list``), an error's problems as they are collected
 (``errors.bounded_issues``). docs/server.md's "Limits on what one caller can make the server
 do" lists them in a table; change a value here and there.

@@ -254,7 +254,7 @@ def check_chain(
     "passed"}``:
     ``issues`` lists each kind's subjects (cycles, chain entries), ``findings`` each
     finding with its fingerprint, ``state`` (``new`` until a baseline or an accepted
-    risk says otherwise, see ``services.chain_gate``) and whether it ``fails`` the check.
+    risk says otherwise, see ``gate.verdict``) and whether it ``fails`` the check.
     """
     found = findings(report, due_within_days)
     issues: dict[str, list[Any]] = {kind: [] for kind in RISK_KINDS}

@@ -1,6 +1,6 @@
 """Baselines and accepted risks: which findings of ``chain check`` still fail it. The rules, once.
 
-Pure functions on text and on the summary of ``chain_risks.check_chain``; the CLI
+Pure functions on text and on the summary of ``risks.check_chain``; the CLI
 reads and writes the files.
 
 * A **baseline** (JSON, written by ``--write-baseline``) lists findings by

@@ -226,7 +226,7 @@ class Dispatcher:
         self, environ: dict, group: str, exc: Exception, headers: dict[str, str]
     ) -> bottle.HTTPResponse:
         """The one answer to a failed request (the API's and /_admin's alike): a typed
-        error in the group's envelope; a database failure (``db_errors``: busy, unreachable,
+        error in the group's envelope; a database failure (``storage.failures``: busy, unreachable,
         cannot store), 503 with one log line, and /healthz says so until a write succeeds
         when it cannot store; anything else, 500 with its traceback in the log."""
         if group == "B" and "X-RateLimit-Limit" not in headers:  # failed before the key was charged

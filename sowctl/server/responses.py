@@ -58,7 +58,7 @@ def log_exception(environ: dict) -> None:
 
 
 def log_failure(environ: dict, exc: BaseException) -> None:
-    """Call while handling ``exc``: a database failure (``db_errors``) in one line, which
+    """Call while handling ``exc``: a database failure (``storage.failures``) in one line, which
     says all there is to say; the traceback of anything else, a bug."""
     failure = failures.classify(exc)
     if failure is None:

@@ -29,7 +29,7 @@ reads the body. Choices the spec leaves open, fixed here:
 * Extensions come only when asked for, with ``include=`` (comma-separated):
   ``criticalPath`` adds the body's ``criticalPath``; ``external`` adds
   ``isExternal`` to every entry and ``externalTarget`` to the external ones;
-  ``risks`` adds what the CI check's risk rules read (``services.chain_risks``):
+  ``risks`` adds what the CI check's risk rules read (``gate.risks``):
   ``slaDate`` and ``escalationDate`` on entries that have them, ``type`` and
   (shown) ``status`` on every item reference with an id, and the body's ``asOf``,
   the server's date (UTC) the report was made on, so a client judges dates by the

@@ -10,7 +10,7 @@ Per page, whatever its depth or size, after the SOW lookup:
   connection counted them already and nothing has been committed since (``PRAGMA
   data_version``, ``total_changes``): then the count is not made again;
 * nothing more for a requirement's calculated status: the page's rows carry the counts
-  of task items below each item (``db_tallies``), from which it is calculated.
+  of task items below each item (``storage.tallies``), from which it is calculated.
 
 The SQL of each variant (filters, paged or not, counted or not) is built once per
 dialect (``services.lookup``), rows stay tuples, and each becomes its JSON object

@@ -4,7 +4,7 @@ A requirement's status is calculated from all its descendant task items: none,
 its own stored status; all cancelled, ``cancelled``; otherwise, ignoring the
 cancelled ones, all completed, ``completed``; all pending, ``pending``; else
 ``in_progress``. The API, the chain report and the demo data all call this, on the
-counts each item stores (``db_tallies``) or on counts made from rows.
+counts each item stores (``storage.tallies``) or on counts made from rows.
 
 The hierarchy is at most ``MAX_HIERARCHY_DEPTH`` levels deep (``depth_problem``, checked
 on create and import). Data made before that limit may be deeper, so every walk here is
@@ -24,7 +24,7 @@ from sowctl.storage.tallies import NONE_BELOW, count_below
 
 def aggregate_status(own_status: str, below: Sequence[int]) -> str:
     """A requirement's status from the task items below it: ``below`` is their number
-    per status, in ``db_tallies.STATUSES`` order."""
+    per status, in ``tallies.STATUSES`` order."""
     pending, _in_progress, completed, cancelled = below
     total = sum(below)
     if total == 0:
@@ -48,7 +48,7 @@ def shown_status(item_type: str, own_status: str, below: Sequence[int]) -> str:
 
 def calculated_statuses(rows: Iterable[tuple[str, str | None, str, str]]) -> dict[str, str]:
     """Shown status of every item, from (id, parent_id, type, status) rows of one SOW,
-    counting what lies below each item (linear: ``db_tallies.count_below``). The items'
+    counting what lies below each item (linear: ``tallies.count_below``). The items'
     stored counts make this unneeded for reading them; the chain report and the checks
     of those counts use it."""
     rows = list(rows)

@@ -141,7 +141,7 @@ class Item(BaseModel):
     # (``services.graph``: rank(before) < rank(after) for every edge), kept by the
     # dependency service; null for an item that never had an edge. Added by schema v3.
     topo_rank = pw.BigIntegerField(null=True, index=True)
-    # How many task items lie below this item, by status (``db_tallies``): a requirement's
+    # How many task items lie below this item, by status (``storage.tallies``): a requirement's
     # shown status comes from them and its own row, without reading its subtree. Kept by
     # every write that adds, removes or changes a task item below. Added by schema v8.
     pending_below = _count()

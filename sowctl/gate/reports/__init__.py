@@ -1,7 +1,7 @@
 """Reports of ``sowctl chain check`` in the formats CI systems read: one small module per format.
 
-Each writer turns the check's summary (``services.chain_risks.check_chain`` after
-``services.chain_gate.apply_gate``) into text, and says the same thing in its own
+Each writer turns the check's summary (``gate.risks.check_chain`` after
+``gate.verdict.apply_gate``) into text, and says the same thing in its own
 format when the check could not run (``render_error``), so a dashboard never shows
 a stale green. This package only formats; the rules live in the services.
 """

@@ -91,7 +91,7 @@ def _diagram(summary: dict[str, Any]) -> list[str]:
     titles: dict[str, str] = dict(summary.get(ITEM_TITLES) or {})
     edges: dict[tuple[str, str], list[str]] = {}  # (source key, target key) -> kinds
     left_out = 0
-    # issues[kind][i] is the subject of the i-th finding of that kind (see chain_risks.check_chain).
+    # issues[kind][i] is the subject of the i-th finding of that kind (see risks.check_chain).
     subjects = {kind: iter(found) for kind, found in summary["issues"].items()}
     for finding in summary["findings"]:
         subject = next(subjects[finding["kind"]])
