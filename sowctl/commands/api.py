@@ -12,6 +12,7 @@ from sowctl.foundation.errors import NotFound, UsageError, quoted
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 QUERY_METHODS = frozenset({"GET", "DELETE"})  # their -f/-F fields go to the query string
+DATASET_ROUTE = "/_admin/dataset"  # the one route that takes more than 1 MiB (the admin token's)
 
 
 def api_command(
@@ -65,7 +66,8 @@ def api_command(
     if verb not in METHODS:
         raise UsageError(f"METHOD must be one of {', '.join(METHODS)}, not {quoted(method)}")
     route, query = _split(path)
-    body = _body(verb, query, _fields(field or [], typed_field or []), input_file)
+    limit = _body_limit(route)
+    body = _body(verb, query, _fields(field or [], typed_field or [], limit), input_file, limit)
     headers = _headers(header or [])  # checked in both modes, so a typo is found in either
     context = app_context(ctx)
     if include and (paginate or not context.settings.remote):
@@ -78,14 +80,31 @@ def api_command(
         emit_json(answer)
 
 
-def _body(verb: str, query: dict[str, str], fields: dict[str, Any], input_file: Any) -> Any:
+def _body_limit(route: str) -> int:
+    """The most a body for ``route`` may hold, as the server counts it: read no further."""
+    from sowctl.foundation.budgets import MAX_BODY_BYTES, MAX_DATASET_BYTES
+
+    return MAX_DATASET_BYTES if route == DATASET_ROUTE else MAX_BODY_BYTES
+
+
+def _read_bounded(handle: Any, limit: int) -> str:
+    """At most ``limit`` bytes of text: a longer one is refused as the server would (413)."""
+    from sowctl.foundation.errors import PayloadTooLarge
+
+    text = handle.read(limit + 1)  # characters: never fewer than the bytes they encode to
+    if len(text) > limit or len(text.encode("utf-8")) > limit:
+        raise PayloadTooLarge.over(limit)
+    return text
+
+
+def _body(verb: str, query: dict[str, str], fields: dict[str, Any], input_file: Any, limit: int) -> Any:
     """The request body; GET and DELETE put the fields in ``query`` instead."""
     if fields and input_file is not None:
         raise UsageError("give the body with --input or with -f/-F fields, not both")
     if verb in QUERY_METHODS:
         query.update({key: _query_text(value) for key, value in fields.items()})
-        return _read_input(input_file) if input_file is not None else None
-    return _read_input(input_file) if input_file is not None else (fields or None)
+        return _read_input(input_file, limit) if input_file is not None else None
+    return _read_input(input_file, limit) if input_file is not None else (fields or None)
 
 
 def _remote(context: Any, verb: str, route: str, query: dict, body: Any, headers: dict, **how: bool) -> Any:
@@ -135,20 +154,20 @@ def _pair(text: str, option: str) -> tuple[str, str]:
     return key, value
 
 
-def _fields(strings: list[str], typed: list[str]) -> dict[str, Any]:
+def _fields(strings: list[str], typed: list[str], limit: int) -> dict[str, Any]:
     out: dict[str, Any] = dict(_pair(text, "-f") for text in strings)
     for text in typed:
         key, value = _pair(text, "-F")
-        out[key] = _typed(value)
+        out[key] = _typed(value, limit)
     return out
 
 
-def _typed(value: str) -> Any:
+def _typed(value: str, limit: int) -> Any:
     """-F's value: JSON's true, false, null and numbers; @FILE a file's text; else the string."""
     if value.startswith("@"):
         try:
             with open(value[1:], encoding="utf-8") as handle:
-                return handle.read()
+                return _read_bounded(handle, limit)
         except OSError as exc:
             problem = f"cannot read {quoted(value[1:])}: {exc.strerror}"
             raise typer.BadParameter(problem, param_hint="-F") from None
@@ -171,11 +190,12 @@ def _query_text(value: Any) -> str:
     return str(value)
 
 
-def _read_input(stream: Any) -> Any:
+def _read_input(stream: Any, limit: int) -> Any:
     from sowctl.foundation import json_input
 
+    text = _read_bounded(stream, limit)
     try:
-        return json_input.loads(stream.read())
+        return json_input.loads(text)
     except json_input.JsonTooDeep as exc:
         raise typer.BadParameter(str(exc), param_hint="--input") from None
     except ValueError as exc:  # bad JSON or UTF-8

@@ -228,6 +228,15 @@ class MethodNotAllowed(SowctlError):
 class PayloadTooLarge(SowctlError):
     status = 413
 
+    @classmethod
+    def over(cls, max_bytes: int) -> PayloadTooLarge:
+        """The one wording of a body over its limit: the server's 413, and the CLI's refusal
+        to read or send one."""
+        return cls(
+            f"request body too large: the limit is {max_bytes} bytes",
+            [Issue((), f"request body exceeds {max_bytes} bytes")],
+        )
+
 
 class RateLimited(SowctlError):
     status = 429

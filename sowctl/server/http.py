@@ -58,10 +58,7 @@ def check_declared_length(environ: dict, max_bytes: int) -> None:
 
 
 def too_large(max_bytes: int) -> PayloadTooLarge:
-    return PayloadTooLarge(
-        f"request body too large: the limit is {max_bytes} bytes",
-        [Issue((), f"request body exceeds {max_bytes} bytes")],
-    )
+    return PayloadTooLarge.over(max_bytes)
 
 
 def read_body(environ: dict, max_bytes: int) -> bytes:

@@ -110,3 +110,32 @@ def test_include_prints_the_status_line_and_headers_first(modes: Modes) -> None:
     assert '"id": "sow-1"' in body
     refused = modes.local("api", "GET", "/api/sows/sow-1", "-i")
     assert refused.exit_code == 2 and "local mode" in refused.stderr
+
+
+def test_a_body_over_the_servers_limit_is_refused_in_both_modes_before_it_is_sent(
+    modes: Modes, tmp_path
+) -> None:
+    from sowctl.foundation.budgets import MAX_BODY_BYTES
+
+    body = tmp_path / "big.json"
+    body.write_text('{"title": "' + "x" * MAX_BODY_BYTES + '"}')
+    local, remote = modes.both("api", "PUT", "/api/sows/sow-1", "--input", str(body))
+    assert local.exit_code == remote.exit_code == 2, (local.stderr, remote.stderr)
+    assert local.stderr == remote.stderr
+    assert f"the limit is {MAX_BODY_BYTES} bytes" in local.stderr
+    field = modes.local("api", "PUT", "/api/sows/sow-1", "-F", f"title=@{body}")
+    assert field.exit_code == 2 and f"the limit is {MAX_BODY_BYTES} bytes" in field.stderr
+    assert m.Sow.get(m.Sow.id == "sow-1").title == "Tower A"  # nothing was written
+
+
+def test_a_body_at_the_limit_is_sent(modes: Modes, tmp_path) -> None:
+    from sowctl.foundation.budgets import MAX_BODY_BYTES
+
+    title = "y" * 200
+    padding = " " * (MAX_BODY_BYTES - len(f'{{"title": "{title}"}}'))
+    body = tmp_path / "full.json"
+    body.write_text(f'{{"title": "{title}"}}{padding}')
+    assert body.stat().st_size == MAX_BODY_BYTES
+    result = modes.local("api", "PUT", "/api/sows/sow-1", "--input", str(body))
+    assert result.exit_code == 0, result.stderr
+    assert m.Sow.get(m.Sow.id == "sow-1").title == title
