@@ -297,6 +297,8 @@ _ERROR_CODES: list[tuple[type[SowctlError], str]] = [
     (Interrupted, "interrupted"),
 ]
 _CODE_OF_EXIT = {2: "invalid_input", 3: "not_found", 4: "auth", 5: "failure"}
+# Every code ``error_code`` can give, in the order the docs list them.
+ERROR_CODES = (*(code for _, code in _ERROR_CODES), "server_error", "auth", "failure")
 
 
 def error_code(error: SowctlError) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from sowctl.foundation.errors import ERROR_CODE_HEADER, ERROR_CODES, ERROR_ISSUES_HEADER, MAX_ISSUES_HEADER
 from sowctl.foundation.version import VERSION
 from sowctl.operations import Operation, other_scope_headers, scope_headers
 from sowctl.server.configuration import ServerSettings
@@ -257,8 +258,8 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
                 "description": "Seconds to wait before retrying",
                 "schema": {"type": "integer"},
             }
-        if error_headers:
-            response["headers"] = error_headers
+        error_headers.update(_error_detail_headers(op, status))
+        response["headers"] = error_headers
         responses[str(status)] = response
 
     spec: dict[str, Any] = {
@@ -280,6 +281,27 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
     if op.extension:
         spec["x-sowctl-extension"] = True
     return spec
+
+
+def _error_detail_headers(op: Operation, status: int) -> dict[str, Any]:
+    """sowctl's own headers on a refusal: its stable code, and (Groups A and B, whose envelope
+    holds a message only) the issues by field. A client of the real service must not rely on
+    them: marked as an extension."""
+    headers: dict[str, Any] = {
+        ERROR_CODE_HEADER: {
+            "description": "sowctl extension: the refusal's stable code (" + ", ".join(ERROR_CODES) + ")",
+            "schema": {"type": "string"},
+            "x-sowctl-extension": True,
+        }
+    }
+    if op.group != "C" and status < 500:
+        headers[ERROR_ISSUES_HEADER] = {
+            "description": "sowctl extension: a JSON array of {path, message}, one per problem, "
+            f"sent when it fits in {MAX_ISSUES_HEADER} characters",
+            "schema": {"type": "string"},
+            "x-sowctl-extension": True,
+        }
+    return headers
 
 
 def _error_statuses(op: Operation) -> list[int]:

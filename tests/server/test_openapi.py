@@ -298,3 +298,31 @@ def test_every_schema_keyword_is_json_schema_or_openapi(document: dict) -> None:
     assert unknown == []
     order_index = document["components"]["schemas"]["ItemCreate"]["properties"]["orderIndex"]
     assert (order_index["minimum"], order_index["maximum"]) == (0, 2**31 - 1)
+
+
+def test_every_refusal_documents_the_error_code_header_it_is_sent_with(
+    document: dict, registry, migrated_db_url: str
+) -> None:
+    from sowctl.foundation.errors import ERROR_CODES
+
+    for path, methods in document["paths"].items():
+        for method, spec in methods.items():
+            for status, response in spec["responses"].items():
+                if int(status) < 400 or spec["operationId"] not in registry:  # /readyz is no operation
+                    continue
+                headers = response["headers"]
+                assert headers["X-Error-Code"]["x-sowctl-extension"] is True, (method, path, status)
+                c_group = response["content"]["application/json"]["schema"]["$ref"].endswith("ErrorC")
+                assert ("X-Error-Issues" in headers) == (not c_group and int(status) < 500), (path, status)
+    with app_client(migrated_db_url) as client:
+        refused = client.post(
+            "/api/sow/none/items", json={"title": ""}, headers={"Authorization": "Bearer x"}
+        )
+    assert refused.status_code == 401
+    assert refused.headers["X-Error-Code"] in ERROR_CODES
+    assert (
+        refused.headers["X-Error-Code"]
+        in document["paths"]["/api/sow/{sowId}/items"]["post"]["responses"]["401"]["headers"]["X-Error-Code"][
+            "description"
+        ]
+    )
