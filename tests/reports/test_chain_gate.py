@@ -687,7 +687,8 @@ def test_reports_say_why_on_an_unexpected_error(cli, tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(risks, "check_chain", broken)
     path = tmp_path / "r.gitlab"
-    result = cli("chain", "check", new_sow(), "--report", f"gitlab={path}", env={"GITHUB_ACTIONS": "true"})
+    env = {"GITHUB_ACTIONS": "true"}
+    result = cli("chain", "check", new_sow(), "--report", f"gitlab={path}", env=env, catch_exceptions=True)
     assert result.exit_code == 5 and "unexpected error: RuntimeError: boom" in result.stderr
     assert (
         "::error title=sowctl chain check of SOW" in result.stderr and "RuntimeError: boom" in result.stderr
