@@ -379,6 +379,12 @@ def test_a_password_or_query_secret_in_the_server_url_is_never_shown(server, sho
     assert shown in caught.value.message
 
 
+def test_connection_error_text_never_quotes_a_header():
+    reason = remote._reason(Exception("Illegal header value b'Bearer sowt_secret\\r'"))
+    assert "sowt_secret" not in reason
+    assert reason == "a request header could not be sent (its value is not shown)"
+
+
 # --- retry policy (in process) ----------------------------------------------------------------------------
 
 

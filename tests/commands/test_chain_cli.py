@@ -366,3 +366,22 @@ def test_deps_list_filters_and_quiet(cli) -> None:
     bad = cli("deps", "list", "--status", "done")
     assert bad.exit_code == 2 and bad.stderr.startswith("error: Invalid value for '--status'")
     assert cli("deps", "list", "--sow", "nope").exit_code == 3
+
+
+@pytest.mark.parametrize("command", ["show", "check"])
+def test_ambiguous_positional_sow_id_is_named_sow_id(cli, command) -> None:
+    assert cli("sows", "create", "A", "--id", "s").exit_code == 0
+    assert cli("orgs", "create", "o2").exit_code == 0
+    assert cli("--org", "o2", "sows", "create", "B", "--id", "s").exit_code == 0
+    result = cli("chain", command, "s")
+    assert result.exit_code == 2, result.stderr
+    assert "invalid SOW_ID 's'" in result.stderr and "--sow" not in result.stderr
+
+
+def test_deps_list_still_names_its_sow_option(cli) -> None:
+    assert cli("sows", "create", "A", "--id", "s").exit_code == 0
+    assert cli("orgs", "create", "o2").exit_code == 0
+    assert cli("--org", "o2", "sows", "create", "B", "--id", "s").exit_code == 0
+    result = cli("deps", "list", "--sow", "s")
+    assert result.exit_code == 2, result.stderr
+    assert "--sow" in result.stderr

@@ -471,6 +471,34 @@ def test_a_database_locked_by_another_writer_exits_5(cli, sow, db_url, monkeypat
     assert m.Item.select().where(m.Item.title == "blocked").count() == 0
 
 
+# --- a bug in sowctl: exit 5, one line, the traceback only when asked for ----------------------
+
+
+def _broken(*args, **kwargs):
+    raise RuntimeError("boom\nsecond line")
+
+
+def test_an_unexpected_error_is_one_line_with_exit_5_and_no_traceback(cli, sow, monkeypatch):
+    from sowctl.gate import risks
+
+    monkeypatch.setattr(risks, "check_chain", _broken)
+    result = cli("chain", "check", sow, catch_exceptions=True)  # the runner fails on a traceback
+    assert (result.exit_code, result.stdout) == (5, "")
+    assert result.stderr == "error: unexpected error: RuntimeError: boom (set SOWCTL_DEBUG=1 for details)\n"
+    as_json = cli("chain", "check", sow, "--json", catch_exceptions=True)
+    assert (as_json.exit_code, json.loads(as_json.stderr)["code"]) == (5, "internal")
+    with pytest.raises(RuntimeError, match="boom"):  # what the tests' runner does by default
+        cli("chain", "check", sow)
+
+
+def test_sowctl_debug_lets_an_unexpected_error_show_its_traceback(cli, sow, monkeypatch):
+    from sowctl.gate import risks
+
+    monkeypatch.setattr(risks, "check_chain", _broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        cli("chain", "check", sow, env={"SOWCTL_DEBUG": "1"}, catch_exceptions=True)
+
+
 # --- global options: option > environment > profile > default --------------------------------
 
 

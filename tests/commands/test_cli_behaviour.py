@@ -222,6 +222,31 @@ def test_an_enum_typo_names_the_option_lists_the_values_and_suggests_one(cli, db
     assert result.exit_code == 2 and "did you mean" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (["items", "list", "sow-1", "--type", "req"], "requirement"),
+        (["chain", "check", "sow-1", "--fail-on", "critcal"], "critical"),
+        (
+            ["deps", "create", "--source", "a", "--target", "b", "--type", "depends", "--risk", "low"],
+            "depends_on",
+        ),
+    ],
+)
+def test_fixed_value_options_suggest_the_choice_in_both_modes(modes, args, meant):
+    for result in modes.both(*args):
+        assert result.exit_code == 2, result.stderr
+        assert f"did you mean {meant!r}?" in result.stderr
+
+
+def test_over_long_title_is_shortened_in_the_error_in_both_modes(modes):
+    for result in modes.both("items", "create", "sow-1", "--title", "a" * 20_000, "--type", "task_item"):
+        assert result.exit_code == 2, result.stderr
+        assert "invalid --title 'aaaa" in result.stderr
+        assert "a" * 81 not in result.stderr and "…" in result.stderr
+        assert len(result.stderr) < 300
+
+
 def test_api_field_names_become_the_options_typed_in_both_modes(modes):
     ok(modes.local("items", "create", "sow-1", "--title", "A", "--id", "a"))
     ok(modes.local("items", "create", "sow-1", "--title", "B", "--id", "b"))

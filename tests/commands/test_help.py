@@ -1,6 +1,7 @@
-"""Every command and command group has help (``--help`` shows its usage) with an example in
-it, and the example is a command line the CLI accepts (its options exist, its values are
-valid), so the help cannot drift from the commands. The one test that every command has help."""
+"""Every command and command group has help: ``--help`` shows its usage, a description and an
+example, with nothing on stderr; every option of it has its own help; and the example is a
+command line the CLI accepts (its options exist, its values are valid), so the help cannot
+drift from the commands. The one test that every command has help."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from sowctl.cli import _VALUE_OPTIONS, hoist_global_options
 from sowctl.output.params import choices
+from tests.support.cli import run_main
 from tests.support.help import COMMANDS, ROOT, every_help, help_text
 
 
@@ -23,11 +25,17 @@ def examples(command) -> list[str]:
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=[" ".join(p) for p, _ in COMMANDS])
-def test_every_command_and_group_has_an_example_in_its_help(path):
+def test_every_command_and_group_has_help_with_an_example(path):
     command = dict(COMMANDS)[path]
+    lines = [line.strip() for line in (command.help or "").splitlines() if line.strip()]
+    assert any(not line.startswith("Example: ") for line in lines), f"sowctl {' '.join(path)}: no help text"
     found = examples(command)
     assert found, f"sowctl {' '.join(path)} has no 'Example: ' line in its help"
-    shown = help_text(path)  # `sowctl PATH --help` exits 0
+    bare = [param.opts for param in command.params if param.param_type_name == "option" and not param.help]
+    assert not bare, f"sowctl {' '.join(path)}: options without help: {bare}"
+    result = run_main(*path, "--help")  # which fails the test on a traceback
+    assert (result.exit_code, result.stderr) == (0, ""), result.stderr
+    shown = result.stdout
     assert shown.lstrip().startswith("Usage: sowctl") and "Example: sowctl" in shown.replace("\n", " ")
     for example in found:
         argv = shlex.split(example)

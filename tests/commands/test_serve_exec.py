@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -185,3 +187,30 @@ def test_the_command_gets_no_metrics_directory_of_the_servers(tmp_path: Path, mo
     done = _serve(tmp_path, "--exec", shlex.join([sys.executable, "-c", show]))
     assert done.returncode == 0, done.stderr
     assert f"dir {before or 'unset'}" in done.stdout
+
+
+def test_serve_demo_exec_prints_no_banner_and_no_secret_on_stdout(tmp_path: Path) -> None:
+    printer = "import os; print('cmd sees', bool(os.environ['SOWCTL_TOKEN']))"
+    done = _serve(tmp_path, "--demo", "--exec", f'{sys.executable} -c "{printer}"')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "cmd sees True\n"
+    assert "sowt_" not in done.stderr and "sowk_" not in done.stderr
+    assert "serving on http://" in done.stderr
+
+
+def test_serve_load_of_a_bad_dataset_leaves_no_new_database_and_an_old_one_unchanged(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"organizations": [{"id": "o", "name": "O"}], "sows": "not a list"}))
+    done = _serve(tmp_path, "--load", str(bad), "--exec", "true")
+    assert done.returncode == 2 and done.stderr.startswith("error: --load")
+    assert list(tmp_path.glob("exec.db*")) == []
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"users": [{"id": "u", "organizationId": "nope", "name": "U"}]}))
+    done = _serve(tmp_path, "--load", str(wrong), "--exec", "true")  # a record refused
+    assert done.returncode == 2 and "organization nope not found" in done.stderr
+    assert list(tmp_path.glob("exec.db*")) == []
+    assert _serve(tmp_path, "--demo", "--exec", "true").returncode == 0  # now it exists, with data
+    done = _serve(tmp_path, "--load", str(wrong), "--exec", "true")
+    assert done.returncode == 2 and (tmp_path / "exec.db").exists()
+    with contextlib.closing(sqlite3.connect(tmp_path / "exec.db")) as database:
+        assert database.execute("SELECT count(*) FROM sow").fetchone()[0] > 0  # the demo's are kept

@@ -146,3 +146,10 @@ def test_status_against_the_real_app(cli, tmp_path):
     app = create_app(str(tmp_path / "served.db"))
     backend = remote_backend(app, Settings(server=SERVER))
     assert backend.health() == (True, "ok")
+
+
+def test_status_never_prints_a_token_with_a_control_character(modes):
+    modes.monkeypatch.delenv("SOWCTL_DB", raising=False)
+    result = modes.cli("status", env={"SOWCTL_SERVER": SERVER, "SOWCTL_TOKEN": modes.token + "\x0b1"})
+    assert result.exit_code == 2
+    assert modes.token not in result.stderr + result.stdout

@@ -225,7 +225,6 @@ def test_a_real_serialization_failure_is_recognized(db) -> None:
 
 @pytest.mark.parametrize("scheme", ["cockroachdb", "crdb"])
 def test_cockroachdb_urls_use_its_dialect_and_no_advisory_locks(scheme: str) -> None:
-    pytest.importorskip("psycopg2")
     from playhouse.cockroachdb import CockroachDatabase
 
     database = db_module.connect(f"{scheme}://root@127.0.0.1:26257/sowctl")

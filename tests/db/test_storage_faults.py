@@ -51,6 +51,25 @@ def test_a_removed_database_file_refuses_writes_instead_of_losing_them(sqlite_se
     assert health.status_code == 503 and health.headers["Retry-After"] == "1"
 
 
+def test_removed_database_file_503_does_not_name_the_server_path(tmp_path: Path) -> None:
+    path = tmp_path / "served.db"
+    client = in_process(str(path))
+    try:
+        auth = bearer(load(client)["token"])
+        path.unlink()
+        refused = client.post(f"/api/sow/{SOW}/items", json={"title": "t", "type": "task_item"}, headers=auth)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"].startswith("the database file was removed or replaced")
+        assert str(tmp_path) not in refused.text
+    finally:
+        client.close()
+
+
+def test_removed_database_file_error_keeps_the_path_for_the_operator() -> None:
+    error = guards.DatabaseFileReplaced("/srv/s.db")
+    assert "/srv/s.db" in error.message and "/srv/s.db" not in error.api_message
+
+
 @pytest.fixture
 def immutable(tmp_path: Path):
     """``make(path, True/False)`` sets or clears the immutable attribute (``chattr +i``), which

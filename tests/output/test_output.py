@@ -153,6 +153,7 @@ def test_terminal_table_and_record_show_markup_literally(cli, hostile, tty):
 def test_diagrams_are_safe(cli, hostile):
     for fmt in ("mermaid", "dot"):
         out = ok(cli("chain", "show", "sow-h", "--format", fmt)).stdout
+        assert "Clear" in out  # the hostile title is drawn, made harmless
         assert "\x1b" not in out and "\x07" not in out
         assert "::error::" not in "".join(line[:2] for line in out.splitlines())
 
@@ -380,3 +381,73 @@ def test_every_read_command_takes_no_pager(cli, command, columns):
     help_text = cli(*command, "--help").stdout
     assert "--no-pager" in help_text
     assert ("--columns" in help_text) is columns
+
+
+# --- layouts that keep ids whole ------------------------------------------------------------------
+
+
+def test_deep_tree_on_80_columns_keeps_every_uuid_whole(monkeypatch, capsys):
+    import uuid
+
+    from rich.console import Console
+
+    from sowctl.output import render
+    from sowctl.output.item_tree import build_tree, render_tree
+
+    monkeypatch.setattr(render, "_console", Console(width=80, soft_wrap=False))
+    ids = [str(uuid.UUID(int=n + 1)) for n in range(16)]
+    items = [
+        {"id": ids[n], "parentItemId": ids[n - 1] if n else None, "orderIndex": 0}
+        | {"createdAt": "2026-01-01T00:00:00Z", "title": f"level {n}", "type": "task_item"}
+        | {"status": "in_progress"}
+        for n in range(16)
+    ]
+    render_tree("s", build_tree(items), rich=True)
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    for item_id in ids:
+        assert item_id in out, out
+
+
+def _external_deps() -> list[dict]:
+    import uuid
+
+    return [
+        {
+            "id": str(uuid.UUID(int=n + 1)),
+            "sourceItemId": str(uuid.UUID(int=n + 100)),
+            "targetItemId": None,
+            "isExternal": True,
+            "externalTarget": f"Steel fabricator shop drawings approval round {n}",
+            "dependencyType": "depends_on",
+            "riskLevel": "critical",
+            "status": "active",
+            "slaDate": "2026-12-01",
+        }
+        for n in range(3)
+    ]
+
+
+def _deps_screen(rows, width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from sowctl.commands.dependencies import COLUMNS
+    from sowctl.output.table import print_table
+
+    out = io.StringIO()
+    print_table(Console(file=out, width=width, color_system=None), rows, [c for c in COLUMNS if c.default])
+    return out.getvalue()
+
+
+def test_deps_table_at_120_columns_keeps_risk_and_sla_over_a_shortened_external_target():
+    header = _deps_screen(_external_deps(), 120).splitlines()[0].split()
+    assert "RISK" in header and "SLA" in header, header
+
+
+def test_deps_table_keeps_an_internal_target_id_as_essential():
+    rows = _external_deps()
+    rows[0].update(isExternal=False, targetItemId=rows[1]["id"], externalTarget=None)
+    screen = _deps_screen(rows, 160)
+    assert "TARGET" in screen.splitlines()[0] and rows[1]["id"] in screen

@@ -130,7 +130,7 @@ def test_listings_show_only_a_short_hint(cli, db_url: str) -> None:
         for secret in (token, key):
             assert secret not in result.stdout + result.stderr and secret[9:] not in result.stdout
     hints = [row["token"] for row in cli("tokens", "list", "--json").json()]
-    assert all(len(hint.rstrip("…")) <= 9 for hint in hints)
+    assert hints and all(len(hint.rstrip("…")) <= 9 for hint in hints)
     # revoking by the secret itself works and does not echo it
     revoked = cli("tokens", "revoke", token)
     assert revoked.exit_code == 0 and token not in revoked.stdout + revoked.stderr
@@ -179,13 +179,13 @@ def test_secrets_never_reach_the_logs_of_a_real_server(db_url: str, tmp_path: Pa
             assert bad.status_code == 401 and token not in bad.text
             admin = {"Authorization": f"Bearer {admin_token}"}
             log = client.get("/_admin/requests", params={"limit": 100}, headers=admin)
-            if log.status_code == 200:  # issue 9's request log: masked
-                assert len(log.json()) >= 8
-                for secret in secrets:
-                    assert secret not in log.text
+            assert log.status_code == 200, log.text  # the admin API's request log: masked
+            assert len(log.json()) >= 8
+            for secret in secrets:
+                assert secret not in log.text
             for odd in ("\u00b2", "\u0661", "-1", "1e3"):  # superscript two, Arabic-Indic one
                 reply = client.get("/_admin/requests", params={"limit": odd}, headers=admin)
-                assert reply.status_code in (200, 400, 404), (odd, reply.text)
+                assert reply.status_code == 400, (odd, reply.text)
     finally:
         assert server.stop() == 0
     output = "\n".join(server.stdout_lines + server.stderr_lines)
@@ -194,11 +194,10 @@ def test_secrets_never_reach_the_logs_of_a_real_server(db_url: str, tmp_path: Pa
     for secret in secrets:
         assert secret not in output, [line for line in server.stderr_lines if secret in line]
         assert secret[5:] not in output
-    if record.exists():
-        text = record.read_text()
-        assert "logged?" in text
-        for secret in secrets:
-            assert secret not in text
+    text = record.read_text()  # --record wrote every exchange
+    assert "logged?" in text
+    for secret in secrets:
+        assert secret not in text
 
 
 # --- one organization never sees another's data --------------------------------------------------

@@ -588,6 +588,32 @@ def test_titles_cannot_forge_lines_or_break_the_formats(run, tmp_path: Path, mon
 # --- the body the rules read --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("fmt", ["sarif", "gitlab"])
+def test_reports_on_stdout_carry_no_control_characters_in_both_modes(modes, fmt: str) -> None:
+    made = modes.local(
+        "items", "create", "sow-1", "--title", "Bell\x07 clear\x1b[2J", "--type", "task_item", "-q"
+    )
+    item_id = made.stdout.strip()
+    other = modes.local(
+        "items", "create", "sow-1", "--title", "B", "--type", "task_item", "-q"
+    ).stdout.strip()
+    dep = modes.local(
+        "deps", "create", "--source", item_id, "--target", other, "--type", "depends_on", "--risk", "critical"
+    )
+    assert dep.exit_code == 0, dep.stderr
+    for result in modes.both("chain", "check", "sow-1", "--fail-on", "critical", "--report", f"{fmt}=-"):
+        assert result.exit_code == 1, result.stderr
+        report = result.stdout[result.stdout.index("[" if fmt == "gitlab" else "{") :]
+        document = json.loads(report[: report.rindex("]" if fmt == "gitlab" else "}") + 1])
+        messages = (
+            [issue["description"] for issue in document]
+            if fmt == "gitlab"
+            else [r["message"]["text"] for r in document["runs"][0]["results"]]
+        )
+        assert any("Bell" in m for m in messages)
+        assert not any("\x07" in m or "\x1b" in m for m in messages), messages
+
+
 def test_include_risks_adds_dates_statuses_and_as_of_only_when_asked(db) -> None:
     from sowctl.schemas.dependencies import ChainFlat, ChainTree
 
@@ -661,7 +687,8 @@ def test_reports_say_why_on_an_unexpected_error(cli, tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(risks, "check_chain", broken)
     path = tmp_path / "r.gitlab"
-    result = cli("chain", "check", new_sow(), "--report", f"gitlab={path}", env={"GITHUB_ACTIONS": "true"})
+    env = {"GITHUB_ACTIONS": "true"}
+    result = cli("chain", "check", new_sow(), "--report", f"gitlab={path}", env=env, catch_exceptions=True)
     assert result.exit_code == 5 and "unexpected error: RuntimeError: boom" in result.stderr
     assert (
         "::error title=sowctl chain check of SOW" in result.stderr and "RuntimeError: boom" in result.stderr

@@ -174,7 +174,9 @@ def test_metrics_are_open_and_name_no_path_id_or_credential(seeded) -> None:
     client = wsgi_client(create_app(db_url))
     client.get("/api/sow/secret-sow-id/items", headers=bearer(token))
     client.get("/api/items/" + "z" * 500)
-    text = client.get("/metrics").text
+    metrics = client.get("/metrics")
+    text = metrics.text
+    assert metrics.status_code == 200 and "sowctl_http_requests_total" in text, text
     assert "secret-sow-id" not in text and "zzz" not in text and token not in text
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from sowctl import operations
@@ -326,3 +328,27 @@ def test_every_refusal_documents_the_error_code_header_it_is_sent_with(
             "description"
         ]
     )
+
+
+def _texts(node):
+    """Every description and summary in the document."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary") and isinstance(value, str):
+                yield value
+            else:
+                yield from _texts(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _texts(value)
+
+
+def test_descriptions_cite_no_internal_document_and_use_markdown(document: dict) -> None:
+    texts = list(_texts(document))
+    assert texts
+    for text in texts:
+        # "prime contract" is a thing of the domain; "contract" with a section sign or a section
+        # number ("(contract 7.4)") cites a document the reader does not have.
+        assert not re.search(r"\bspec\b|\u00a7|\bcontract\s*[\u00a7\d]", text, re.IGNORECASE), text
+        assert "``" not in text, text
+    assert any("`parentItemId`" in text for text in texts)

@@ -14,6 +14,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,6 +116,22 @@ def test_serve_demo_refuses_a_database_of_other_data(cli, fake_runner: dict, db_
     result = cli("serve", "--demo")
     assert result.exit_code == 2
     assert "no demo organization" in result.stderr and "app" not in fake_runner
+
+
+def test_serve_load_of_a_missing_file_names_load(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    command = [sys.executable, "-m", "sowctl", "--db", str(tmp_path / "exec.db"), "serve", "--port", "0"]
+    done = subprocess.run(
+        [*command, "--load", str(tmp_path / "nonexistent.json"), "--exec", "true"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: --load: cannot read ")
+    assert list(tmp_path.glob("exec.db*")) == []  # "nothing starts": no database was made
 
 
 # --- the real server -------------------------------------------------------------------------------

@@ -15,15 +15,18 @@ from typing import Any
 
 import pytest
 
+import sowctl
 from sowctl import operations
 from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, Issue
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
+from sowctl.services.dataset.validation import validate_dataset
 from sowctl.services.demo_data import DEMO_SOW, demo_dataset
 from sowctl.storage import models as m
 from tests.support.dataset import DATA_MODELS, database_rows, minimal, wipe
+from tests.support.doubles import dataset
 
 TODAY = datetime.date(2026, 3, 16)
 NOW = datetime.datetime(2026, 3, 16, 12, 0, 0)
@@ -647,6 +650,24 @@ def test_cli_missing_file_exits_2(cli, tmp_path: Path) -> None:
     result = cli("import", tmp_path / "nope.json")
     assert result.exit_code == 2
     assert "cannot read" in result.stderr and "No such file" in result.stderr
+
+
+def test_cli_import_refuses_a_misspelt_field_naming_record_and_field(cli, tmp_path: Path) -> None:
+    data = dataset()
+    data["items"][3]["parentItemID"] = data["items"][3].pop("parentItemId", None)
+    result = cli("import", write(tmp_path / "data.json", data))
+    assert result.exit_code == 2, result.stderr
+    assert "items[3]" in result.stderr and "parentItemID: unknown field" in result.stderr
+    assert cli("sows", "list").stdout.count("\n") <= 1  # nothing was imported
+
+
+def test_the_shipped_demo_dataset_and_an_export_pass_validation(cli, tmp_path: Path) -> None:
+    demo_file = Path(sowctl.__file__).parent / "data" / "demo.json"
+    validate_dataset(json.loads(demo_file.read_text()))
+    assert cli("import", str(demo_file)).exit_code == 0
+    exported = tmp_path / "out.json"
+    assert cli("export", str(exported)).exit_code == 0
+    validate_dataset(json.loads(exported.read_text()))
 
 
 @pytest.mark.parametrize("command", ["import", "export"])

@@ -4,6 +4,11 @@
 the test's database; ``run_main`` is the same call without the fixture's database, for
 tests that only read help or completion output. ``fake_runner`` replaces
 ``sowctl.server.runner`` so ``serve`` builds its app, calls on_ready and returns at once.
+
+An exception the CLI would report as "unexpected error" (exit 5, the bug-report line) is
+raised again by both, with its traceback, as ``click.testing.CliRunner(catch_exceptions=False)``
+does: a test that meets one has found a bug, and exit 5 also means "the server or the database
+failed", which would hide it. Tests of that report itself pass ``catch_exceptions=True``.
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ import io
 import json
 import sys
 import types
-from collections.abc import Callable
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +35,9 @@ class CliResult:
         return json.loads(self.stdout)
 
 
-def run_main(*args: str, input: str | None = None) -> CliResult:
-    """``sowctl ARGS`` in process (``sowctl.cli.main``); stdin is ``input`` when given."""
+def run_main(*args: str, input: str | None = None, catch_exceptions: bool = False) -> CliResult:
+    """``sowctl ARGS`` in process (``sowctl.cli.main``); stdin is ``input`` when given. An
+    unexpected exception propagates unless ``catch_exceptions`` (see the module's docstring)."""
     from sowctl.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -39,7 +45,8 @@ def run_main(*args: str, input: str | None = None) -> CliResult:
     if input is not None:
         sys.stdin = io.StringIO(input)
     try:
-        with redirect_stdout(out), redirect_stderr(err):
+        raising = nullcontext() if catch_exceptions else _unexpected_errors_raised()
+        with redirect_stdout(out), redirect_stderr(err), raising:
             code = main([str(a) for a in args])
     finally:
         sys.stdin = stdin
@@ -51,6 +58,28 @@ def run_main(*args: str, input: str | None = None) -> CliResult:
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+@contextmanager
+def _unexpected_errors_raised() -> Iterator[None]:
+    """While inside, ``sowctl.cli.main`` raises the exceptions it would report as unexpected.
+    main asks ``_database_error`` about every exception no other handler took; one that is not
+    the database's is unexpected."""
+    from sowctl import cli as cli_module
+
+    database_error = cli_module._database_error
+
+    def database_error_or_raise(exc: BaseException) -> str | None:
+        found = database_error(exc)
+        if found is None:
+            raise exc
+        return found
+
+    cli_module._database_error = database_error_or_raise
+    try:
+        yield
+    finally:
+        cli_module._database_error = database_error
+
+
 @pytest.fixture
 def cli(migrated_db_url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
     """Run ``sowctl ARGS`` in process against this test's database; returns a CliResult. The
@@ -58,10 +87,15 @@ def cli(migrated_db_url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[..., 
     command would otherwise create the schema, the most part of a typical CLI test's CPU)."""
     monkeypatch.setenv("SOWCTL_DB", migrated_db_url)
 
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+    def run(
+        *args: str,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        catch_exceptions: bool = False,
+    ) -> CliResult:
         for key, value in (env or {}).items():
             monkeypatch.setenv(key, value)
-        return run_main(*args, input=input)
+        return run_main(*args, input=input, catch_exceptions=catch_exceptions)
 
     return run
 

@@ -152,6 +152,15 @@ def test_an_invalid_dataset_names_record_and_field_and_writes_nothing(client: ht
     assert broken.status_code == 400 and broken.json()["error"].startswith("malformed JSON")
 
 
+def test_a_dataset_with_an_unknown_field_is_refused(client: httpx.Client) -> None:
+    data = dataset()
+    data["dependencies"][0]["staus"] = data["dependencies"][0].pop("status")
+    answer = client.post("/_admin/dataset", json=data, headers=ADMIN)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"].startswith("dependencies[0]")
+    assert "staus: unknown field" in answer.text
+
+
 def test_export_returns_what_was_loaded(client: httpx.Client) -> None:
     data = dataset()
     client.post("/_admin/dataset", json=data, headers=ADMIN)

@@ -1,7 +1,8 @@
 """The pytest plugin as a user meets it: a throw-away project outside this repository that
 depends on the installed sowctl and uses nothing but the plugin, run by pytest in a subprocess
 (alone, and with ``-n 2``). Every test of it passes but one, which fails on purpose with the
-near-miss report of a request verification.
+near-miss report of a request verification. The last tests call the plugin in process: a
+dataset marker that cannot be used fails the test with a message, not a traceback.
 """
 
 from __future__ import annotations
@@ -223,3 +224,54 @@ def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str
         "--sowctl-server needs --sowctl-admin-token TOKEN (or SOWCTL_ADMIN_TOKEN)"
         in missing.stdout + missing.stderr
     )
+
+
+# --- the dataset marker fails a test cleanly, in process ------------------------------------------
+
+
+class _Marker:
+    def __init__(self, *args):
+        self.args, self.kwargs = args, {}
+
+
+class _Node:
+    def __init__(self, path, marker):
+        self.path, self._marker = path, marker
+
+    def get_closest_marker(self, name):
+        return self._marker
+
+
+class _Request:
+    def __init__(self, node):
+        self.node = node
+
+
+def test_dataset_marker_with_a_missing_file_fails_without_a_traceback(tmp_path: Path) -> None:
+    from sowctl.testing import plugin
+
+    request = _Request(_Node(tmp_path / "test_x.py", _Marker("missing.json")))
+    with pytest.raises(pytest.fail.Exception) as failure:
+        plugin._dataset(request)
+    assert failure.value.pytrace is False
+    assert "sowctl_dataset" in str(failure.value) and str(tmp_path / "missing.json") in str(failure.value)
+
+
+def test_dataset_marker_with_a_refused_dataset_fails_without_a_traceback() -> None:
+    from sowctl.testing import plugin
+    from sowctl.testing.admin import AdminError
+
+    class Admin:
+        def reset(self):
+            pass
+
+        def load(self, data, replace):
+            raise AdminError("POST /_admin/dataset: HTTP 400: items[0].staus: unknown field")
+
+    class Server:
+        prepared: set = set()
+        admin = Admin()
+
+    with pytest.raises(pytest.fail.Exception) as failure:
+        plugin._prepare(Server(), {"items": [{"staus": "x"}]})
+    assert failure.value.pytrace is False and "staus: unknown field" in str(failure.value)
