@@ -25,6 +25,10 @@ from sowctl.services import bulk, dependencies, graph, graph_ranks, items
 from sowctl.services.access import Caller
 from sowctl.storage import models as m
 
+# Thousands of rows a statement: on a loaded machine one call may pass the 30 s deadline, which
+# has tests of its own; these assert what is written, not how fast.
+pytestmark = pytest.mark.usefixtures("unhurried_database")
+
 ORG, SOW, USER = "org-heavy", "sow-heavy", "user-heavy"
 CALLER = Caller(user_id=USER, organization_id=ORG, role="member")
 T0 = datetime(2026, 3, 16, 9, 30, 0)
