@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from sowctl.foundation import money
 from sowctl.services.dataset.columns import _getter, _stamp
+from sowctl.services.dataset.state import ImportState
 from sowctl.storage import models as m
 
 
-class FinanceChecks:
+class FinanceChecks(ImportState):
     """The Group B part of the importer's checks (mixed into ``importer._Importer``)."""
 
     def _financial_projects(self, company_org: dict[str, str], project_org: dict[str, str]) -> dict[int, str]:

@@ -15,6 +15,7 @@ from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
 from sowctl.services.dataset.columns import _getter, _stamp
 from sowctl.services.dataset.problems import _Problems
+from sowctl.services.dataset.state import ImportState
 from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import BATCH_ROWS
 from sowctl.services.graph import ordering_edge  # the one rule for before/after
@@ -61,7 +62,7 @@ class _OrderIndexes:
         highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
 
-class ItemChecks:
+class ItemChecks(ImportState):
     """The items and dependencies part of the importer's checks (mixed into ``importer._Importer``)."""
 
     def _items(
