@@ -30,6 +30,7 @@ from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
 from sowctl.storage import tallies
+from sowctl.storage.peewee_compat import connection_state
 
 
 class PageRow(NamedTuple):
@@ -182,7 +183,7 @@ def _known_counts() -> tuple[dict | None, Any]:
         return None, None
     connection = database.connection()
     version = (connection.execute("PRAGMA data_version").fetchone()[0], connection.total_changes)
-    state = database._state  # peewee's per-thread connection state
+    state = connection_state(database)
     known = getattr(state, "sowctl_counts", None)
     if known is None or known[0] is not connection or known[1] != version:
         known = (connection, version, {})

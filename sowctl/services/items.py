@@ -26,13 +26,14 @@ from sowctl.services.item_rules import depth_problem, shown_status
 from sowctl.storage import models as m
 from sowctl.storage import tallies
 from sowctl.storage.database import is_sqlite, write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 
 def sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
     return list(
-        m.Item.select(m.Item.id, m.Item.parent, m.Item.type, m.Item.status)
-        .where(m.Item.sow == sow_id)
-        .tuples()
+        tuples(
+            m.Item.select(m.Item.id, m.Item.parent, m.Item.type, m.Item.status).where(m.Item.sow == sow_id)
+        )
     )
 
 

@@ -23,6 +23,7 @@ import peewee as pw
 from sowctl.schemas.listing import ClientOut, ContactOut, ProjectOut
 from sowctl.services.access import Caller
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 _CHUNK = 500
 
@@ -99,7 +100,7 @@ def _sow_counts(project_ids: Sequence[str]) -> dict[str, int]:
             .where(m.Sow.project.in_(chunk))
             .group_by(m.Sow.project)
         )
-        counts.update(query.tuples())
+        counts.update(tuples(query))
     return counts
 
 

@@ -10,6 +10,7 @@ from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
 from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 DEFAULT_ORG_ID = "local"
 DEFAULT_PROJECT_NAME = "Default project"
@@ -74,7 +75,7 @@ def _only_organization() -> str:
     """The organization a SOW made with full rights and no --org goes to: the only one, or
     ``local`` on an empty database; several are refused, listed."""
     first = m.Organization.select(m.Organization.id).order_by(m.Organization.id)
-    ids = [org for (org,) in first.limit(ORGANIZATIONS_LISTED + 1).tuples()]
+    ids = [org for (org,) in tuples(first.limit(ORGANIZATIONS_LISTED + 1))]
     if not ids:
         return DEFAULT_ORG_ID
     if len(ids) == 1:
@@ -155,7 +156,7 @@ def _item_counts(keys: list[str] | pw.SelectQuery) -> dict[str, int]:
     """Items per SOW key, for the SOWs ``keys`` names (a list, or a query of keys)."""
     count = pw.fn.COUNT(m.Item.id)
     query = m.Item.select(m.Item.sow, count).where(m.Item.sow.in_(keys)).group_by(m.Item.sow)
-    return {key: number for key, number in query.tuples()}
+    return dict(tuples(query))
 
 
 def _out(sow: m.Sow, item_count: int | None = None) -> SowOut:

@@ -22,6 +22,7 @@ from sowctl.services.graph import ordering_edge  # the one rule for before/after
 from sowctl.services.item_rules import depth_problem, parents_first
 from sowctl.services.items import item_level
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 
 class _ItemFact(NamedTuple):
@@ -222,7 +223,7 @@ class ItemChecks(ImportState):
             return {}
         top = pw.fn.MAX(m.Item.order_index)
         query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
-        return {(sow, parent): value for sow, parent, value in query.tuples()}
+        return {(sow, parent): value for sow, parent, value in tuples(query)}
 
     def _levels(self, records: Sequence[_ItemFact], position: dict[str, int]) -> Iterator[tuple[int, int]]:
         """Level (1: top level) of each record that has one, up through the file's items and

@@ -16,6 +16,7 @@ from sowctl.services.dataset.source import DatasetSource
 from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import _insert_rows
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 
 class _Records:
@@ -88,10 +89,10 @@ class ImportState:
             return {}
         query = columns[0].model.select(*columns)
         if len(columns) == 1:
-            return {row[0]: None for row in query.tuples()}
+            return {row[0]: None for row in tuples(query)}
         if len(columns) == 2:
-            return dict(query.tuples())
-        return {row[0]: row[1:] for row in query.tuples()}
+            return dict(tuples(query))
+        return {row[0]: row[1:] for row in tuples(query)}
 
     @cached_property
     def db_organizations(self) -> dict[str, None]:
@@ -114,7 +115,7 @@ class ImportState:
         """(key, id, organization) of every stored SOW."""
         if self.database_empty:
             return []
-        return list(m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.organization).tuples())
+        return list(tuples(m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.organization)))
 
     @cached_property
     def db_items(self) -> dict[str, tuple[str, str]]:
