@@ -53,6 +53,7 @@ def serve(
     """
     from granian.constants import HTTPModes, Interfaces
     from granian.http import HTTP1Settings
+    from granian.log import LogLevels
     from granian.server.mp import MPServer
 
     from sowctl.engine import descriptors, logs
@@ -86,7 +87,7 @@ def serve(
             max_buffer_size=limits.head_buffer_bytes,
         ),
         log_dictconfig=logs.config(),
-        log_level="warning",
+        log_level=LogLevels.warning,
         workers_kill_timeout=max(1, round(limits.graceful_timeout)),
     )
 

@@ -31,7 +31,7 @@ T = TypeVar("T")
 _MIGRATION_LOCK = 0x50C7
 
 
-def connect(url_or_path: str | os.PathLike) -> pw.Database:
+def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
     """Build (not yet open) a Peewee database for a SQLite path or a database URL.
 
     The default database (in the per-user app dir) is the CLI's to choose:
@@ -478,7 +478,7 @@ def write_transaction(lock_key: str = "global") -> Iterator[None]:
         yield
 
 
-def with_retries(operation: Callable[[], object], attempts: int = 5) -> object:
+def with_retries(operation: Callable[[], T], attempts: int = 5) -> T:
     """Run ``operation`` (reads), again after a failure whose statements may simply run
     again (``db_errors``: a briefly locked SQLite file, a serialization failure), with backoff."""
     for attempt in range(attempts):

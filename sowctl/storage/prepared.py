@@ -86,7 +86,7 @@ def execute(database: pw.Database, statement: Prepared, sql: str, params: Sequen
     state = connection_state(database)
     known = getattr(state, "sowctl_prepared", None)
     if known is None or known[0] is not connection:  # a new connection knows no statement
-        known = (connection, set())
+        known = (connection, set[str]())
         state.sowctl_prepared = known
     try:
         if statement.name not in known[1]:
