@@ -221,7 +221,7 @@ def _item_states(sow_key: str, rows: list[tuple]) -> dict[str, tuple[str, str]]:
     return states
 
 
-def _titles() -> pw.ModelSelect:
+def _titles() -> pw.ModelSelect[m.Item]:
     """(id, title) of items; the caller adds the WHERE."""
     return m.Item.select(m.Item.id, m.Item.title)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import cast
 
 import peewee as pw
 
@@ -19,7 +20,7 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX, ItemStatus, ItemType
 from sowctl.services import bulk, item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import depth_problem, shown_status
@@ -76,11 +77,11 @@ def to_out(item: m.Item, sow_id: str) -> ItemOut:
         id=item.id,
         title=item.title,
         description=item.description,
-        type=item.type,
+        type=cast(ItemType, item.type),  # stored only once validated
         sow_id=sow_id,
         parent_item_id=item.parent_id,
         order_index=item.order_index,
-        status=shown_status(item.type, item.status, below),
+        status=cast(ItemStatus, shown_status(item.type, item.status, below)),
         created_at=item.created_at,
         updated_at=item.updated_at,
         created_by_user_id=item.created_by_user_id,

@@ -50,19 +50,20 @@ def create_sow(caller: Caller, data: SowCreate) -> SowOut:
     refused unless --org chose the organization."""
     caller.require_write()
     organization_id = caller.organization_id
-    if caller.named and not organization_exists(organization_id):
+    if caller.named and organization_id is not None and not organization_exists(organization_id):
         raise named_organization_not_found(organization_id)
+    given = None
     if data.project_id is not None:
-        project = m.Project.get_or_none(m.Project.id == data.project_id)
-        if project is None or not caller.sees(project.organization_id):
+        given = m.Project.get_or_none(m.Project.id == data.project_id)
+        if given is None or not caller.sees(given.organization_id):
             raise NotFound(f"project {data.project_id} not found")
-        organization_id = project.organization_id
+        organization_id = given.organization_id
     elif organization_id is None:
         organization_id = _only_organization()
     if data.id is not None and caller.organization_id is None:
         _refuse_id_of_another_organization(data.id, organization_id)
     with write_transaction(f"org:{organization_id}"):
-        project = default_project(organization_id) if data.project_id is None else project
+        project = default_project(organization_id) if given is None else given
         sow_id = data.id or clock.new_id()
         taken = m.Sow.select().where((m.Sow.organization == organization_id) & (m.Sow.id == sow_id))
         if taken.exists():

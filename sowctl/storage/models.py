@@ -110,6 +110,7 @@ class Project(BaseModel):
     pinned_at = pw.DateTimeField(null=True)
     created_at = pw.DateTimeField()
     updated_at = pw.DateTimeField()
+    client_name: str | None  # only on the rows of a listing that joins the client's name
 
 
 # --- Group A: SOWs, items, dependencies ---------------------------------------
