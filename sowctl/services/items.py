@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 import peewee as pw
 
@@ -186,7 +186,7 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
     caller.require_write()
     item = item_for(caller, item_id)
     sent = data.model_fields_set  # the model refused null, so every field sent has a value
-    changes = {
+    changes: dict[pw.Field, Any] = {
         m.Item.title: data.title,
         m.Item.description: data.description,
         m.Item.status: data.status,
@@ -199,7 +199,7 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
         if "status" in sent and item.type == "task_item" and item.parent_id is not None:
             # Read again under the lock: the status a concurrent update left is the one to move.
             before = m.Item.select(m.Item.status).where(m.Item.id == item_id).scalar()
-            if before is not None and before != data.status:
+            if before is not None and data.status is not None and before != data.status:
                 tallies.add_to_ancestors(item.parent_id, tallies.task_moved(before, data.status))
         m.Item.update(updates).where(m.Item.id == item_id).execute()
     return get_item(caller, item_id)

@@ -30,7 +30,7 @@ class FinanceChecks(ImportState):
         return {**existing, **{r.id: r.company_id for r in records}}
 
     def _master_data(
-        self, kind: str, label: str, model: type[m.BaseModel], company_org: dict[str, str]
+        self, kind: str, label: str, model: type[m.Vendor | m.CostCode], company_org: dict[str, str]
     ) -> dict[int, str]:
         """Vendors and cost codes: an id and a company each."""
         records = self.records[kind]
@@ -66,7 +66,7 @@ class FinanceChecks(ImportState):
             "project",
         )
         line_getter = _getter("snapshotLines")
-        lines = []
+        lines: list[tuple] = []
         for i, r in enumerate(records):
             view = r.budget_view_id
             if view not in view_fp:

@@ -192,13 +192,13 @@ class _Importer(FinanceChecks, ItemChecks):
         self._flat("projects", records)
         return {**self.db_projects, **{r.id: r.organization_id for r in records}}
 
-    def _sow_key_of(self, sow_org: dict[str, str]) -> dict[tuple[str, str], str]:
+    def _sow_key_of(self, sow_org: dict[str, str | None]) -> dict[tuple[str, str], str]:
         """(organization, shown id) -> key of every SOW, the file's and the database's."""
         shown = {key: sow_id for key, sow_id, _ in self.db_sows}
         shown.update(self.sow_shown_ids)
         return {(org, shown[key]): key for key, org in sow_org.items() if org is not None}
 
-    def _sows(self, project_org: dict[str, str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    def _sows(self, project_org: dict[str, str]) -> tuple[dict[str, str | None], dict[str, list[str]]]:
         """SOW ids are unique per organization (``models.Sow``): checks, keys, rows.
 
         Returns the organization of every SOW key (file and database), and the keys each
@@ -209,7 +209,7 @@ class _Importer(FinanceChecks, ItemChecks):
         taken = {key for key, _, _ in self.db_sows}
         stored = {(org, sow_id) for _, sow_id, org in self.db_sows}
         where: dict[tuple[str, str], int] = {}
-        sow_org = {key: org for key, _, org in self.db_sows}
+        sow_org: dict[str, str | None] = {key: org for key, _, org in self.db_sows}  # None: no project
         in_file: dict[str, list[str]] = defaultdict(list)
         rows = []
         getter = _getter(kind)

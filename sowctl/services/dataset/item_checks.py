@@ -68,10 +68,10 @@ class ItemChecks(ImportState):
 
     def _items(
         self,
-        sow_org: dict[str, str],
+        sow_org: dict[str, str | None],
         sow_keys: dict[str, list[str]],
         sow_key_of: dict[tuple[str, str], str],
-    ) -> dict[str, tuple[str, str]]:
+    ) -> dict[str, tuple[str, str] | _ItemFact]:
         """One pass that writes every row it can as it reads (parents first, as a file in
         tree order has them), keeping compact facts for the hierarchy checks that follow;
         a second pass only for the items that came before their parent.
@@ -284,7 +284,9 @@ class ItemChecks(ImportState):
                 self.problems.add("items", position[loop[0]], loop[0], "parentItemId", message)
             explained.update(chain)
 
-    def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:
+    def _dependencies(
+        self, item_info: dict[str, tuple[str, str] | _ItemFact], sow_org: dict[str, str | None]
+    ) -> None:
         """Checked and inserted batch by batch: the biggest kind, and one no other kind refers to."""
         kind = "dependencies"
         existing = self._load(m.Dependency.id)
@@ -331,10 +333,16 @@ class ItemChecks(ImportState):
             self.insert()
         self.problems.absorb(ids)
         self.problems.absorb(others)
-        self.ordered_organizations = ordered - {None}
+        self.ordered_organizations = {org for org in ordered if org is not None}
 
     def _check_target(
-        self, problems: _Problems, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]
+        self,
+        problems: _Problems,
+        i: int,
+        r: Any,
+        source: Any,
+        item_info: dict,
+        sow_org: dict[str, str | None],
     ) -> None:
         """An internal dependency's target exists and is in the source item's organization."""
         target_id = r.target_item_id
