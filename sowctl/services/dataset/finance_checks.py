@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sowctl.foundation import money
 from sowctl.services.dataset.columns import _getter, _stamp
 from sowctl.services.dataset.state import ImportState
@@ -109,24 +111,7 @@ class FinanceChecks(ImportState):
             elif key in numbers:
                 add(kind, i, r.id, "number", f"number {r.number} already exists in project {r.project_id}")
             number_where.setdefault(key, i)
-            if r.commitment_id is not None:
-                if r.commitment_id not in commitment_fp:
-                    self._missing(kind, i, r.id, "commitment_id", "commitment", r.commitment_id)
-                elif commitment_fp[r.commitment_id] != r.project_id:
-                    message = (
-                        f"commitment {r.commitment_id} belongs to project {commitment_fp[r.commitment_id]}"
-                    )
-                    add(kind, i, r.id, "commitment_id", message)
-            if r.vendor.id not in vendor_company:
-                self._missing(kind, i, r.id, "vendor.id", "vendor", r.vendor.id)
-            elif company is not None and vendor_company[r.vendor.id] != company:
-                add(
-                    kind,
-                    i,
-                    r.id,
-                    "vendor.id",
-                    f"vendor {r.vendor.id} is not a vendor of the project's company",
-                )
+            self._order_references(i, r, company, commitment_fp, vendor_company)
             for k, line in enumerate(r.line_items):
                 where = f"line_items[{k}]"
                 if line.id is None:
@@ -162,5 +147,27 @@ class FinanceChecks(ImportState):
                 m.PurchaseOrderLine.cost_code,
             ),
         )
+
+    def _order_references(
+        self,
+        i: int,
+        r: Any,
+        company: str | None,
+        commitment_fp: dict[str, int],
+        vendor_company: dict[int, str],
+    ) -> None:
+        """The commitment and the vendor purchase order ``r`` (``purchaseOrders[i]``) names."""
+        kind = "purchaseOrders"
+        if r.commitment_id is not None:
+            if r.commitment_id not in commitment_fp:
+                self._missing(kind, i, r.id, "commitment_id", "commitment", r.commitment_id)
+            elif commitment_fp[r.commitment_id] != r.project_id:
+                message = f"commitment {r.commitment_id} belongs to project {commitment_fp[r.commitment_id]}"
+                self.problems.add(kind, i, r.id, "commitment_id", message)
+        if r.vendor.id not in vendor_company:
+            self._missing(kind, i, r.id, "vendor.id", "vendor", r.vendor.id)
+        elif company is not None and vendor_company[r.vendor.id] != company:
+            message = f"vendor {r.vendor.id} is not a vendor of the project's company"
+            self.problems.add(kind, i, r.id, "vendor.id", message)
 
     # -- writing --
