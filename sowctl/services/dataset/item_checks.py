@@ -114,17 +114,9 @@ class ItemChecks(ImportState):
                     facts.append(_ItemFact(r.sow_id, item_type, r.id, parent_id))
                     unplaced.add(i)
                     new = False
-                    if keys:
-                        message = (
-                            f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id "
-                            "(say which with organizationId)"
-                        )
-                        sow_problems.add(kind, i, r.id, "sowId", message)
-                    elif org is not None:
-                        message = f"SOW {r.sow_id} not found in organization {org}"
-                        sow_problems.add(kind, i, r.id, "sowId", message)
-                    else:
-                        sow_problems.add(kind, i, r.id, "sowId", f"SOW {r.sow_id} not found")
+                    sow_problems.add(
+                        kind, i, r.id, "sowId", _sow_problem(r.sow_id, org, ambiguous=bool(keys))
+                    )
                 placed.append(0)
                 r.sow_id = facts[n].sow_id
                 order_indexes.fill(i, r, parent_id)
@@ -146,7 +138,16 @@ class ItemChecks(ImportState):
         del first
         if self.invalid.total:
             return dict(db_items)  # the records themselves are refused: nothing more to check
-        position = self._unique(kind, "item", facts, db_items)
+        self._check_hierarchy(facts, sow_problems, unplaced)
+        if later and not self.problems.total:
+            written = {fact.id for fact, done in zip(facts, placed, strict=True) if done}
+            self._write_later_items(facts, later, written)
+        return {**db_items, **{fact.id: fact for fact in facts}}
+
+    def _check_hierarchy(self, facts: list[_ItemFact], sow_problems: _Problems, unplaced: set[int]) -> None:
+        """Ids, SOWs, parents and depths of the file's items (``unplaced``: no SOW found)."""
+        kind = "items"
+        position = self._unique(kind, "item", facts, self.db_items)
         self.problems.absorb(sow_problems)
         self._check_parents(facts, position, unplaced)
         for i, level in self._levels(facts, position):
@@ -154,10 +155,6 @@ class ItemChecks(ImportState):
             if problem is not None:
                 self.problems.add(kind, i, facts[i].id, "parentItemId", problem)
         self._parents_first(facts, position)
-        if later and not self.problems.total:
-            written = {fact.id for fact, done in zip(facts, placed, strict=True) if done}
-            self._write_later_items(facts, later, written)
-        return {**db_items, **{fact.id: fact for fact in facts}}
 
     def _check_parents(self, facts: list[_ItemFact], position: dict[str, int], unplaced: set[int]) -> None:
         db_items, add = self.db_items, self.problems.add
@@ -356,3 +353,15 @@ class ItemChecks(ImportState):
 def _differ(first: str | None, second: str | None) -> bool:
     """Two known organizations that differ (an unknown one is reported where it is named)."""
     return first is not None and second is not None and first != second
+
+
+def _sow_problem(sow_id: str, organization_id: str | None, *, ambiguous: bool) -> str:
+    """Why an item's ``sowId`` names no one SOW."""
+    if ambiguous:
+        return (
+            f"SOW {sow_id} is ambiguous: several organizations have a SOW of that id "
+            "(say which with organizationId)"
+        )
+    if organization_id is not None:
+        return f"SOW {sow_id} not found in organization {organization_id}"
+    return f"SOW {sow_id} not found"
