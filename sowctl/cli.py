@@ -225,7 +225,7 @@ def _narrowed(name: str | None, sub: str | None) -> typer.Typer:
     """
     import copy
 
-    narrowed = copy.copy(_with_groups(loaded=frozenset({name}) & GROUP_NAMES, sub=sub))
+    narrowed = copy.copy(_with_groups(loaded=GROUP_NAMES & {name}, sub=sub))
     narrowed.registered_commands = _stand_ins(root_app.registered_commands, keep=name)
     return narrowed
 
@@ -425,7 +425,7 @@ def _usage_error(exc: typer.TyperException) -> int:
 
     refused = bad_value_message(exc)  # Typer 0.29 words it otherwise
     if refused is not None:
-        exc.message = refused  # type: ignore[attr-defined]
+        exc.message = refused
     format_message = getattr(exc, "format_message", None)
     message = format_message() if format_message else str(exc)
     message = _with_hint(message, _closest_choice(exc))

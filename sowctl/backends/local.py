@@ -10,9 +10,7 @@ from sowctl.services.access import Caller
 class LocalBackend:
     mode = "local"
 
-    def __init__(
-        self, db: str | None, org: str | None = None, company: str | None = None, *, chosen: bool = False
-    ):
+    def __init__(self, db: str, org: str | None = None, company: str | None = None, *, chosen: bool = False):
         self.db_url = db
         self.chosen = chosen  # named by --db/SOWCTL_DB/a profile: its directory is not created
         # --org scopes Groups B and C (their API takes an organization) and the SOW commands

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 PROFILE_KEYS = ("server", "token", "api_key", "org", "company", "db", "timeout")
 SECRET_KEYS = ("token", "api_key")
@@ -87,6 +87,10 @@ def profile(data: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(values)
 
 
+@overload
+def mask_url(url: str) -> str: ...
+@overload
+def mask_url(url: None) -> None: ...
 def mask_url(url: str | None) -> str | None:
     """A server or database URL with its password and query values (if any) replaced by ***:
     a query may carry a key or a password (``?api_key=``, ``?sslpassword=``)."""

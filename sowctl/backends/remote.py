@@ -17,10 +17,8 @@ not even be opened, since then nothing was sent.
 from __future__ import annotations
 
 import email.utils
-import json
 import os
 import random
-import re
 import time
 import weakref
 from collections.abc import Callable
@@ -33,6 +31,7 @@ import httpx
 
 from sowctl import operations
 from sowctl.backends.profiles import mask_url
+from sowctl.backends.remote_errors import NOT_JSON, error_message, header_issues, issues_in
 from sowctl.backends.scheme import (
     followed_redirect,
     https_instead,
@@ -41,16 +40,12 @@ from sowctl.backends.scheme import (
     tls_hint,
 )
 from sowctl.foundation import json_input
-from sowctl.foundation.budgets import MAX_MESSAGE_CHARS, MAX_PAGE_SIZE
+from sowctl.foundation.budgets import MAX_PAGE_SIZE
 from sowctl.foundation.errors import (
     ERROR_CODE_HEADER,
-    ERROR_ISSUES_HEADER,
-    GROUP_C_MESSAGES,
-    MAX_ISSUES_HEADER,
     Forbidden,
     Interrupted,
     InvalidInput,
-    Issue,
     NotFound,
     RateLimited,
     RemoteError,
@@ -71,15 +66,11 @@ BACKOFF_CAP = 5.0  # no single wait is longer, Retry-After included
 MAX_RETRIES = 4
 # An answer that is not JSON, or nests deeper than Python's parser goes (which stops with
 # flat memory): said as such, never a traceback.
-_NOT_JSON = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
 PAGE_SIZE = MAX_PAGE_SIZE  # the servers' maximum page size
 DEFAULT_TIMEOUT = 10.0
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
-
-# Group C's message texts: they say less than the issues that come with them.
-GENERIC_MESSAGES = frozenset(GROUP_C_MESSAGES.values())
 
 
 def group_b_headers(op: Operation, key: str, org: str, company: str) -> dict[str, str]:
@@ -388,7 +379,7 @@ class RemoteBackend:
             return None
         try:
             return response.json()
-        except _NOT_JSON:
+        except NOT_JSON:
             kind = response.headers.get("content-type", "no content type").split(";")[0]
             raise ServiceUnavailable(
                 f"server at {self.shown_url} answered {op.method} {op.path} with HTTP "
@@ -404,9 +395,9 @@ class RemoteBackend:
 
     def _typed_error(self, op: Operation, response: httpx.Response, attempts: int) -> SowctlError:
         status = response.status_code
-        message, issues = _error_message(op, response)
+        message, issues = error_message(op, response)
         if status == 400:
-            return InvalidInput(message, issues or _header_issues(response) or _issues_in(message))
+            return InvalidInput(message, issues or header_issues(response) or issues_in(message))
         if status == 401:
             return Unauthorized(message)
         if status == 403:
@@ -451,7 +442,7 @@ class RemoteBackend:
             return False, f"connection to server at {self.shown_url} failed: {_reason(exc)}", None
         try:
             body = response.json()
-        except _NOT_JSON:
+        except NOT_JSON:
             body = None
         status = response.status_code
         if status == 200 and isinstance(body, dict) and body.get("status") == "ok":
@@ -496,74 +487,3 @@ def _reason(exc: Exception) -> str:
     if "name or service not known" in lowered or "nodename nor servname" in lowered:
         return "unknown host"
     return text or type(exc).__name__
-
-
-# How an envelope without issues names its fields: Group A "field: problem", Group B
-# "Invalid parameter line_items[0].amount in query parameters: problem" and
-# "Missing required parameter name".
-_FIELD_PROBLEM = re.compile(r"([A-Za-z_][\w.]*): (.+)")
-_GROUP_B_PROBLEM = re.compile(
-    r"(?:Invalid|Missing required) parameter ([\w.\[\]]+)(?: in [a-z ]+)?(?:: (.+))?"
-)
-
-
-def _header_issues(response: httpx.Response) -> list[Issue]:
-    """The issues a sowctl server sends beside a Group A/B message (ERROR_ISSUES_HEADER)."""
-    text = response.headers.get(ERROR_ISSUES_HEADER, "")
-    if not text or len(text) > MAX_ISSUES_HEADER:
-        return []
-    try:
-        listed = json_input.loads(text)
-    except ValueError:
-        return []
-    return [
-        Issue(tuple(entry["path"]), str(entry["message"]))
-        for entry in listed
-        if isinstance(listed, list)
-        if isinstance(entry, dict) and isinstance(entry.get("path"), list) and "message" in entry
-    ]
-
-
-def _issues_in(message: str) -> list[Issue]:
-    """The issues of an envelope that carries only a message (Groups A and B), as local
-    mode's error holds them: every "; "-separated part names a field, or there are none.
-    A message longer than any sowctl sends (another server's) is not read for them."""
-    if len(message) > MAX_MESSAGE_CHARS:
-        return []
-    issues = []
-    for part in message.split("; "):
-        match = _GROUP_B_PROBLEM.fullmatch(part) or _FIELD_PROBLEM.fullmatch(part)
-        if match is None:
-            return []
-        keys = match.group(1).replace("[", ".").replace("]", "").split(".")
-        problem = match.group(2) or "is required"
-        issues.append(Issue(tuple(int(key) if key.isdigit() else key for key in keys if key), problem))
-    return issues
-
-
-def _error_message(op: Operation, response: httpx.Response) -> tuple[str, list[Issue]]:
-    """The server's own words: ``error`` (Groups A/B) or ``message`` + issues (Group C)."""
-    try:
-        body = response.json()
-    except _NOT_JSON:
-        body = None
-    reason = response.reason_phrase or "no details"
-    fallback = reason if response.status_code >= 500 else f"HTTP {response.status_code} {reason}"
-    if not isinstance(body, dict):
-        return fallback, []
-    issues = []
-    for raw in body.get("issues") or []:
-        if isinstance(raw, dict):
-            path = raw.get("path") or []
-            issues.append(
-                Issue(tuple(path) if isinstance(path, list) else (str(path),), str(raw.get("message", "")))
-            )
-    message = body.get("error") if op.group in ("A", "B") else body.get("message")
-    if not isinstance(message, str) or not message:
-        message = body.get("error") or body.get("message") or fallback
-    details = [issue.describe() for issue in issues if issue.describe() not in message]
-    if details and str(message).lower() in GENERIC_MESSAGES:
-        message = "; ".join(details)  # what local mode says: the issues themselves
-    elif details:
-        message = f"{message}: {'; '.join(details)}"
-    return str(message), issues

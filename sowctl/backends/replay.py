@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from sowctl import operations
 from sowctl.foundation import json_input
 from sowctl.foundation.errors import ExitCode, InvalidInput, Issue, SowctlError, Unauthorized, UsageError
 from sowctl.foundation.redaction import mask_text
-from sowctl.services.access import Caller
+from sowctl.services.access import Caller, Role
 
 if TYPE_CHECKING:
     from sowctl.backends.remote import RemoteBackend
@@ -245,7 +245,8 @@ def caller_for(identity: dict[str, Any] | None) -> tuple[Caller, str | None]:
     organization_id = identity.get("organizationId")
     if identity.get("apiKeyId") is not None or "companyId" in identity:
         return Caller(user_id=None, organization_id=organization_id, role="member"), identity.get("companyId")
-    role = identity.get("role") if identity.get("role") in ("viewer", "member", "admin") else "member"
+    recorded = identity.get("role")
+    role = cast(Role, recorded) if recorded in get_args(Role) else "member"
     return Caller(user_id=identity.get("userId"), organization_id=organization_id, role=role), None
 
 

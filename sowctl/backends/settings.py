@@ -7,6 +7,7 @@ unset here is filled from the selected profile of the config file.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 DEFAULT_TIMEOUT = 10.0  # seconds
 
@@ -90,7 +91,7 @@ class Settings:
             from sowctl.storage.database import refuse_throwaway
 
             refuse_throwaway(self.db)
-        updates = {}
+        updates: dict[str, Any] = {}  # cleaned credentials, by field name
         for name, option, env in CREDENTIALS:
             value = getattr(self, name)
             if value is None:

@@ -115,6 +115,7 @@ def _with_option(issue: Issue, sent: Mapping[str, Any], path: Mapping[str, str])
     field = issue.path[0] if issue.path else None
     if not isinstance(field, str) or issue.option is not None:
         return issue
+    option: str | None
     if field in path and field not in sent:
         option = ARGUMENT_FOR.get(field, field)
     elif field == "line_items":

@@ -170,9 +170,9 @@ def _show_tree(report: dict) -> None:
     flags = _flags(report)
     if not is_tty():
         # Walked with an explicit stack, deepest-first, like the Rich tree below.
-        stack = [(node, 0) for node in reversed(report["items"])]
-        while stack:
-            node, depth = stack.pop()
+        pending = [(node, 0) for node in reversed(report["items"])]
+        while pending:
+            node, depth = pending.pop()
             indent = "  " * depth
             cells = [
                 indent + text(node["title"]),
@@ -187,7 +187,7 @@ def _show_tree(report: dict) -> None:
                     text(entry["id"]),
                 ]
                 sys.stdout.write("\t".join(cells) + "\n")
-            stack.extend((child, depth + 1) for child in reversed(node["children"]))
+            pending.extend((child, depth + 1) for child in reversed(node["children"]))
         return
     from rich.tree import Tree
 

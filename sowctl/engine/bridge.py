@@ -167,8 +167,8 @@ class Exchange:
                 Refusal(414, f"request line too long: the limit is {self.limits.max_request_line} bytes")
             )
         if wsgi_environ.header_bytes(self.scope) > self.limits.max_header_bytes:
-            limit = self.limits.max_header_bytes
-            raise Refused(Refusal(431, f"request header fields too large: the limit is {limit} bytes"))
+            header_limit = self.limits.max_header_bytes
+            raise Refused(Refusal(431, f"request header fields too large: the limit is {header_limit} bytes"))
         codings = wsgi_environ.header_values(self.scope, b"transfer-encoding")
         if codings and wsgi_environ.header_values(self.scope, b"content-length"):
             # Which one frames the body is what a proxy in front may read otherwise: refuse both.

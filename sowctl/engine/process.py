@@ -8,7 +8,7 @@ Its HTTP/1 settings carry the head deadline and size (``Limits.head_timeout``,
 (``Limits.max_connections``; the rest wait in the listen backlog). ``accept()`` failing at the
 descriptor limit is load, not death: granian backs off and keeps serving.
 
-Only the standard library is imported until :func:`serve` runs.
+No third-party module is imported until :func:`serve` runs.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from sowctl.engine import descriptors, logs
 from sowctl.engine.hooks import Hooks
 from sowctl.engine.limits import Limits
 
@@ -53,9 +54,8 @@ def serve(
     """
     from granian.constants import HTTPModes, Interfaces
     from granian.http import HTTP1Settings
+    from granian.log import LogLevels
     from granian.server.mp import MPServer
-
-    from sowctl.engine import descriptors, logs
 
     limits = limits or Limits()
     reservation, address = _reserve(host, port)
@@ -64,11 +64,7 @@ def serve(
     settled_read, settled_write = os.pipe()
     os.set_blocking(settled_write, False)
     url = _url(address)
-    note = descriptors.raise_soft_limit(
-        workers * (limits.max_connections + limits.threads + descriptors.SPARE)
-    )
-    if note:
-        sys.stderr.write(f"sowctl: {note}\n")
+    _raise_descriptor_limit(workers, limits)
     saved = {sig: signal.getsignal(sig) for sig in _SIGNALS}
     server = MPServer(
         "sowctl",
@@ -86,7 +82,7 @@ def serve(
             max_buffer_size=limits.head_buffer_bytes,
         ),
         log_dictconfig=logs.config(),
-        log_level="warning",
+        log_level=LogLevels.warning,
         workers_kill_timeout=max(1, round(limits.graceful_timeout)),
     )
 
@@ -109,12 +105,25 @@ def serve(
         if exc.code not in (0, None):
             raise
     finally:
-        reservation.close()
-        for fd in (settled_read, settled_write):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        for sig, handler in saved.items():
-            signal.signal(sig, handler)
+        _release(reservation, (settled_read, settled_write), saved)
+
+
+def _raise_descriptor_limit(workers: int, limits: Limits) -> None:
+    """Room for every connection and thread of every worker, or a word on stderr why not."""
+    wanted = workers * (limits.max_connections + limits.threads + descriptors.SPARE)
+    note = descriptors.raise_soft_limit(wanted)
+    if note:
+        sys.stderr.write(f"sowctl: {note}\n")
+
+
+def _release(reservation: socket.socket, fds: tuple[int, ...], saved: dict[Any, Any]) -> None:
+    """Give back the port reservation and the pipe, and put the signal handlers back."""
+    reservation.close()
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
 
 
 def _worker_loader(

@@ -262,7 +262,7 @@ class Interrupted(SowctlError):
     """Ctrl-C while a request was out (exit 130), saying what may have happened."""
 
     @property
-    def exit_code(self) -> ExitCode:  # type: ignore[override]
+    def exit_code(self) -> ExitCode:
         return 130  # type: ignore[return-value]
 
 

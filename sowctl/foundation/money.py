@@ -79,7 +79,9 @@ def to_string(value: Decimal) -> str:
         value = value.quantize(_CENTS, context=_CONTEXT)
     else:
         stripped = value.normalize(_CONTEXT)
-        value = stripped if stripped.as_tuple().exponent <= -2 else value.quantize(_CENTS, context=_CONTEXT)
+        stripped_exponent = stripped.as_tuple().exponent  # a letter for NaN and infinities
+        small = isinstance(stripped_exponent, int) and stripped_exponent <= -2
+        value = stripped if small else value.quantize(_CENTS, context=_CONTEXT)
     return format(value, "f")
 
 

@@ -215,10 +215,10 @@ def _value(text: str, start: int, name: str, jsonish: bool) -> tuple[tuple[int, 
         return (start, end + 3), triple[0] + MASK + triple[0]
     quote = _QUOTE.match(text, start)
     if quote is not None:
-        end = _quoted_end(text, quote.end(), len(quote[1]), quote[2])
-        if end is None:  # cut short inside the string: everything after the quote goes
+        quoted_end = _quoted_end(text, quote.end(), len(quote[1]), quote[2])
+        if quoted_end is None:  # cut short inside the string: everything after the quote goes
             return (start, len(text)), quote[0] + MASK
-        return (start, end), quote[0] + MASK + quote[0]
+        return (start, quoted_end), quote[0] + MASK + quote[0]
     if text[start] in "{[":
         return (start, _bracket_end(text, start)), MASK
     literal = _LITERAL.match(text, start)
@@ -396,8 +396,13 @@ def _body_text(raw: bytes, content_type: str | None, truncated: bool) -> str | N
         return None
 
 
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"))
-_BOMS += ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 def _content_type_param(content_type: str | None, name: str) -> str | None:

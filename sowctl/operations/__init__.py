@@ -191,7 +191,7 @@ def _without_full_rights_fields(model: type[BaseModel], body: dict[str, Any]) ->
     of the service sends what it read back (an item's ``id``) and the service ignores what
     it does not take, so a scoped caller's value is dropped before validation, whatever
     its type, rather than refused."""
-    dropped = getattr(model, "full_rights_only", frozenset())
+    dropped: frozenset[str] = getattr(model, "full_rights_only", frozenset())
     if not dropped or not dropped & body.keys():
         return body
     return {key: value for key, value in body.items() if key not in dropped}

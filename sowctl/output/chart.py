@@ -169,16 +169,16 @@ def to_dot(report: dict[str, Any]) -> str:
                 attrs += ', penwidth=2.5, style="rounded,bold"'
         lines.append(f"  {short} [{attrs}];")
     for source, target, entry in chart.edges:
-        attrs = [f'label="{_dot_text(chart.label(entry))}"']
+        edge_attrs = [f'label="{_dot_text(chart.label(entry))}"']
         colour = chart.colour(entry)
         if colour is not None:
-            attrs.append(f'color="{colour}", fontcolor="{colour}"')
+            edge_attrs.append(f'color="{colour}", fontcolor="{colour}"')
             if colour != GREY:
-                attrs.append("penwidth=2.5")
+                edge_attrs.append("penwidth=2.5")
         if entry["status"] == "cancelled":
-            attrs.append("style=dotted")
+            edge_attrs.append("style=dotted")
         elif entry["dependencyType"] == "related_to":
-            attrs.append("style=dashed, arrowhead=none")
-        lines.append(f"  {source} -> {target} [{', '.join(attrs)}];")
+            edge_attrs.append("style=dashed, arrowhead=none")
+        lines.append(f"  {source} -> {target} [{', '.join(edge_attrs)}];")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 from sowctl.output import params, run_state
 
 if TYPE_CHECKING:  # Typer carries its own copy of click: its classes are not the click package's
-    import click
+    from typer import _click as click
 
 # Commands that read and show, and never ask a question: they may page, and choose columns.
 SHOWING = frozenset(

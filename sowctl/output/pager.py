@@ -78,9 +78,11 @@ def show(text: str, command: str, out: Any) -> None:
     except OSError:
         out.write(text)
         return
+    stdin = process.stdin
+    assert stdin is not None  # opened with stdin=PIPE
     try:
-        process.stdin.write(text.encode(getattr(out, "encoding", None) or "utf-8", "replace"))
-        process.stdin.close()
+        stdin.write(text.encode(getattr(out, "encoding", None) or "utf-8", "replace"))
+        stdin.close()
     except BrokenPipeError:  # the reader quit the pager before the end
         pass
     while True:

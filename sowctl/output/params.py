@@ -19,7 +19,7 @@ from typer.core import TyperArgument
 from sowctl.foundation.errors import quoted
 
 if TYPE_CHECKING:  # Typer carries its own copy of click: its classes are not the click package's
-    import click
+    from typer import _click as click
 
 _CLICK_KINDS = {
     "filename": "file",
@@ -117,7 +117,7 @@ def plain(param: Any) -> None:
         _with_choices_listed(param)
 
 
-def _untyped(kind: click.ParamType) -> click.ParamType:
+def _untyped(kind: click.types.ParamType) -> click.types.ParamType:
     """The same click type, showing no type name in help."""
     import copy
 
@@ -152,7 +152,7 @@ class _Argument(TyperArgument):
     def display_type_rich(self, ctx: click.Context) -> str | None:
         if kind(self) in ("text", "path"):
             return None
-        return super().display_type_rich(ctx)
+        return super().display_type_rich(ctx)  # type: ignore[misc]  # Typer 0.29 has it; the suite runs 0.27
 
 
 def bad_value_message(exc: Exception) -> str | None:

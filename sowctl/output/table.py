@@ -46,7 +46,8 @@ def print_table(
         text = [cell_len(row[i][0]) for row in cells if row[i][1]]
         whole += [cell_len(row[i][0]) for row in cells if not row[i][1]]
         all_text = col.text_priority is not None and len(text) == len(cells) > 0
-        needs.append(layout.need(whole, text, col.text_priority if all_text else col.priority))
+        priority = col.text_priority if all_text and col.text_priority is not None else col.priority
+        needs.append(layout.need(whole, text, priority))
     fit = layout.fit(needs, console.width)
     if fit is None:
         _print_records(console, rows, columns, cells, (footers, footer_styles), title)

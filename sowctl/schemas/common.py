@@ -32,6 +32,7 @@ from pydantic import (
     model_serializer,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonDict
 
 from sowctl.foundation.budgets import MAX_REPORTED_ISSUES
 from sowctl.foundation.clock import format_timestamp
@@ -148,7 +149,7 @@ def bounded_list(item: Any, limit: int, noun: str, *, at_least: int = 0) -> Any:
                 raise ValueError(f"must contain at least {least} {noun}{'' if at_least == 1 else 's'}")
         return value
 
-    bounds = {"maxItems": limit, **({"minItems": at_least} if at_least else {})}
+    bounds: JsonDict = {"maxItems": limit, **({"minItems": at_least} if at_least else {})}
     return Annotated[list[item], BeforeValidator(count), Field(json_schema_extra=bounds)]
 
 

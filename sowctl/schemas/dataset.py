@@ -22,7 +22,7 @@ import math
 import re
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, PlainValidator, TypeAdapter
 
@@ -157,7 +157,10 @@ class ContactRecord(_CamelRecord):
 
 # Nested lists, counted before their records are validated (a dataset may bring no more than
 # the API would answer, or make: an order of at most MAX_LINE_ITEMS lines).
-Contacts = bounded_list(ContactRecord, MAX_CONTACTS, "contact")
+if TYPE_CHECKING:  # what the validators built below accept, for the type checker
+    Contacts = list[ContactRecord]
+else:
+    Contacts = bounded_list(ContactRecord, MAX_CONTACTS, "contact")
 
 
 class ClientRecord(_CamelRecord):
@@ -304,7 +307,10 @@ class SnapshotLineRecord(_ApiRecord):
     variance: Number | None = None
 
 
-SnapshotLines = bounded_list(SnapshotLineRecord, MAX_SNAPSHOT_LINES, "line item")
+if TYPE_CHECKING:  # what the validators built below accept, for the type checker
+    SnapshotLines = list[SnapshotLineRecord]
+else:
+    SnapshotLines = bounded_list(SnapshotLineRecord, MAX_SNAPSHOT_LINES, "line item")
 
 
 class BudgetViewSnapshotRecord(_ApiRecord):
@@ -376,7 +382,10 @@ class PurchaseOrderLineRecord(_ApiRecord):
     unit_cost: MoneyIn | None = None
 
 
-PurchaseOrderLines = bounded_list(PurchaseOrderLineRecord, MAX_LINE_ITEMS, "line item")
+if TYPE_CHECKING:  # what the validators built below accept, for the type checker
+    PurchaseOrderLines = list[PurchaseOrderLineRecord]
+else:
+    PurchaseOrderLines = bounded_list(PurchaseOrderLineRecord, MAX_LINE_ITEMS, "line item")
 
 
 class PurchaseOrderRecord(_ApiRecord):
@@ -416,4 +425,7 @@ RECORD_MODELS: dict[str, type[CamelModel] | type[ApiModel]] = {
 }
 KINDS: tuple[str, ...] = tuple(RECORD_MODELS)
 
-ADAPTERS: dict[str, TypeAdapter] = {kind: TypeAdapter(list[model]) for kind, model in RECORD_MODELS.items()}
+ADAPTERS: dict[str, TypeAdapter] = {
+    kind: TypeAdapter(list[model])  # type: ignore[valid-type]  # a list type made at run time
+    for kind, model in RECORD_MODELS.items()
+}

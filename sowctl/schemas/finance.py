@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -185,6 +185,12 @@ class PurchaseOrderLineIn(ApiBody):
     unit_cost: MoneyIn | None = None
 
 
+if TYPE_CHECKING:  # what the validator built below accepts, for the type checker
+    PurchaseOrderLinesIn = list[PurchaseOrderLineIn]
+else:
+    PurchaseOrderLinesIn = bounded_list(PurchaseOrderLineIn, MAX_LINE_ITEMS, "line item", at_least=1)
+
+
 class PurchaseOrderIn(ApiBody):
     """A purchase order, with its JSON types: project_id and commitment_id strings, vendor_id
     and cost_code_id numbers (a whole number, 7 or 7.0), amounts decimal strings."""
@@ -195,7 +201,7 @@ class PurchaseOrderIn(ApiBody):
     vendor_id: BodyId
     status: PurchaseOrderStatus
     line_items: Annotated[
-        bounded_list(PurchaseOrderLineIn, MAX_LINE_ITEMS, "line item", at_least=1),
+        PurchaseOrderLinesIn,
         Field(description=f"1 to {MAX_LINE_ITEMS} line items."),
     ]
 

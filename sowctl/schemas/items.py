@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from pydantic.json_schema import SkipJsonSchema
 
@@ -21,7 +21,10 @@ from sowctl.schemas.common import (
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemStatus, ItemType
 
 # A whole JSON number (2, 2.0 or 2e0) from 0 to 2^31 - 1.
-Position = whole_number_between(0, MAX_ORDER_INDEX)
+if TYPE_CHECKING:  # what the validators built below accept, for the type checker
+    Position = int
+else:
+    Position = whole_number_between(0, MAX_ORDER_INDEX)
 Description = Annotated[StrictStr, Field(max_length=100_000)]
 
 
@@ -59,7 +62,10 @@ class ReorderEntry(CamelBody):
     order_index: Position
 
 
-ReorderEntries = bounded_list(ReorderEntry, MAX_REORDER_ENTRIES, "item", at_least=1)
+if TYPE_CHECKING:  # what the validators built below accept, for the type checker
+    ReorderEntries = list[ReorderEntry]
+else:
+    ReorderEntries = bounded_list(ReorderEntry, MAX_REORDER_ENTRIES, "item", at_least=1)
 
 
 class ReorderRequest(CamelBody):

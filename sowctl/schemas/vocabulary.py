@@ -4,7 +4,7 @@ responses and datasets. What one request or file may hold (counts, depths) is in
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 ItemType = Literal["requirement", "task_item"]
 ItemStatus = Literal["pending", "in_progress", "completed", "cancelled"]
@@ -29,15 +29,15 @@ PurchaseOrderStatus = Literal[
     "void",
 ]
 
-ITEM_TYPES: tuple[str, ...] = ItemType.__args__
-ITEM_STATUSES: tuple[str, ...] = ItemStatus.__args__
-DEPENDENCY_TYPES: tuple[str, ...] = DependencyType.__args__
-RISK_LEVELS: tuple[str, ...] = RiskLevel.__args__
-DEPENDENCY_STATUSES: tuple[str, ...] = DependencyStatus.__args__
-DEPENDENCY_KINDS: tuple[str, ...] = DependencyKind.__args__
-PROJECT_STATUSES: tuple[str, ...] = ProjectStatus.__args__
-PO_STATUSES: tuple[str, ...] = PurchaseOrderStatus.__args__
-ROLES: tuple[str, ...] = Role.__args__
+ITEM_TYPES: tuple[str, ...] = get_args(ItemType)
+ITEM_STATUSES: tuple[str, ...] = get_args(ItemStatus)
+DEPENDENCY_TYPES: tuple[str, ...] = get_args(DependencyType)
+RISK_LEVELS: tuple[str, ...] = get_args(RiskLevel)
+DEPENDENCY_STATUSES: tuple[str, ...] = get_args(DependencyStatus)
+DEPENDENCY_KINDS: tuple[str, ...] = get_args(DependencyKind)
+PROJECT_STATUSES: tuple[str, ...] = get_args(ProjectStatus)
+PO_STATUSES: tuple[str, ...] = get_args(PurchaseOrderStatus)
+ROLES: tuple[str, ...] = get_args(Role)
 
 MAX_ORDER_INDEX = 2**31 - 1  # orderIndex is a 32-bit integer column
 MAX_BIGINT = 2**63 - 1  # the integer id columns are 64-bit

@@ -51,6 +51,7 @@ from sowctl.server.responses import (
     new_request_id,
     request_id_line,
 )
+from sowctl.server.routing import HTTP_METHODS, allowed_methods, bottle_path, method_phrase, route_order
 from sowctl.server.slots import Slots
 from sowctl.server.streaming import StreamedJson
 from sowctl.storage import failures, guards, models
@@ -342,7 +343,7 @@ class SowctlBottle(bottle.Bottle):
         self.route("/readyz", "GET", dispatcher.readyz, name="readyz")
         self.route("/metrics", "GET", dispatcher.metrics_text, name="metrics")
         self.route("/openapi.json", "GET", dispatcher.openapi, name="openapi")
-        for op in sorted(operations.load_all().values(), key=_route_order):
+        for op in sorted(operations.load_all().values(), key=route_order):
             self.route(
                 bottle_path(op.path),
                 op.method,
@@ -404,14 +405,14 @@ class SowctlBottle(bottle.Bottle):
         if status == 404:
             error: SowctlError = HttpStatusError(404, f"no route for {shown}")
         elif status == 405:
-            allowed = _allowed_methods(res.headers.get("Allow", ""))
+            allowed = allowed_methods(res.headers.get("Allow", ""))
             headers["Allow"] = ", ".join(allowed)
             # A method HTTP does not define is not quoted: whatever a client sends there (a
             # token, by mistake) is not echoed.
-            method = bottle.request.method if bottle.request.method in _HTTP_METHODS else "this method"
+            method = bottle.request.method if bottle.request.method in HTTP_METHODS else "this method"
             target = mask_text(path)
             error = HttpStatusError(
-                405, f"{_method_phrase(method)} not allowed for {target} (allowed: {', '.join(allowed)})"
+                405, f"{method_phrase(method)} not allowed for {target} (allowed: {', '.join(allowed)})"
             )
         elif status >= 500:
             if res.traceback:  # Bottle caught an exception (already written to wsgi.errors)
@@ -466,18 +467,6 @@ class SowctlBottle(bottle.Bottle):
 # --- helpers ----------------------------------------------------------------------
 
 
-def bottle_path(path: str) -> str:
-    """``/api/sow/{sowId}/items`` → ``/api/sow/<sowId>/items``."""
-    return "/".join(
-        f"<{part[1:-1]}>" if part.startswith("{") and part.endswith("}") else part for part in path.split("/")
-    )
-
-
-def _route_order(op: Operation) -> tuple:
-    """Literal segments before parameters at each position (``/chain`` before ``/{id}``)."""
-    return tuple(part.startswith("{") for part in op.path.split("/")), op.path, op.method
-
-
 def _callback(dispatcher: Dispatcher, op: Operation):
     def route(**params: str) -> bottle.HTTPResponse:
         return dispatcher.handle(op, params)
@@ -485,20 +474,6 @@ def _callback(dispatcher: Dispatcher, op: Operation):
     route.__name__ = op.handler.__name__
     route.__doc__ = op.summary
     return route
-
-
-_HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
-
-
-def _method_phrase(method: str) -> str:
-    return f"method {method}" if method in _HTTP_METHODS else method
-
-
-def _allowed_methods(allow: str) -> list[str]:
-    methods = {method.strip().upper() for method in allow.split(",") if method.strip()}
-    if "GET" in methods:
-        methods.add("HEAD")
-    return sorted(methods)
 
 
 def _start_request() -> None:

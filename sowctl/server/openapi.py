@@ -101,42 +101,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
     _user_text(components)
     _user_text(paths)
 
-    status_ok = {"type": "object", "properties": {"status": {"const": "ok"}}, "required": ["status"]}
-    status_unavailable = {"type": "object", "properties": {"status": {"const": "unavailable"}}}
-    paths["/healthz"] = _server_page(
-        "healthz",
-        "Liveness (no authentication): the server answers; the database is not asked",
-        {"200": _json_response("The server answers", status_ok)},
-    )
-    paths["/readyz"] = _server_page(
-        "readyz",
-        "Readiness (no authentication): the database answers, can be written, and holds the "
-        "schema this server needs",
-        {
-            "200": _json_response("Ready to serve", status_ok),
-            "503": _json_response("Not ready (Retry-After says when to ask again)", status_unavailable),
-        },
-    )
-    paths["/metrics"] = _server_page(
-        "metrics",
-        "Prometheus metrics (no authentication): counts and latencies by route template, no ids",
-        {
-            "200": {
-                "description": "The Prometheus text format",
-                "content": {"text/plain": {"schema": {"type": "string"}}},
-            }
-        },
-    )
-    paths["/openapi.json"] = {
-        "get": {
-            "operationId": "openapi",
-            "summary": "This OpenAPI document (no authentication)",
-            "tags": ["server"],
-            "security": [],
-            "x-sowctl-extension": True,
-            "responses": {"200": _json_response("The OpenAPI 3.1 document", {"type": "object"})},
-        }
-    }
+    paths.update(_server_pages())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -153,19 +118,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(components.items())),
-            "securitySchemes": {
-                "bearerAuth": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "A token from `sowctl tokens create` (Groups A and C)",
-                },
-                "apiKey": {
-                    "type": "apiKey",
-                    "in": "header",
-                    "name": "x-api-key",
-                    "description": "A key from `sowctl keys create` (Group B)",
-                },
-            },
+            "securitySchemes": _SECURITY_SCHEMES,
         },
     }
 
@@ -174,6 +127,62 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
 # what /openapi.json and /docs show is for API users: Markdown, no internal references.
 _RST_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
 _INTERNAL_REFERENCE = re.compile(r"\s*\((?:spec|contract)\b[^)]*\)|\s*\bas the (?:spec|contract) shows\b")
+
+_SECURITY_SCHEMES = {
+    "bearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "A token from `sowctl tokens create` (Groups A and C)",
+    },
+    "apiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "x-api-key",
+        "description": "A key from `sowctl keys create` (Group B)",
+    },
+}
+
+
+def _server_pages() -> dict[str, dict[str, Any]]:
+    """The server's own pages: health, readiness, metrics and this document."""
+    pages: dict[str, dict[str, Any]] = {}
+    status_ok = {"type": "object", "properties": {"status": {"const": "ok"}}, "required": ["status"]}
+    status_unavailable = {"type": "object", "properties": {"status": {"const": "unavailable"}}}
+    pages["/healthz"] = _server_page(
+        "healthz",
+        "Liveness (no authentication): the server answers; the database is not asked",
+        {"200": _json_response("The server answers", status_ok)},
+    )
+    pages["/readyz"] = _server_page(
+        "readyz",
+        "Readiness (no authentication): the database answers, can be written, and holds the "
+        "schema this server needs",
+        {
+            "200": _json_response("Ready to serve", status_ok),
+            "503": _json_response("Not ready (Retry-After says when to ask again)", status_unavailable),
+        },
+    )
+    pages["/metrics"] = _server_page(
+        "metrics",
+        "Prometheus metrics (no authentication): counts and latencies by route template, no ids",
+        {
+            "200": {
+                "description": "The Prometheus text format",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        },
+    )
+    pages["/openapi.json"] = {
+        "get": {
+            "operationId": "openapi",
+            "summary": "This OpenAPI document (no authentication)",
+            "tags": ["server"],
+            "security": [],
+            "x-sowctl-extension": True,
+            "responses": {"200": _json_response("The OpenAPI 3.1 document", {"type": "object"})},
+        }
+    }
+    return pages
 
 
 def user_text(text: str) -> str:
@@ -194,31 +203,57 @@ def _user_text(node: Any) -> None:
             _user_text(value)
 
 
-def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]:
+def _paging_parameters() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "page",
+            "in": "query",
+            "required": False,
+            "description": "Page number, from 1",
+            "schema": {"type": "integer", "minimum": 1, "maximum": PAGING.max_page, "default": 1},
+        },
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            # No "maximum": larger values are accepted and clamped.
+            "description": f"Page size; larger values are clamped to {PAGING.max_limit}",
+            "schema": {"type": "integer", "minimum": 1, "default": PAGING.default_limit},
+        },
+    ]
+
+
+def _error_responses(op: Operation) -> dict[str, Any]:
+    """The error answers ``op`` may give, by status, with the headers that come with them."""
     error_schema = {"$ref": REF.format(model="ErrorC" if op.group == "C" else "ErrorA")}
+    responses: dict[str, Any] = {}
+    for status in _error_statuses(op):
+        response = _json_response(ERROR_DESCRIPTIONS[status], error_schema)
+        error_headers: dict[str, Any] = {}
+        if op.group == "B":
+            error_headers = {
+                name: {"description": text, "schema": {"type": "integer"}}
+                for name, text in RATE_HEADERS.items()
+            }
+        if status in (429, 503):
+            error_headers["Retry-After"] = {
+                "description": "Seconds to wait before retrying",
+                "schema": {"type": "integer"},
+            }
+        error_headers.update(_error_detail_headers(op, status))
+        response["headers"] = error_headers
+        responses[str(status)] = response
+    return responses
+
+
+def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]:
     parameters = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in op.path_params
     ]
     parameters += _query_parameters(schemas.get(((op.name, "query"), "validation")), components)
     if op.paginated:
-        parameters += [
-            {
-                "name": "page",
-                "in": "query",
-                "required": False,
-                "description": "Page number, from 1",
-                "schema": {"type": "integer", "minimum": 1, "maximum": PAGING.max_page, "default": 1},
-            },
-            {
-                "name": "limit",
-                "in": "query",
-                "required": False,
-                # No "maximum": larger values are accepted and clamped.
-                "description": f"Page size; larger values are clamped to {PAGING.max_limit}",
-                "schema": {"type": "integer", "minimum": 1, "default": PAGING.default_limit},
-            },
-        ]
+        parameters += _paging_parameters()
     if op.group == "B":
         parameters += _scope_headers(op.path)
 
@@ -244,23 +279,7 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
     if headers:
         success["headers"] = headers
 
-    responses: dict[str, Any] = {str(op.status): success}
-    for status in _error_statuses(op):
-        response = _json_response(ERROR_DESCRIPTIONS[status], error_schema)
-        error_headers = {}
-        if op.group == "B":
-            error_headers = {
-                name: {"description": text, "schema": {"type": "integer"}}
-                for name, text in RATE_HEADERS.items()
-            }
-        if status in (429, 503):
-            error_headers["Retry-After"] = {
-                "description": "Seconds to wait before retrying",
-                "schema": {"type": "integer"},
-            }
-        error_headers.update(_error_detail_headers(op, status))
-        response["headers"] = error_headers
-        responses[str(status)] = response
+    responses: dict[str, Any] = {str(op.status): success, **_error_responses(op)}
 
     spec: dict[str, Any] = {
         "operationId": op.name,

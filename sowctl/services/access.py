@@ -9,6 +9,7 @@ from sowctl.foundation.errors import Forbidden, InvalidInput, NotFound
 from sowctl.schemas.common import has_unstorable
 from sowctl.services.lookup import Lookup, hydrate
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 Role = Literal["viewer", "member", "admin"]
 LOCAL_USER_ID = "local"
@@ -98,14 +99,14 @@ def sow_for(caller: Caller, sow_id: str) -> m.Sow:
     if caller.organization_id is not None:
         row = _SOW_IN_ORG.first(caller.organization_id, sow_id)
     else:
-        rows = list(m.Sow.select(*_SOW_FIELDS).where(m.Sow.id == sow_id).limit(2).tuples())
+        rows = list(tuples(m.Sow.select(*_SOW_FIELDS).where(m.Sow.id == sow_id).limit(2)))
         if len(rows) > 1 and caller.prefers is not None:
             preferred = _SOW_IN_ORG.first(caller.prefers, sow_id)
             if preferred is None and not organization_exists(caller.prefers):
                 raise named_organization_not_found(caller.prefers)  # as every command says it
             rows = [preferred] if preferred is not None else rows
         if len(rows) > 1:
-            owners = sorted(m.Sow.select(m.Sow.organization).where(m.Sow.id == sow_id).tuples())
+            owners = sorted(tuples(m.Sow.select(m.Sow.organization).where(m.Sow.id == sow_id)))
             where = f"not in organization {caller.prefers} but " if caller.prefers is not None else ""
             raise InvalidInput.for_field(
                 "sowId",
@@ -136,9 +137,7 @@ def named_organization_not_found(organization_id: str) -> NotFound:
 
     from sowctl.foundation.errors import quoted
 
-    known = [
-        org for (org,) in m.Organization.select(m.Organization.id).limit(ORGANIZATIONS_COMPARED).tuples()
-    ]
+    known = [org for (org,) in tuples(m.Organization.select(m.Organization.id).limit(ORGANIZATIONS_COMPARED))]
     # Ids often share a prefix ("org-"), so only a close match is offered: a transposition or
     # a missing letter, not any organization whose id also starts with "org-".
     close = difflib.get_close_matches(organization_id, known, n=1, cutoff=0.75)

@@ -25,6 +25,7 @@ from typing import Any
 import peewee as pw
 
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import primary_key
 
 UPDATE_FROM_VALUES = sqlite3.sqlite_version_info >= (3, 33, 0)
 # Bound parameters per statement: SQLite's limit is 32,766 since 3.32 and 999 before;
@@ -83,7 +84,7 @@ def update_rows(
     if not rows:
         return 0
     database = m.database_proxy.obj
-    table, key = model._meta.table_name, model._meta.primary_key.column_name
+    table, key = model._meta.table_name, primary_key(model).column_name
     names = tuple(field.column_name for field in columns)
     casts = tuple("BIGINT" if isinstance(field, pw.BigIntegerField) else "INTEGER" for field in columns)
     fixed = fixed or {}

@@ -74,6 +74,7 @@ from sowctl.services.access import Caller, sow_for
 from sowctl.services.collector import collector_paused
 from sowctl.services.item_rules import calculated_statuses, nest
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external", "risks")  # the extensions a chain body adds on request
@@ -220,7 +221,7 @@ def _item_states(sow_key: str, rows: list[tuple]) -> dict[str, tuple[str, str]]:
     return states
 
 
-def _titles() -> pw.ModelSelect:
+def _titles() -> pw.ModelSelect[m.Item]:
     """(id, title) of items; the caller adds the WHERE."""
     return m.Item.select(m.Item.id, m.Item.title)
 
@@ -230,18 +231,19 @@ def _item_tree(sow_key: str, entries: list[dict[str, Any]]) -> list[dict[str, An
     nesting), each with its outgoing dependency entries, siblings in (orderIndex,
     createdAt, id) order."""
     rows = list(
-        m.Item.select(
-            m.Item.id,
-            m.Item.parent,
-            m.Item.type,
-            m.Item.status,
-            m.Item.title,
-            m.Item.order_index,
-            m.Item.created_at,
+        tuples(
+            m.Item.select(
+                m.Item.id,
+                m.Item.parent,
+                m.Item.type,
+                m.Item.status,
+                m.Item.title,
+                m.Item.order_index,
+                m.Item.created_at,
+            )
+            .where(m.Item.sow == sow_key)
+            .order_by(m.Item.order_index, m.Item.created_at, m.Item.id)
         )
-        .where(m.Item.sow == sow_key)
-        .order_by(m.Item.order_index, m.Item.created_at, m.Item.id)
-        .tuples()
     )
     shown = calculated_statuses((item_id, parent, kind, status) for item_id, parent, kind, status, *_ in rows)
     by_source: dict[str, list[dict[str, Any]]] = defaultdict(list)

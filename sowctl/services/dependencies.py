@@ -19,6 +19,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from functools import reduce
+from typing import cast
 
 import peewee as pw
 
@@ -26,7 +27,13 @@ from sowctl.foundation import clock
 from sowctl.foundation.errors import CycleDetected, InvalidInput, NotFound
 from sowctl.schemas.dependencies import DependencyCreate, DependencyOut, DependencyUpdate
 from sowctl.schemas.items import Message
-from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DEPENDENCY_STATUSES
+from sowctl.schemas.vocabulary import (
+    DEPENDENCY_KINDS,
+    DEPENDENCY_STATUSES,
+    DependencyStatus,
+    DependencyType,
+    RiskLevel,
+)
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, item_for, sow_for
@@ -40,9 +47,10 @@ def to_out(dep: m.Dependency) -> DependencyOut:
         id=dep.id,
         source_item_id=dep.source_item_id,
         target_item_id=dep.target_item_id,
-        dependency_type=dep.dependency_type,
-        risk_level=dep.risk_level,
-        status=dep.status,
+        # stored only once validated: values of the vocabulary
+        dependency_type=cast(DependencyType, dep.dependency_type),
+        risk_level=cast(RiskLevel, dep.risk_level),
+        status=cast(DependencyStatus, dep.status),
         is_external=dep.is_external,
         external_target=dep.external_target,
         external_owner=dep.external_owner,
@@ -124,7 +132,7 @@ def list_dependencies(
 LIST_ORDER = (m.Dependency.created_at, m.Dependency.id)
 
 
-def _page(where: pw.Expression, offset: int, limit: int | None) -> pw.ModelSelect:
+def _page(where: pw.Expression | pw.SQL, offset: int, limit: int | None) -> pw.ModelSelect[m.Dependency]:
     """The page ``offset``/``limit`` of the dependencies ``where`` selects, in list order.
 
     Its ids are chosen first, from an index in list order, where ``OFFSET`` skips index
@@ -187,12 +195,12 @@ def _locate(item_ids: Sequence[str], organization_id: str | None = None) -> dict
         extra = f"i.{m.Item.topo_rank.column_name}, (SELECT value FROM {meta} WHERE key = {param})"
         values = (graph.stale_key(organization_id), *item_ids)
     sql = (
-        f"SELECT i.{item.primary_key.column_name}, i.{m.Item.sow.column_name}, "
+        f"SELECT i.{m.Item.id.column_name}, i.{m.Item.sow.column_name}, "
         f"p.{m.Project.organization.column_name}, {extra} "
         f"FROM {item.table_name} i "
-        f"JOIN {sow.table_name} s ON s.{sow.primary_key.column_name} = i.{m.Item.sow.column_name} "
-        f"JOIN {project.table_name} p ON p.{project.primary_key.column_name} = s.{m.Sow.project.column_name} "
-        f"WHERE i.{item.primary_key.column_name} IN ({marks})"
+        f"JOIN {sow.table_name} s ON s.{m.Sow.key.column_name} = i.{m.Item.sow.column_name} "
+        f"JOIN {project.table_name} p ON p.{m.Project.id.column_name} = s.{m.Sow.project.column_name} "
+        f"WHERE i.{m.Item.id.column_name} IN ({marks})"
     )
     return {row[0]: row[1:] for row in m.database_proxy.execute_sql(sql, values)}
 
@@ -205,13 +213,15 @@ def _endpoints(
 
     The target must be visible too and belong to the source's organization (any SOW).
     """
-    wanted = [data.source_item_id] if external else [data.source_item_id, data.target_item_id]
+    # An internal dependency names its target (DependencyCreate checks it), an external one none.
+    targets = [] if external or data.target_item_id is None else [data.target_item_id]
+    wanted = [data.source_item_id, *targets]
     found = _locate(wanted, locked)
     for item_id in wanted:
         if item_id not in found or not caller.sees(found[item_id][1]):
             raise NotFound(f"item {item_id} not found")
     sow_id, organization_id = found[data.source_item_id][:2]
-    if not external and found[data.target_item_id][1] != organization_id:
+    if any(found[target][1] != organization_id for target in targets):
         raise InvalidInput.for_field("targetItemId", "must be an item of the source item's organization")
     return sow_id, organization_id, found
 
@@ -293,7 +303,7 @@ def update_dependency(caller: Caller, dependency_id: str, data: DependencyUpdate
         dep = m.Dependency.get_or_none(m.Dependency.id == dependency_id)
         if dep is None:
             raise NotFound(f"dependency {dependency_id} not found")
-        status = data.status if "status" in sent else dep.status
+        status = data.status if "status" in sent and data.status is not None else dep.status
         edge = graph.ordering_edge(
             dep.dependency_type, dep.source_item_id, dep.target_item_id, status, dep.is_external
         )

@@ -31,7 +31,9 @@ def is_overdue(sla_date: date | str | None, status: str, today: date) -> bool:
     """``sla_date`` as a date or as ISO text (SQLite hands dates back as text)."""
     if sla_date is None or status not in OPEN_STATUSES:
         return False
-    return sla_date < (today.isoformat() if isinstance(sla_date, str) else today)
+    if isinstance(sla_date, str):
+        return sla_date < today.isoformat()
+    return sla_date < today
 
 
 def is_external(explicit: bool | None, target_item_id: str | None, external_target: str | None) -> bool:

@@ -7,6 +7,7 @@ record outside that scope is "not found", exactly as if it did not exist.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
@@ -41,6 +42,7 @@ from sowctl.services.access import Caller, organization_exists, organization_not
 from sowctl.services.lookup import Lookup, hydrate
 from sowctl.storage import models as m
 from sowctl.storage.database import with_retries, write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 MONEY_COLUMNS = ("original_budget", "current_budget", "committed", "spent", "projected_total")
 _CHUNK = 500
@@ -299,7 +301,7 @@ def _highest_number(project_id: int) -> int:
     numbers = m.PurchaseOrder.select(m.PurchaseOrder.number).where(
         m.PurchaseOrder.financial_project == project_id
     )
-    for (number,) in numbers.tuples():
+    for (number,) in tuples(numbers):
         suffix = number[len(prefix) :] if number.startswith(prefix) else ""
         if suffix.isascii() and suffix.isdigit():
             highest = max(highest, int(suffix))
@@ -388,7 +390,7 @@ def list_purchase_orders(
     project = project_for(caller, company_id, project_id)
     of_project = m.PurchaseOrder.financial_project == project.id
     ids_query = m.PurchaseOrder.select(m.PurchaseOrder.id).where(of_project).order_by(m.PurchaseOrder.id)
-    ids = [order_id for (order_id,) in ids_query.offset(offset or None).limit(limit).tuples()]
+    ids = [order_id for (order_id,) in tuples(ids_query.offset(offset or None).limit(limit))]
     if limit is None or (offset == 0 and len(ids) < limit):
         total = offset + len(ids)
     else:
@@ -398,25 +400,24 @@ def list_purchase_orders(
 
 def _orders_in_batches(ids: Sequence[int]) -> Iterator[PurchaseOrderOut]:
     for batch in _chunks(ids, _ORDER_BATCH):
-        orders, lines = with_retries(lambda batch=batch: _read_batch(batch))
+        orders, lines = with_retries(functools.partial(_read_batch, batch))
         for row in orders:
             yield _order_out(row, lines.pop(row[0], ()))
 
 
-def _read_batch(ids: Sequence[int]) -> tuple[list[tuple], dict[int, list[tuple]]]:
+def _read_batch(ids: Sequence[int]) -> tuple[list[tuple], dict[int, list[list[Any]]]]:
     """The orders of ``ids`` (``_ORDER_COLUMNS``, by id) and their lines (``_LINE_COLUMNS``
     by order, in position order): one query each, rows as tuples, not model instances."""
     po, line = m.PurchaseOrder, m.PurchaseOrderLine
     orders = list(
-        po.select(*_ORDER_COLUMNS).join(m.Vendor).where(po.id.in_(list(ids))).order_by(po.id).tuples()
+        tuples(po.select(*_ORDER_COLUMNS).join(m.Vendor).where(po.id.in_(list(ids))).order_by(po.id))
     )
-    found: dict[int, list[tuple]] = defaultdict(list)
-    rows = (
+    found: dict[int, list[list[Any]]] = defaultdict(list)
+    rows = tuples(
         line.select(line.purchase_order, *_LINE_COLUMNS)
         .join(m.CostCode)
         .where(line.purchase_order.in_(list(ids)))
         .order_by(line.purchase_order, line.position, line.id)
-        .tuples()
     )
     for order_id, *values in rows:
         found[order_id].append(values)

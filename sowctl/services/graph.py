@@ -407,17 +407,18 @@ def _place(before: str, after: str, low: int | None, high: int | None) -> tuple[
     An unranked item has no edge yet: nothing comes before it, nothing after it. So
     ``before`` can go before every item and ``after`` after every item.
     """
-    if low is None and high is None:
-        low = ranks.top()
-        high = low + ranks.GAP
-        ranks.store([(before, low), (after, high)])
-    elif low is None:
-        low = ranks.bottom()
-        ranks.store([(before, low)])
-    else:
+    if low is not None:  # only ``after`` is unranked
         high = ranks.top()
         ranks.store([(after, high)])
-    return low, high  # type: ignore[return-value]  (both set above)
+        return low, high
+    if high is not None:  # only ``before`` is unranked
+        low = ranks.bottom()
+        ranks.store([(before, low)])
+        return low, high
+    low = ranks.top()
+    high = low + ranks.GAP
+    ranks.store([(before, low), (after, high)])
+    return low, high
 
 
 def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:

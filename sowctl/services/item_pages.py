@@ -20,7 +20,7 @@ through ``row_dumper(ItemOut)``: no model instance per row, Peewee's or Pydantic
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import peewee as pw
 
@@ -30,6 +30,7 @@ from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
 from sowctl.storage import tallies
+from sowctl.storage.peewee_compat import connection_state
 
 
 class PageRow(NamedTuple):
@@ -163,7 +164,8 @@ def read_page(
         rows = [PageRow._make(raw[:-1]) for raw in raw_rows]
     else:
         rows = []
-        total = int(_COUNTS[key].first(sow_id, *filters)[0]) if offset else 0  # past the end: say how many
+        # Past the end: say how many (a count is one row).
+        total = int(_COUNTS[key].all(sow_id, *filters)[0][0]) if offset else 0
     if counts is not None and _known_counts()[1] == version:  # nothing committed meanwhile
         counts[(sow_id, item_type, parent_id)] = total
     return rows, total
@@ -182,7 +184,7 @@ def _known_counts() -> tuple[dict | None, Any]:
         return None, None
     connection = database.connection()
     version = (connection.execute("PRAGMA data_version").fetchone()[0], connection.total_changes)
-    state = database._state  # peewee's per-thread connection state
+    state = connection_state(database)
     known = getattr(state, "sowctl_counts", None)
     if known is None or known[0] is not connection or known[1] != version:
         known = (connection, version, {})
@@ -196,7 +198,7 @@ def dump_page(rows: Sequence[PageRow], sow_id: str) -> list[dict[str, Any]]:
     differs when another organization held the id first)."""
     out = []
     for row in rows:
-        shown = shown_status(row.type, row.status, row[_SENT:])
+        shown = shown_status(row.type, row.status, cast(Sequence[int], row[_SENT:]))  # the counts
         if shown != row[_STATUS] or row[_SOW] != sow_id:
             row = row._replace(status=shown, sow_id=sow_id)
         out.append(DUMP_ROW(row[:_SENT]))

@@ -122,7 +122,7 @@ def parents_first(ids: Sequence[str], parents: Sequence[str | None], known: Cont
     placed: set[str] = set()
     waiting: dict[str, list[int]] = defaultdict(list)
     for i, parent_id in enumerate(parents):
-        if parent_id in known and parent_id not in placed and parent_id != ids[i]:
+        if parent_id is not None and parent_id in known and parent_id not in placed and parent_id != ids[i]:
             waiting[parent_id].append(i)
             continue
         stack = [i]

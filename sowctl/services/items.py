@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any, cast
 
 import peewee as pw
 
@@ -19,20 +20,21 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX, ItemStatus, ItemType
 from sowctl.services import bulk, item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import depth_problem, shown_status
 from sowctl.storage import models as m
 from sowctl.storage import tallies
 from sowctl.storage.database import is_sqlite, write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 
 def sow_rows(sow_id: str) -> list[tuple[str, str | None, str, str]]:
     return list(
-        m.Item.select(m.Item.id, m.Item.parent, m.Item.type, m.Item.status)
-        .where(m.Item.sow == sow_id)
-        .tuples()
+        tuples(
+            m.Item.select(m.Item.id, m.Item.parent, m.Item.type, m.Item.status).where(m.Item.sow == sow_id)
+        )
     )
 
 
@@ -75,11 +77,11 @@ def to_out(item: m.Item, sow_id: str) -> ItemOut:
         id=item.id,
         title=item.title,
         description=item.description,
-        type=item.type,
+        type=cast(ItemType, item.type),  # stored only once validated
         sow_id=sow_id,
         parent_item_id=item.parent_id,
         order_index=item.order_index,
-        status=shown_status(item.type, item.status, below),
+        status=cast(ItemStatus, shown_status(item.type, item.status, below)),
         created_at=item.created_at,
         updated_at=item.updated_at,
         created_by_user_id=item.created_by_user_id,
@@ -184,7 +186,7 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
     caller.require_write()
     item = item_for(caller, item_id)
     sent = data.model_fields_set  # the model refused null, so every field sent has a value
-    changes = {
+    changes: dict[pw.Field, Any] = {
         m.Item.title: data.title,
         m.Item.description: data.description,
         m.Item.status: data.status,
@@ -197,7 +199,7 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
         if "status" in sent and item.type == "task_item" and item.parent_id is not None:
             # Read again under the lock: the status a concurrent update left is the one to move.
             before = m.Item.select(m.Item.status).where(m.Item.id == item_id).scalar()
-            if before is not None and before != data.status:
+            if before is not None and data.status is not None and before != data.status:
                 tallies.add_to_ancestors(item.parent_id, tallies.task_moved(before, data.status))
         m.Item.update(updates).where(m.Item.id == item_id).execute()
     return get_item(caller, item_id)

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TypeVar, cast
 
 import peewee as pw
 
 from sowctl.schemas.listing import ClientOut, ContactOut, ProjectOut
+from sowctl.schemas.vocabulary import ProjectStatus
 from sowctl.services.access import Caller
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 _CHUNK = 500
+M = TypeVar("M", bound=pw.Model)
 
 
 def list_projects(
@@ -74,7 +78,7 @@ def list_clients(caller: Caller, limit: int | None = None, offset: int = 0) -> t
 # --- helpers ------------------------------------------------------------------------
 
 
-def _page(query: pw.ModelSelect, limit: int | None, offset: int) -> tuple[list, int]:
+def _page(query: pw.ModelSelect[M], limit: int | None, offset: int) -> tuple[list[M], int]:
     if limit is None and not offset:
         rows = list(query)
         return rows, len(rows)
@@ -99,7 +103,7 @@ def _sow_counts(project_ids: Sequence[str]) -> dict[str, int]:
             .where(m.Sow.project.in_(chunk))
             .group_by(m.Sow.project)
         )
-        counts.update(query.tuples())
+        counts.update(tuples(query))
     return counts
 
 
@@ -130,7 +134,7 @@ def _project_out(project: m.Project, sow_count: int) -> ProjectOut:
         id=project.id,
         name=project.name,
         description=project.description,
-        status=project.status,
+        status=cast(ProjectStatus, project.status),  # stored only once validated
         client_id=project.client_id,
         client_name=project.client_name,
         contact_id=project.contact_id,

@@ -8,6 +8,7 @@ from sowctl.foundation.errors import InvalidInput
 from sowctl.schemas.common import has_unstorable
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 
 def create_organization(organization_id: str, name: str | None = None) -> dict:
@@ -26,7 +27,7 @@ def create_organization(organization_id: str, name: str | None = None) -> dict:
 def list_organizations() -> list[dict]:
     """Every organization, by id, with how many SOWs it holds."""
     counts = dict(
-        m.Sow.select(m.Sow.organization, pw.fn.COUNT(m.Sow.key)).group_by(m.Sow.organization).tuples()
+        tuples(m.Sow.select(m.Sow.organization, pw.fn.COUNT(m.Sow.key)).group_by(m.Sow.organization))
     )
-    rows = m.Organization.select(m.Organization.id, m.Organization.name).order_by(m.Organization.id).tuples()
+    rows = tuples(m.Organization.select(m.Organization.id, m.Organization.name).order_by(m.Organization.id))
     return [{"id": org, "name": name, "sowCount": counts.get(org, 0)} for org, name in rows]

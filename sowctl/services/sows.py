@@ -10,6 +10,7 @@ from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
 from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 DEFAULT_ORG_ID = "local"
 DEFAULT_PROJECT_NAME = "Default project"
@@ -49,19 +50,20 @@ def create_sow(caller: Caller, data: SowCreate) -> SowOut:
     refused unless --org chose the organization."""
     caller.require_write()
     organization_id = caller.organization_id
-    if caller.named and not organization_exists(organization_id):
+    if caller.named and organization_id is not None and not organization_exists(organization_id):
         raise named_organization_not_found(organization_id)
+    given = None
     if data.project_id is not None:
-        project = m.Project.get_or_none(m.Project.id == data.project_id)
-        if project is None or not caller.sees(project.organization_id):
+        given = m.Project.get_or_none(m.Project.id == data.project_id)
+        if given is None or not caller.sees(given.organization_id):
             raise NotFound(f"project {data.project_id} not found")
-        organization_id = project.organization_id
+        organization_id = given.organization_id
     elif organization_id is None:
         organization_id = _only_organization()
     if data.id is not None and caller.organization_id is None:
         _refuse_id_of_another_organization(data.id, organization_id)
     with write_transaction(f"org:{organization_id}"):
-        project = default_project(organization_id) if data.project_id is None else project
+        project = default_project(organization_id) if given is None else given
         sow_id = data.id or clock.new_id()
         taken = m.Sow.select().where((m.Sow.organization == organization_id) & (m.Sow.id == sow_id))
         if taken.exists():
@@ -74,7 +76,7 @@ def _only_organization() -> str:
     """The organization a SOW made with full rights and no --org goes to: the only one, or
     ``local`` on an empty database; several are refused, listed."""
     first = m.Organization.select(m.Organization.id).order_by(m.Organization.id)
-    ids = [org for (org,) in first.limit(ORGANIZATIONS_LISTED + 1).tuples()]
+    ids = [org for (org,) in tuples(first.limit(ORGANIZATIONS_LISTED + 1))]
     if not ids:
         return DEFAULT_ORG_ID
     if len(ids) == 1:
@@ -155,7 +157,7 @@ def _item_counts(keys: list[str] | pw.SelectQuery) -> dict[str, int]:
     """Items per SOW key, for the SOWs ``keys`` names (a list, or a query of keys)."""
     count = pw.fn.COUNT(m.Item.id)
     query = m.Item.select(m.Item.sow, count).where(m.Item.sow.in_(keys)).group_by(m.Item.sow)
-    return {key: number for key, number in query.tuples()}
+    return dict(tuples(query))
 
 
 def _out(sow: m.Sow, item_count: int | None = None) -> SowOut:

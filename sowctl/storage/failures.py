@@ -107,7 +107,7 @@ _SQLSTATES: dict[str, tuple[Kind, str]] = {
     "XX001": (Kind.STORAGE, "data_corrupted"),
     "XX002": (Kind.STORAGE, "index_corrupted"),
 }
-_SQLSTATE_CLASSES = {"08": Kind.UNAVAILABLE, "53": Kind.BUSY, "58": Kind.STORAGE}
+_SQLSTATE_CLASSES: dict[str, Kind] = {"08": Kind.UNAVAILABLE, "53": Kind.BUSY, "58": Kind.STORAGE}
 
 # SQLite's primary result codes (the low byte of an extended one).
 _SQLITE: dict[int, tuple[str, Kind]] = {
@@ -252,8 +252,8 @@ def is_read_only(exc: BaseException) -> bool:
 def _from_code(family: str, code: str, detail: str, *, inferred: bool = False) -> DatabaseFailure | None:
     """``family``: the SQLSTATE, or SQLite's primary code name; ``code``: what the log shows."""
     if family.startswith("SQLITE_"):
-        kind = _SQLITE_BY_NAME[family][1]
-        return DatabaseFailure(kind, code, detail, inferred=inferred, rerun=family in _SQLITE_RERUN)
+        sqlite_kind = _SQLITE_BY_NAME[family][1]
+        return DatabaseFailure(sqlite_kind, code, detail, inferred=inferred, rerun=family in _SQLITE_RERUN)
     known = _SQLSTATES.get(family)
     kind = known[0] if known else _SQLSTATE_CLASSES.get(family[:2])
     if kind is None:

@@ -55,6 +55,7 @@ import peewee as pw
 
 from sowctl.foundation.errors import ServiceUnavailable
 from sowctl.storage import failures
+from sowctl.storage.peewee_compat import connection_state
 
 
 def _seconds(name: str, default: float) -> float:
@@ -215,7 +216,9 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
                 connection.close()
                 raise DatabaseFileReplaced(self.database)
             # SQLite fell back to read-only if it could not open the file for writing.
-            self._state.read_only_connection = None if os.access(self.database, os.W_OK) else connection
+            connection_state(self).read_only_connection = (
+                None if os.access(self.database, os.W_OK) else connection
+            )
         return connection
 
     def execute_sql(self, sql, params=None):
@@ -235,17 +238,17 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
     def _note_read_only(self, exc: pw.OperationalError) -> None:
         # SQLITE_READONLY: this connection cannot write, whatever the file allows now.
         if failures.is_read_only(exc) and not self.is_closed():
-            self._state.read_only_connection = self._state.conn
+            connection_state(self).read_only_connection = connection_state(self).conn
 
     def reopen_if_writable(self) -> None:
         """Close this thread's connection if it was opened while the file could not be
         written and the file can be written now: the next query opens a read-write one.
         Call it between transactions (at the start of a request)."""
-        stale = getattr(self._state, "read_only_connection", None)
+        stale = getattr(connection_state(self), "read_only_connection", None)
         if stale is None:
             return
-        if self._state.conn is not stale:  # closed since, and perhaps reopened writable
-            self._state.read_only_connection = None
+        if connection_state(self).conn is not stale:  # closed since, and perhaps reopened writable
+            connection_state(self).read_only_connection = None
         elif os.access(self.database, os.W_OK) and not self.in_transaction():
             self.close()
 
@@ -310,7 +313,7 @@ def drop_dead_connection(database: pw.Database) -> None:
     "terminating connection", a shutdown, a restart) or its end of file."""
     if not isinstance(database, pw.PostgresqlDatabase) or database.is_closed() or database.in_transaction():
         return
-    connection = database._state.conn  # peewee's per-thread connection
+    connection = connection_state(database).conn
     try:
         dead = bool(connection.closed) or _readable(connection.fileno())
     except Exception:  # psycopg2 refuses fileno() on a connection it knows is broken

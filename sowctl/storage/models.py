@@ -3,6 +3,8 @@
 Models bind to ``database_proxy``; ``sowctl.storage.database.open_database`` initialises it.
 Column names are snake_case; the API's camelCase names live in the schemas.
 Money is stored as canonical decimal text so that no backend rounds it.
+Each foreign key ``x`` has its raw column ``x_id`` beside it (peewee adds that accessor);
+the annotations under each key say so to the type checker.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Organization(BaseModel):
 class User(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     organization = pw.ForeignKeyField(Organization, backref="users", on_delete="CASCADE")
+    organization_id: str
     name = pw.TextField(default="")
     email = pw.TextField(null=True)
 
@@ -65,6 +68,7 @@ class User(BaseModel):
 class Client(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     organization = pw.ForeignKeyField(Organization, backref="clients", on_delete="CASCADE")
+    organization_id: str
     name = pw.TextField()
     description = pw.TextField(null=True)
     website = pw.TextField(null=True)
@@ -78,6 +82,7 @@ class Client(BaseModel):
 class Contact(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     client = pw.ForeignKeyField(Client, backref="contacts", on_delete="CASCADE")
+    client_id: str
     name = pw.TextField()
     email = pw.TextField(null=True)
     phone = pw.TextField(null=True)
@@ -90,11 +95,14 @@ class Contact(BaseModel):
 class Project(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     organization = pw.ForeignKeyField(Organization, backref="projects", on_delete="CASCADE")
+    organization_id: str
     name = pw.TextField()
     description = pw.TextField(null=True)
     status = pw.CharField(max_length=16, default="active", index=True)
     client = pw.ForeignKeyField(Client, null=True, backref="projects", on_delete="SET NULL")
+    client_id: str | None
     contact = pw.ForeignKeyField(Contact, null=True, backref="projects", on_delete="SET NULL")
+    contact_id: str | None
     start_date = pw.DateTimeField(null=True)
     end_date = pw.DateTimeField(null=True)
     owner_user_id = pw.CharField(max_length=64, null=True)
@@ -102,6 +110,7 @@ class Project(BaseModel):
     pinned_at = pw.DateTimeField(null=True)
     created_at = pw.DateTimeField()
     updated_at = pw.DateTimeField()
+    client_name: str | None  # only on the rows of a listing that joins the client's name
 
 
 # --- Group A: SOWs, items, dependencies ---------------------------------------
@@ -117,7 +126,9 @@ class Sow(BaseModel):
     id = pw.CharField(max_length=64, column_name="public_id")
     # Denormalised from the project (which never changes organization): the namespace.
     organization = pw.ForeignKeyField(Organization, on_delete="CASCADE")
+    organization_id: str
     project = pw.ForeignKeyField(Project, backref="sows", on_delete="CASCADE")
+    project_id: str
     title = pw.TextField(default="")
     created_at = pw.DateTimeField()
 
@@ -128,7 +139,9 @@ class Sow(BaseModel):
 class Item(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     sow = pw.ForeignKeyField(Sow, backref="items", on_delete="CASCADE")
+    sow_id: str
     parent = pw.ForeignKeyField("self", null=True, backref="children", on_delete="CASCADE")
+    parent_id: str | None
     type = pw.CharField(max_length=16)
     title = pw.TextField()
     description = pw.TextField(null=True)
@@ -163,8 +176,11 @@ class Dependency(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     # Denormalised from the source item: the sowId filter and the chain read by it.
     sow = pw.ForeignKeyField(Sow, backref="dependencies", on_delete="CASCADE")
+    sow_id: str
     source_item = pw.ForeignKeyField(Item, backref="outgoing", on_delete="CASCADE")
+    source_item_id: str
     target_item = pw.ForeignKeyField(Item, null=True, backref="incoming", on_delete="CASCADE")
+    target_item_id: str | None
     dependency_type = pw.CharField(max_length=16)
     risk_level = pw.CharField(max_length=16)
     status = pw.CharField(max_length=16, default="active", index=True)
@@ -206,14 +222,17 @@ class Dependency(BaseModel):
 class Company(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     organization = pw.ForeignKeyField(Organization, backref="companies", on_delete="CASCADE")
+    organization_id: str
     name = pw.TextField()
 
 
 class FinancialProject(BaseModel):
     id = pw.BigIntegerField(primary_key=True)
     company = pw.ForeignKeyField(Company, backref="financial_projects", on_delete="CASCADE")
+    company_id: str
     name = pw.TextField(default="")
     project = pw.ForeignKeyField(Project, null=True, on_delete="SET NULL")
+    project_id: str | None
     # The highest PO-<id>-<n> number allocated so far, so that a new order costs O(1);
     # null until the first order is created after a migration or an import (then counted).
     po_high_water = pw.BigIntegerField(null=True)
@@ -222,12 +241,14 @@ class FinancialProject(BaseModel):
 class Vendor(BaseModel):
     id = pw.BigIntegerField(primary_key=True)
     company = pw.ForeignKeyField(Company, backref="vendors", on_delete="CASCADE")
+    company_id: str
     name = pw.TextField()
 
 
 class CostCode(BaseModel):
     id = pw.BigIntegerField(primary_key=True)
     company = pw.ForeignKeyField(Company, backref="cost_codes", on_delete="CASCADE")
+    company_id: str
     full_code = pw.TextField()
     name = pw.TextField(default="")
 
@@ -235,13 +256,16 @@ class CostCode(BaseModel):
 class Commitment(BaseModel):
     id = pw.CharField(primary_key=True, max_length=64)
     financial_project = pw.ForeignKeyField(FinancialProject, backref="commitments", on_delete="CASCADE")
+    financial_project_id: int
     title = pw.TextField(default="")
     vendor = pw.ForeignKeyField(Vendor, null=True, on_delete="SET NULL")
+    vendor_id: int | None
 
 
 class BudgetView(BaseModel):
     id = pw.BigIntegerField(primary_key=True)
     financial_project = pw.ForeignKeyField(FinancialProject, backref="budget_views", on_delete="CASCADE")
+    financial_project_id: int
     name = pw.TextField()
     description = pw.TextField(null=True)
     created_at = pw.DateTimeField()
@@ -251,7 +275,9 @@ class BudgetView(BaseModel):
 class BudgetViewSnapshot(BaseModel):
     id = pw.BigIntegerField(primary_key=True)
     budget_view = pw.ForeignKeyField(BudgetView, backref="snapshots", on_delete="CASCADE")
+    budget_view_id: int
     financial_project = pw.ForeignKeyField(FinancialProject, on_delete="CASCADE")
+    financial_project_id: int
     name = pw.TextField()
     description = pw.TextField(null=True)
     created_at = pw.DateTimeField()
@@ -262,6 +288,7 @@ class SnapshotLineItem(BaseModel):
     # Line ids repeat across snapshots in the source data, so they are not the key.
     row_id = pw.AutoField()
     snapshot = pw.ForeignKeyField(BudgetViewSnapshot, backref="line_items", on_delete="CASCADE")
+    snapshot_id: int
     id = pw.BigIntegerField()
     position = pw.IntegerField(default=0)
     code = pw.TextField(default="")
@@ -277,6 +304,7 @@ class SnapshotLineItem(BaseModel):
 class PrimeContract(BaseModel):
     id = pw.BigIntegerField(primary_key=True)
     financial_project = pw.ForeignKeyField(FinancialProject, backref="prime_contracts", on_delete="CASCADE")
+    financial_project_id: int
     title = pw.TextField(default="")
     description = pw.TextField(null=True)
     contract_number = pw.TextField(null=True)
@@ -295,11 +323,14 @@ class PrimeContract(BaseModel):
 class PurchaseOrder(BaseModel):
     id = pw.BigAutoField()
     financial_project = pw.ForeignKeyField(FinancialProject, backref="purchase_orders", on_delete="CASCADE")
+    financial_project_id: int
     commitment = pw.ForeignKeyField(Commitment, null=True, on_delete="SET NULL")
+    commitment_id: str | None
     number = pw.CharField(max_length=64)
     status = pw.CharField(max_length=32)
     title = pw.TextField()
     vendor = pw.ForeignKeyField(Vendor, on_delete="RESTRICT")
+    vendor_id: int
     original_amount = MoneyField()
     revised_amount = MoneyField()
     total_amount = MoneyField()
@@ -312,10 +343,12 @@ class PurchaseOrder(BaseModel):
 class PurchaseOrderLine(BaseModel):
     id = pw.BigAutoField()
     purchase_order = pw.ForeignKeyField(PurchaseOrder, backref="lines", on_delete="CASCADE")
+    purchase_order_id: int
     position = pw.IntegerField(default=0)
     description = pw.TextField()
     amount = MoneyField()
     cost_code = pw.ForeignKeyField(CostCode, on_delete="RESTRICT")
+    cost_code_id: int
     quantity = MoneyField(null=True)
     unit_cost = MoneyField(null=True)
 
@@ -330,7 +363,9 @@ class ApiToken(BaseModel):
     token_hash = pw.CharField(max_length=64, unique=True)
     hint = pw.CharField(max_length=16)  # first characters, for listings
     user = pw.ForeignKeyField(User, on_delete="CASCADE")
+    user_id: str
     organization = pw.ForeignKeyField(Organization, on_delete="CASCADE")
+    organization_id: str
     role = pw.CharField(max_length=16, default="member")
     created_at = pw.DateTimeField()
     revoked_at = pw.DateTimeField(null=True)
@@ -343,6 +378,7 @@ class ApiKey(BaseModel):
     key_hash = pw.CharField(max_length=64, unique=True)
     hint = pw.CharField(max_length=16)
     organization = pw.ForeignKeyField(Organization, on_delete="CASCADE")
+    organization_id: str
     created_at = pw.DateTimeField()
     revoked_at = pw.DateTimeField(null=True)
 
@@ -351,6 +387,7 @@ class RateCounter(BaseModel):
     """Requests counted per API key and window, shared by every server worker."""
 
     api_key = pw.ForeignKeyField(ApiKey, on_delete="CASCADE")
+    api_key_id: str
     window = pw.CharField(max_length=8)  # "minute" or "day"
     window_start = pw.BigIntegerField()  # epoch seconds of the window's start
     count = pw.IntegerField(default=0)

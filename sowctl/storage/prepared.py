@@ -28,6 +28,7 @@ from typing import Any
 import peewee as pw
 
 from sowctl.storage import failures
+from sowctl.storage.peewee_compat import connection_state
 
 # SQLSTATEs that mean "this server connection does not hold what this client prepared":
 # invalid_sql_statement_name, duplicate_prepared_statement, and feature_not_supported
@@ -82,10 +83,10 @@ def execute(database: pw.Database, statement: Prepared, sql: str, params: Sequen
     if database.in_transaction() or not usable(database):
         return database.execute_sql(sql, params)
     connection = database.connection()
-    state = database._state  # peewee's per-thread connection state
+    state = connection_state(database)
     known = getattr(state, "sowctl_prepared", None)
     if known is None or known[0] is not connection:  # a new connection knows no statement
-        known = (connection, set())
+        known = (connection, set[str]())
         state.sowctl_prepared = known
     try:
         if statement.name not in known[1]:

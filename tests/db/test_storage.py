@@ -15,6 +15,7 @@ import typer
 from sowctl.backends import profiles
 from sowctl.foundation.errors import ServiceUnavailable, SowctlError, UsageError
 from sowctl.storage import database as db_module
+from sowctl.storage import migrations
 from sowctl.storage import models as m
 
 T0 = datetime(2026, 3, 16, 9, 30, 0)
@@ -150,7 +151,7 @@ def fresh(tmp_path) -> str:
 
 
 def test_schema_version_is_recorded(db):
-    assert db_module.schema_version() == db_module.SCHEMA_VERSION == len(db_module.MIGRATIONS)
+    assert db_module.schema_version() == db_module.SCHEMA_VERSION == len(migrations.MIGRATIONS)
     assert m.Meta.get_by_id("schema_version").value == str(db_module.SCHEMA_VERSION)
     for model in m.ALL_MODELS:
         assert model.table_exists(), model.__name__
@@ -167,14 +168,14 @@ def _counting(monkeypatch) -> list[int]:
     """Wrap every migration so that the test sees which ones run."""
     calls: list[int] = []
     wrapped = []
-    for number, step in enumerate(db_module.MIGRATIONS, start=1):
+    for number, step in enumerate(migrations.MIGRATIONS, start=1):
 
         def run(database, step=step, number=number):
             calls.append(number)
             step(database)
 
         wrapped.append(run)
-    monkeypatch.setattr(db_module, "MIGRATIONS", wrapped)
+    monkeypatch.setattr(migrations, "MIGRATIONS", wrapped)
     return calls
 
 
@@ -200,8 +201,8 @@ def test_a_database_of_this_version_migrates_under_the_next_one(fresh, monkeypat
         database.execute_sql("CREATE TABLE extra_note (item_id VARCHAR(64) NOT NULL, note TEXT)")
         database.execute_sql("INSERT INTO extra_note (item_id, note) SELECT id, title FROM item")
 
-    monkeypatch.setattr(db_module, "MIGRATIONS", [*db_module.MIGRATIONS, v_next])
-    monkeypatch.setattr(db_module, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, v_next])
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", current + 1)
 
     database = db_module.open_database(fresh)
     assert runs == ["ran"]
@@ -222,8 +223,8 @@ def test_a_failed_migration_changes_nothing(fresh, monkeypatch):
         database.execute_sql("UPDATE item SET title = 'changed'")
         database.execute_sql("SELECT * FROM no_such_table")  # fails half-way
 
-    monkeypatch.setattr(db_module, "MIGRATIONS", [*db_module.MIGRATIONS, v_broken])
-    monkeypatch.setattr(db_module, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, v_broken])
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", current + 1)
     with pytest.raises(ServiceUnavailable, match="cannot migrate database"):
         db_module.open_database(fresh)
     monkeypatch.undo()

@@ -887,12 +887,13 @@ def scratch_url(tmp_path) -> Iterator[str]:
 
 def test_the_rank_migration_upgrades_an_older_database(scratch_url: str) -> None:
     from sowctl.storage import database as db_module
+    from sowctl.storage import migrations
 
     database = db_module.open_database(scratch_url)
     caller = Caller(user_id="u", organization_id="org-mig", role="member")
     a, b = _items(2, caller)
     # Back to the schema before the step: no topo_rank column, no index.
-    before_step = db_module.MIGRATIONS.index(db_module._v3_item_topo_rank)
+    before_step = migrations.MIGRATIONS.index(migrations._v3_item_topo_rank)
     database.execute_sql("DROP INDEX item_topo_rank")
     database.execute_sql("ALTER TABLE item DROP COLUMN topo_rank")
     m.Meta.update(value=str(before_step)).where(m.Meta.key == "schema_version").execute()
@@ -901,7 +902,7 @@ def test_the_rank_migration_upgrades_an_older_database(scratch_url: str) -> None
     assert db_module.schema_version() == db_module.SCHEMA_VERSION > before_step
     assert "topo_rank" in {column.name for column in database.get_columns("item")}
     assert any(index.columns == ["topo_rank"] for index in database.get_indexes("item"))
-    db_module._v3_item_topo_rank(database)  # again: nothing to do
+    migrations._v3_item_topo_rank(database)  # again: nothing to do
     assert [index.columns for index in database.get_indexes("item")].count(["topo_rank"]) == 1
     _after(a, b, caller)
     assert_rank_invariant("org-mig")
@@ -909,9 +910,9 @@ def test_the_rank_migration_upgrades_an_older_database(scratch_url: str) -> None
 
 
 def test_the_rank_migration_is_idempotent(db) -> None:
-    from sowctl.storage import database as db_module
+    from sowctl.storage import migrations
 
-    db_module._v3_item_topo_rank(db)  # a fresh database already has the column and index
+    migrations._v3_item_topo_rank(db)  # a fresh database already has the column and index
     assert [index.columns for index in db.get_indexes("item")].count(["topo_rank"]) == 1
 
 

@@ -22,8 +22,8 @@ from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
 from sowctl.services.item_rules import calculated_statuses
 from sowctl.storage import database as db_module
+from sowctl.storage import migrations, tallies
 from sowctl.storage import models as m
-from sowctl.storage import tallies
 
 LOCAL = Caller.local()
 STATUSES = tallies.STATUSES
@@ -233,7 +233,7 @@ def test_a_database_from_before_the_counts_gets_them_on_upgrade(db_url: str) -> 
             body={"title": "t", "type": "task_item", "parentItemId": top},
         )
         api("items.update", {"itemId": task["id"]}, body={"status": status})
-    before_step = db_module.MIGRATIONS.index(db_module._v9_item_tallies)
+    before_step = migrations.MIGRATIONS.index(migrations._v9_item_tallies)
     for field in tallies.FIELDS:
         database.execute_sql(f"ALTER TABLE item DROP COLUMN {field.column_name}")
     m.Meta.update(value=str(before_step)).where(m.Meta.key == "schema_version").execute()
@@ -248,7 +248,7 @@ def test_a_database_from_before_the_counts_gets_them_on_upgrade(db_url: str) -> 
             1,
         )
         assert api("items.get", {"itemId": top})["status"] == "completed"
-        db_module._v9_item_tallies(database)  # again: nothing to add, nothing to correct
+        migrations._v9_item_tallies(database)  # again: nothing to add, nothing to correct
         assert tallies.recount() == 0
     finally:
         database.close()

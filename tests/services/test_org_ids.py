@@ -26,13 +26,14 @@ from sowctl.operations import get as get_op
 from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import export_dataset, import_dataset
 from sowctl.storage import database as db_module
+from sowctl.storage import migrations
 from sowctl.storage import models as m
 from tests.support.raw_wsgi import Env, Reply, make_env
 
 ACME, GLOBEX = demo_data.DEMO_ORG, demo_data.GLOBEX_ORG
 TAKEN = demo_data.GLOBEX_SOW  # globex's SOW id, unknown to acme
 # The schema version just before SOW ids became per organization.
-GLOBAL_IDS_VERSION = db_module.MIGRATIONS.index(db_module._v6_sow_ids_per_organization)
+GLOBAL_IDS_VERSION = migrations.MIGRATIONS.index(migrations._v6_sow_ids_per_organization)
 
 
 class Tenants:

@@ -7,8 +7,6 @@ CR, LF; also ``:`` and ``,`` in properties), so no text from the data can end th
 start a command of its own.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from sowctl.gate.risks import KIND_TITLES, RISK_KINDS
@@ -34,7 +32,7 @@ def _level(finding: dict[str, Any], fail_on: list[str]) -> str:
 
 
 def _note(finding: dict[str, Any]) -> str:
-    acceptance = finding.get("acceptance")
+    acceptance: dict[str, Any] = finding.get("acceptance") or {}  # given when accepted or expired
     if finding["state"] == "accepted":
         return f" (accepted by {acceptance['owner']} until {acceptance['expires']}: {acceptance['reason']})"
     if finding["state"] == "expired":

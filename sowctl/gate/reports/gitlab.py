@@ -42,7 +42,7 @@ def _raw_description(finding: dict[str, Any]) -> str:
             f"[accepted by {acceptance['owner']} until {acceptance['expires']}: {acceptance['reason']}] "
             + finding["message"]
         )
-    if finding["state"] == "expired":
+    if finding["state"] == "expired" and acceptance is not None:
         return f"[acceptance expired on {acceptance['expires']}] " + finding["message"]
     if finding["state"] == "baseline":
         return "[in baseline] " + finding["message"]

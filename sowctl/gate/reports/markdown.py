@@ -53,7 +53,7 @@ def _counts(summary: dict[str, Any]) -> list[str]:
 
 
 def _state(finding: dict[str, Any]) -> str:
-    acceptance = finding.get("acceptance")
+    acceptance: dict[str, Any] = finding.get("acceptance") or {}  # given when accepted or expired
     if finding["state"] == "accepted":
         return f"accepted by {acceptance['owner']} until {acceptance['expires']}: {acceptance['reason']}"
     if finding["state"] == "expired":

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 import bottle
 
@@ -54,7 +54,7 @@ FALSE_WORDS = frozenset({"", "0", "false", "no"})
 
 def register(app: HostApp, layer: TestDouble) -> None:
     admin = AdminApi(app, layer)
-    routes: list[tuple[str, str, Callable[[], Any]]] = [
+    routes: list[tuple[str, str, Callable[..., Any]]] = [
         ("/_admin/reset", "POST", admin.reset),
         ("/_admin/dataset", "GET", admin.export),
         ("/_admin/dataset", "POST", admin.load),
@@ -291,6 +291,10 @@ def _object(body: Any) -> dict[str, Any]:
     return body
 
 
+@overload
+def _text(body: dict[str, Any], name: str) -> str: ...
+@overload
+def _text(body: dict[str, Any], name: str, *, required: bool) -> str | None: ...
 def _text(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
     value = body.get(name)
     if value is None:

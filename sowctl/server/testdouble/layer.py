@@ -69,7 +69,7 @@ def install(app: HostApp) -> TestDouble:
     """Put the layer in front of ``app`` (the app adds the /_admin routes when an admin token is set)."""
     layer = TestDouble(app)
     # Bottle.__call__ delegates to self.wsgi: the layer takes its place on this instance.
-    app.wsgi = layer  # type: ignore[method-assign]
+    app.wsgi = layer
     app.test_double = layer  # type: ignore[attr-defined]
     return layer
 

@@ -26,6 +26,7 @@ import peewee as pw
 from sowctl.foundation.redaction import mask_body
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 RUNTIME_KEYS = ("faults", "clock")
 MAX_BODY_CHARS = 4096
@@ -67,7 +68,7 @@ def _restart_sequences(models: Iterable[type[m.BaseModel]]) -> None:
 def read_runtime() -> dict[str, str]:
     """The raw JSON text of each run-time setting that is set (one query)."""
     query = m.Meta.select(m.Meta.key, m.Meta.value).where(m.Meta.key.in_(RUNTIME_KEYS))
-    return dict(query.tuples())
+    return dict(tuples(query))
 
 
 def write_runtime(key: str, value: Any) -> None:

@@ -16,6 +16,7 @@ from sowctl.schemas import dataset as s
 from sowctl.services.dataset.columns import COLUMNS, Progress
 from sowctl.services.item_rules import parents_first
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 
 def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -46,7 +47,7 @@ def _timestamp_out(value: Any) -> str | None:
     if isinstance(value, str):
         if len(value) == 19 and value[10] == " ":
             return f"{value[:10]}T{value[11:]}Z"
-        value = pw.format_date_time(value, pw.DateTimeField.formats)
+        value = pw.format_date_time(value, pw.DateTimeField.formats)  # type: ignore[attr-defined]  # not in the stubs
         if isinstance(value, str):  # not a form peewee writes: leave it as it is
             return value
     return clock.format_timestamp(value)
@@ -166,7 +167,7 @@ def _export_snapshots(kind: str) -> list[dict[str, Any]]:
 
 
 def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
-    extra = {
+    extra: dict[str, pw.Field] = {
         "_order": m.PurchaseOrderLine.purchase_order,
         "_position": m.PurchaseOrderLine.position,
         "_code_id": m.CostCode.id,
@@ -219,7 +220,7 @@ def _export_items(kind: str) -> list[dict[str, Any]]:
     rows = _select(kind, extra={"sowId": m.Sow.id, "organizationId": m.Sow.organization}, join=(m.Sow,))
     organizations = pw.fn.COUNT(m.Sow.organization.distinct())
     shared = {
-        sow_id for (sow_id,) in m.Sow.select(m.Sow.id).group_by(m.Sow.id).having(organizations > 1).tuples()
+        sow_id for (sow_id,) in tuples(m.Sow.select(m.Sow.id).group_by(m.Sow.id).having(organizations > 1))
     }
     for k, row in enumerate(rows):  # the SOW's organization, where its id alone would not say which
         organization = row.pop("organizationId")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sowctl.foundation import money
 from sowctl.services.dataset.columns import _getter, _stamp
+from sowctl.services.dataset.state import ImportState
 from sowctl.storage import models as m
 
 
-class FinanceChecks:
+class FinanceChecks(ImportState):
     """The Group B part of the importer's checks (mixed into ``importer._Importer``)."""
 
     def _financial_projects(self, company_org: dict[str, str], project_org: dict[str, str]) -> dict[int, str]:
@@ -29,7 +32,7 @@ class FinanceChecks:
         return {**existing, **{r.id: r.company_id for r in records}}
 
     def _master_data(
-        self, kind: str, label: str, model: type[m.BaseModel], company_org: dict[str, str]
+        self, kind: str, label: str, model: type[m.Vendor | m.CostCode], company_org: dict[str, str]
     ) -> dict[int, str]:
         """Vendors and cost codes: an id and a company each."""
         records = self.records[kind]
@@ -65,7 +68,7 @@ class FinanceChecks:
             "project",
         )
         line_getter = _getter("snapshotLines")
-        lines = []
+        lines: list[tuple] = []
         for i, r in enumerate(records):
             view = r.budget_view_id
             if view not in view_fp:
@@ -108,24 +111,7 @@ class FinanceChecks:
             elif key in numbers:
                 add(kind, i, r.id, "number", f"number {r.number} already exists in project {r.project_id}")
             number_where.setdefault(key, i)
-            if r.commitment_id is not None:
-                if r.commitment_id not in commitment_fp:
-                    self._missing(kind, i, r.id, "commitment_id", "commitment", r.commitment_id)
-                elif commitment_fp[r.commitment_id] != r.project_id:
-                    message = (
-                        f"commitment {r.commitment_id} belongs to project {commitment_fp[r.commitment_id]}"
-                    )
-                    add(kind, i, r.id, "commitment_id", message)
-            if r.vendor.id not in vendor_company:
-                self._missing(kind, i, r.id, "vendor.id", "vendor", r.vendor.id)
-            elif company is not None and vendor_company[r.vendor.id] != company:
-                add(
-                    kind,
-                    i,
-                    r.id,
-                    "vendor.id",
-                    f"vendor {r.vendor.id} is not a vendor of the project's company",
-                )
+            self._order_references(i, r, company, commitment_fp, vendor_company)
             for k, line in enumerate(r.line_items):
                 where = f"line_items[{k}]"
                 if line.id is None:
@@ -161,5 +147,27 @@ class FinanceChecks:
                 m.PurchaseOrderLine.cost_code,
             ),
         )
+
+    def _order_references(
+        self,
+        i: int,
+        r: Any,
+        company: str | None,
+        commitment_fp: dict[str, int],
+        vendor_company: dict[int, str],
+    ) -> None:
+        """The commitment and the vendor purchase order ``r`` (``purchaseOrders[i]``) names."""
+        kind = "purchaseOrders"
+        if r.commitment_id is not None:
+            if r.commitment_id not in commitment_fp:
+                self._missing(kind, i, r.id, "commitment_id", "commitment", r.commitment_id)
+            elif commitment_fp[r.commitment_id] != r.project_id:
+                message = f"commitment {r.commitment_id} belongs to project {commitment_fp[r.commitment_id]}"
+                self.problems.add(kind, i, r.id, "commitment_id", message)
+        if r.vendor.id not in vendor_company:
+            self._missing(kind, i, r.id, "vendor.id", "vendor", r.vendor.id)
+        elif company is not None and vendor_company[r.vendor.id] != company:
+            message = f"vendor {r.vendor.id} is not a vendor of the project's company"
+            self.problems.add(kind, i, r.id, "vendor.id", message)
 
     # -- writing --

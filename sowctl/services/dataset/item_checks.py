@@ -15,12 +15,14 @@ from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
 from sowctl.services.dataset.columns import _getter, _stamp
 from sowctl.services.dataset.problems import _Problems
+from sowctl.services.dataset.state import ImportState
 from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import BATCH_ROWS
 from sowctl.services.graph import ordering_edge  # the one rule for before/after
 from sowctl.services.item_rules import depth_problem, parents_first
 from sowctl.services.items import item_level
 from sowctl.storage import models as m
+from sowctl.storage.peewee_compat import tuples
 
 
 class _ItemFact(NamedTuple):
@@ -61,15 +63,15 @@ class _OrderIndexes:
         highest[level] = max(r.order_index, highest.get(level, r.order_index))
 
 
-class ItemChecks:
+class ItemChecks(ImportState):
     """The items and dependencies part of the importer's checks (mixed into ``importer._Importer``)."""
 
     def _items(
         self,
-        sow_org: dict[str, str],
+        sow_org: dict[str, str | None],
         sow_keys: dict[str, list[str]],
         sow_key_of: dict[tuple[str, str], str],
-    ) -> dict[str, tuple[str, str]]:
+    ) -> dict[str, tuple[str, str] | _ItemFact]:
         """One pass that writes every row it can as it reads (parents first, as a file in
         tree order has them), keeping compact facts for the hierarchy checks that follow;
         a second pass only for the items that came before their parent.
@@ -112,17 +114,9 @@ class ItemChecks:
                     facts.append(_ItemFact(r.sow_id, item_type, r.id, parent_id))
                     unplaced.add(i)
                     new = False
-                    if keys:
-                        message = (
-                            f"SOW {r.sow_id} is ambiguous: several organizations have a SOW of that id "
-                            "(say which with organizationId)"
-                        )
-                        sow_problems.add(kind, i, r.id, "sowId", message)
-                    elif org is not None:
-                        message = f"SOW {r.sow_id} not found in organization {org}"
-                        sow_problems.add(kind, i, r.id, "sowId", message)
-                    else:
-                        sow_problems.add(kind, i, r.id, "sowId", f"SOW {r.sow_id} not found")
+                    sow_problems.add(
+                        kind, i, r.id, "sowId", _sow_problem(r.sow_id, org, ambiguous=bool(keys))
+                    )
                 placed.append(0)
                 r.sow_id = facts[n].sow_id
                 order_indexes.fill(i, r, parent_id)
@@ -144,7 +138,16 @@ class ItemChecks:
         del first
         if self.invalid.total:
             return dict(db_items)  # the records themselves are refused: nothing more to check
-        position = self._unique(kind, "item", facts, db_items)
+        self._check_hierarchy(facts, sow_problems, unplaced)
+        if later and not self.problems.total:
+            written = {fact.id for fact, done in zip(facts, placed, strict=True) if done}
+            self._write_later_items(facts, later, written)
+        return {**db_items, **{fact.id: fact for fact in facts}}
+
+    def _check_hierarchy(self, facts: list[_ItemFact], sow_problems: _Problems, unplaced: set[int]) -> None:
+        """Ids, SOWs, parents and depths of the file's items (``unplaced``: no SOW found)."""
+        kind = "items"
+        position = self._unique(kind, "item", facts, self.db_items)
         self.problems.absorb(sow_problems)
         self._check_parents(facts, position, unplaced)
         for i, level in self._levels(facts, position):
@@ -152,10 +155,6 @@ class ItemChecks:
             if problem is not None:
                 self.problems.add(kind, i, facts[i].id, "parentItemId", problem)
         self._parents_first(facts, position)
-        if later and not self.problems.total:
-            written = {fact.id for fact, done in zip(facts, placed, strict=True) if done}
-            self._write_later_items(facts, later, written)
-        return {**db_items, **{fact.id: fact for fact in facts}}
 
     def _check_parents(self, facts: list[_ItemFact], position: dict[str, int], unplaced: set[int]) -> None:
         db_items, add = self.db_items, self.problems.add
@@ -221,7 +220,7 @@ class ItemChecks:
             return {}
         top = pw.fn.MAX(m.Item.order_index)
         query = m.Item.select(m.Item.sow, m.Item.parent, top).group_by(m.Item.sow, m.Item.parent)
-        return {(sow, parent): value for sow, parent, value in query.tuples()}
+        return {(sow, parent): value for sow, parent, value in tuples(query)}
 
     def _levels(self, records: Sequence[_ItemFact], position: dict[str, int]) -> Iterator[tuple[int, int]]:
         """Level (1: top level) of each record that has one, up through the file's items and
@@ -282,7 +281,9 @@ class ItemChecks:
                 self.problems.add("items", position[loop[0]], loop[0], "parentItemId", message)
             explained.update(chain)
 
-    def _dependencies(self, item_info: dict[str, tuple[str, str]], sow_org: dict[str, str]) -> None:
+    def _dependencies(
+        self, item_info: dict[str, tuple[str, str] | _ItemFact], sow_org: dict[str, str | None]
+    ) -> None:
         """Checked and inserted batch by batch: the biggest kind, and one no other kind refers to."""
         kind = "dependencies"
         existing = self._load(m.Dependency.id)
@@ -329,10 +330,16 @@ class ItemChecks:
             self.insert()
         self.problems.absorb(ids)
         self.problems.absorb(others)
-        self.ordered_organizations = ordered - {None}
+        self.ordered_organizations = {org for org in ordered if org is not None}
 
     def _check_target(
-        self, problems: _Problems, i: int, r: Any, source: Any, item_info: dict, sow_org: dict[str, str]
+        self,
+        problems: _Problems,
+        i: int,
+        r: Any,
+        source: Any,
+        item_info: dict,
+        sow_org: dict[str, str | None],
     ) -> None:
         """An internal dependency's target exists and is in the source item's organization."""
         target_id = r.target_item_id
@@ -346,3 +353,15 @@ class ItemChecks:
 def _differ(first: str | None, second: str | None) -> bool:
     """Two known organizations that differ (an unknown one is reported where it is named)."""
     return first is not None and second is not None and first != second
+
+
+def _sow_problem(sow_id: str, organization_id: str | None, *, ambiguous: bool) -> str:
+    """Why an item's ``sowId`` names no one SOW."""
+    if ambiguous:
+        return (
+            f"SOW {sow_id} is ambiguous: several organizations have a SOW of that id "
+            "(say which with organizationId)"
+        )
+    if organization_id is not None:
+        return f"SOW {sow_id} not found in organization {organization_id}"
+    return f"SOW {sow_id} not found"
