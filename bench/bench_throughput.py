@@ -623,7 +623,17 @@ def mean_cost(costs: list[cost.Cost]) -> cost.Cost:
 
     return cost.Cost(
         sum(c.requests for c in costs),
-        *(mean(name) for name in ("server_us", "db_us", "statements", "round_trips", "connections")),
+        *(
+            mean(name)
+            for name in (
+                "server_us",
+                "db_us",
+                "statements",
+                "round_trips",
+                "connections",
+                "sqlite_statements",
+            )
+        ),
     )
 
 
@@ -683,14 +693,17 @@ def cost_table(results: list[Measure]) -> str:
     (a floor's cost over the request's: 1.00 is as cheap as the floor)."""
     lines = [
         "| backend | workers | request | server CPU µs/req | database CPU µs/req | statements/req "
-        "| round trips/req | CPU vs /readyz | req/s vs /readyz | CPU vs /healthz | req/s vs /healthz |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| round trips/req | SQLite statements/req | CPU vs /readyz | req/s vs /readyz "
+        "| CPU vs /healthz | req/s vs /healthz |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         c = r.cost
         lines.append(
             f"| {r.backend} | {r.workers} | {r.probe} | {_figure(c.server_us)} | {_figure(c.db_us)} | "
-            f"{_figure(c.statements, 2)} | {_figure(c.round_trips, 2)} | {_figure(r.cpu_ratio_readyz, 2)} | "
+            f"{_figure(c.statements, 2)} | {_figure(c.round_trips, 2)} | "
+            f"{_figure(c.sqlite_statements or None, 2)} | "
+            f"{_figure(r.cpu_ratio_readyz, 2)} | "
             f"{_figure(r.ratio_healthz, 2)} | {_figure(r.cpu_ratio_healthz, 2)} | "
             f"{_figure(r.ratio_liveness, 2)} |"
         )

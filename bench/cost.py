@@ -17,7 +17,9 @@ reads:
   ``BEGIN``/``COMMIT``/``ROLLBACK`` of transactions) into a small file per process,
   mapped in memory (no system call per statement). A round trip is one call into the
   driver; ``BEGIN; SELECT pg_advisory_xact_lock(...)`` is two statements in one round
-  trip. On SQLite the "round trips" are calls into the library, in the process.
+  trip. On SQLite the "round trips" are calls into the library, in the process; there, every
+  statement SQLite itself runs is counted too (``set_trace_callback`` on every connection the
+  process opens through ``sqlite3.connect``, whatever library opens it: datasette's too).
 
 Per request, figures divide by the requests wrk counted: ``Cost``.
 """
@@ -32,7 +34,7 @@ from pathlib import Path
 
 COUNTS_ENV = "SOWCTL_BENCH_COUNTS"
 HOOK_DIR = Path(__file__).resolve().parent / "costhook"
-FIELDS = ("statements", "round_trips", "connections")
+FIELDS = ("statements", "round_trips", "connections", "sqlite_statements")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -54,6 +56,11 @@ class _Counts:
         self.values[0] += statements
         self.values[field] += 1
 
+    def bump(self, field: int) -> None:
+        if self.pid != os.getpid():
+            self._open()
+        self.values[field] += 1
+
     def _open(self) -> None:
         self.pid = os.getpid()
         path = os.path.join(self.directory, str(self.pid))
@@ -71,9 +78,12 @@ def _statements_in(sql: object) -> int:
 
 def count_in_this_process(directory: str) -> None:
     """Count what Peewee sends from this process (and its forks) into ``directory``."""
-    import peewee as pw
-
     counts = _Counts(directory)
+    _trace_sqlite(counts)
+    try:
+        import peewee as pw
+    except ImportError:  # a peer without Peewee: SQLite's own count only
+        return
     connection_field = FIELDS.index("connections")
 
     def wrap(cls: type, name: str, statements) -> None:
@@ -99,6 +109,21 @@ def count_in_this_process(directory: str) -> None:
                 return _original(self, *args, **kwargs)
 
             cls._connect = connect
+
+
+def _trace_sqlite(counts: _Counts) -> None:
+    """Count every statement SQLite runs, for any library of the process (datasette too)."""
+    import sqlite3
+
+    field = FIELDS.index("sqlite_statements")
+    original = sqlite3.connect
+
+    def connect(*args, **kwargs):
+        connection = original(*args, **kwargs)
+        connection.set_trace_callback(lambda _sql: counts.bump(field))
+        return connection
+
+    sqlite3.connect = connect
 
 
 def environment(directory: Path, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -166,9 +191,10 @@ class Cost:
     requests: int
     server_us: float
     db_us: float | None  # None: SQLite (the database's work is in server_us)
-    statements: float | None  # None: the server was not started counting
-    round_trips: float | None
-    connections: float | None
+    statements: float | None  # sent by Peewee; None: the server was not started counting
+    round_trips: float | None  # calls into the driver (PostgreSQL: round trips)
+    connections: float | None  # connections opened
+    sqlite_statements: float | None = None  # statements SQLite ran (its trace callback)
 
     @property
     def total_us(self) -> float:
@@ -209,7 +235,7 @@ class Meter:
         db = None
         if self._monitor is not None:
             db = sum(cpu - before.backend_cpu.get(pid, 0.0) for pid, cpu in after.backend_cpu.items())
-        per = [(a - b) / n for a, b in zip(after.counts, before.counts, strict=True)] or [None] * 3
+        per = [(a - b) / n for a, b in zip(after.counts, before.counts, strict=True)] or [None] * len(FIELDS)
         return Cost(
             requests,
             (after.server_cpu - before.server_cpu) / n * 1e6,

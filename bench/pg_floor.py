@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import pickle
 import subprocess
@@ -38,12 +39,12 @@ import time
 import uuid
 from pathlib import Path
 from types import ModuleType
-from urllib.parse import urlsplit
 
 import cost
 
 ROOT = Path(__file__).resolve().parent.parent
-FLOOR_DB = "sowctl_bench_floor"
+FLOOR_DB = "sowctl_bench_floor"  # each side on its own copy: the floor's ranks are not kept
+SERVER_DB = "sowctl_bench_floor_server"
 
 
 def _throughput() -> ModuleType:
@@ -150,6 +151,9 @@ def replay(
     pairs = [line.split()[:2] for line in pairs_file.read_text().splitlines() if line.strip()]
     source, target = plan["pair"]
     done = [0] * threads
+    backend_cpu = [0.0] * threads
+    ready = threading.Barrier(threads + 1)
+    begin = [0.0]
 
     def run(k: int) -> None:
         connection = psycopg2.connect(url)
@@ -157,8 +161,11 @@ def replay(
         cursor = connection.cursor()
         for sql, params in plan["setup"]:
             cursor.execute(sql, params)
+        backend = connection.get_backend_pid()
+        ready.wait()
+        backend_start = cost.cpu_seconds(backend) or 0.0
         position = start + k
-        deadline = time.perf_counter() + duration
+        deadline = begin[0] + duration
         while time.perf_counter() < deadline:
             pair = pairs[position % len(pairs)]
             position += stride
@@ -169,34 +176,34 @@ def replay(
                 if cursor.description is not None:
                     cursor.fetchall()
             done[k] += 1
+        backend_cpu[k] = (cost.cpu_seconds(backend) or 0.0) - backend_start
         connection.close()
 
     workers = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
     for worker in workers:
         worker.start()
+    begin[0] = time.perf_counter()
+    cpu = time.process_time()
+    ready.wait()
     for worker in workers:
         worker.join()
-    return sum(done)
+    return sum(done), time.process_time() - cpu, sum(backend_cpu)
 
 
 def run_floor(url: str, plan_file: Path, pairs_file: Path, workers: int, threads: int, duration: float):
-    """The floor in a process of its own (and its workers), metered like a server."""
+    """The floor in a process of its own, which forks its workers: req/s and ``cost.Cost``."""
     command = [sys.executable, __file__, "--replay", url, str(plan_file), str(pairs_file)]
     command += [str(workers), str(threads), str(duration)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    meter = cost.Meter(process.pid, None, url, urlsplit(url).path.lstrip("/"))
-    time.sleep(0.5)  # the connections open, the PREPAREs run: not counted, as a server's warm-up
-    before = meter.snapshot()
-    out, _ = process.communicate()
-    after = meter.snapshot()
-    meter.close()
-    made = int(out.strip().splitlines()[-1])
-    return made / duration, meter.cost(before, after, made)
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    made, client, database = json.loads(out.strip().splitlines()[-1])
+    statements = sum(cost._statements_in(sql) for sql, _ in pickle.loads(plan_file.read_bytes())["request"])
+    trips = len(pickle.loads(plan_file.read_bytes())["request"])
+    n = max(made, 1)
+    return made / duration, cost.Cost(made, client / n * 1e6, database / n * 1e6, statements, trips, 0.0)
 
 
 def replay_main(args: list[str]) -> None:
     url, plan_file, pairs_file, workers, threads, duration = args
-    counts = []
     children = []
     for w in range(int(workers)):
         read, write = os.pipe()
@@ -212,14 +219,16 @@ def replay_main(args: list[str]) -> None:
                 w * int(threads),
                 int(workers) * int(threads),
             )
-            os.write(write, str(made).encode())
+            os.write(write, json.dumps(made).encode())
             os._exit(0)
         os.close(write)
         children.append((pid, read))
+    totals = [0, 0.0, 0.0]
     for pid, read in children:
-        counts.append(int(os.read(read, 64) or b"0"))
+        figures = json.loads(os.read(read, 256) or b"[0, 0, 0]")
+        totals = [a + b for a, b in zip(totals, figures, strict=True)]
         os.waitpid(pid, 0)
-    print(sum(counts))
+    print(json.dumps(totals))
 
 
 # --- the comparison ---------------------------------------------------------------------
@@ -242,10 +251,14 @@ def main() -> None:
     template = bench.pg_template(args.pg_url)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        url = bench.fresh_copy("postgresql", template, args.pg_url, workdir, FLOOR_DB)
         try:
-            targets = bench.prepare_run(url, workdir)
-            bench.vacuum(url)
+            copies = {}
+            for side, name in (("floor", FLOOR_DB), ("sowctl", SERVER_DB)):
+                url = bench.fresh_copy("postgresql", template, args.pg_url, workdir, name)
+                (workdir / side).mkdir()
+                copies[side] = (url, bench.prepare_run(url, workdir / side))
+                bench.vacuum(url)
+            url, targets = copies["floor"]
             pairs = [tuple(line.split()[:2]) for line in targets.pairs_file.read_text().splitlines()]
             plan = record(url, targets.token, pairs[-2:])
             if args.show:
@@ -254,12 +267,15 @@ def main() -> None:
                 return
             plan_file = workdir / "plan.pickle"
             plan_file.write_bytes(pickle.dumps(plan))
-            compare(bench, url, targets, plan, plan_file, args)
+            compare(bench, copies, plan, plan_file, args)
         finally:
-            bench.drop_run_database(args.pg_url, FLOOR_DB)
+            for name in (FLOOR_DB, SERVER_DB):
+                bench.drop_run_database(args.pg_url, name)
 
 
-def compare(bench, url: str, targets, plan: dict, plan_file: Path, args) -> None:
+def compare(bench, copies: dict, plan: dict, plan_file: Path, args) -> None:
+    floor_url, floor_targets = copies["floor"]
+    url, targets = copies["sowctl"]
     probe = bench.Probe(
         "create dependency",
         "/api/dependencies",
@@ -269,12 +285,17 @@ def compare(bench, url: str, targets, plan: dict, plan_file: Path, args) -> None
     runs: dict[str, list[tuple[float, cost.Cost]]] = {"floor": [], "sowctl": []}
     load = [os.getloadavg()[0]]
     try:
-        bench.wrk(server.url, probe, 1)  # warm-up
+        bench.wrk(server.url, probe, 3)  # warm-up: the organization's ranks computed, connections
         for round_ in range(args.rounds):
             for side in ("floor", "sowctl") if round_ % 2 == 0 else ("sowctl", "floor"):
                 if side == "floor":
                     rps, spent = run_floor(
-                        url, plan_file, targets.pairs_file, args.workers, args.threads, args.duration
+                        floor_url,
+                        plan_file,
+                        floor_targets.pairs_file,
+                        args.workers,
+                        args.threads,
+                        args.duration,
                     )
                 else:
                     before = server.meter.snapshot()
