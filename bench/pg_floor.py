@@ -45,6 +45,7 @@ import cost
 ROOT = Path(__file__).resolve().parent.parent
 FLOOR_DB = "sowctl_bench_floor"  # each side on its own copy: the floor's ranks are not kept
 SERVER_DB = "sowctl_bench_floor_server"
+RECORDED = 40  # requests recorded after the first: the floor replays them in turn, as their mix of paths
 
 
 def _throughput() -> ModuleType:
@@ -96,7 +97,7 @@ def record(db_url: str, token: str, pairs: list[tuple[str, str]]) -> dict:
     settings = ServerSettings(rate_per_minute=10**9, rate_per_day=10**9, access_log=False)
     app = create_app(db_url, settings)
     requests = []
-    for source, target in pairs[:2]:
+    for source, target in pairs:
         recorded.clear()
         body = json.dumps(
             {
@@ -126,7 +127,13 @@ def record(db_url: str, token: str, pairs: list[tuple[str, str]]) -> dict:
             raise SystemExit(f"the recorded request failed: {status} {answer[:300]!r}")
         requests.append((list(recorded), json.loads(answer)["id"]))
     setup = [entry for entry in requests[0][0] if entry[0].lstrip().upper().startswith("PREPARE")]
-    return {"setup": setup, "request": requests[1][0], "pair": pairs[1], "ids": [requests[1][1]]}
+    return {
+        "setup": setup,
+        "requests": [
+            {"request": statements, "pair": pair, "ids": [made]}
+            for (statements, made), pair in zip(requests[1:], pairs[1:], strict=True)
+        ],
+    }
 
 
 def substitute(statements: list[tuple[str, tuple]], values: dict) -> list[tuple[str, tuple]]:
@@ -149,7 +156,6 @@ def replay(
 
     plan = pickle.loads(plan_file.read_bytes())
     pairs = [line.split()[:2] for line in pairs_file.read_text().splitlines() if line.strip()]
-    source, target = plan["pair"]
     done = [0] * threads
     backend_cpu = [0.0] * threads
     ready = threading.Barrier(threads + 1)
@@ -168,10 +174,11 @@ def replay(
         deadline = begin[0] + duration
         while time.perf_counter() < deadline:
             pair = pairs[position % len(pairs)]
+            recorded = plan["requests"][position % len(plan["requests"])]
             position += stride
-            values = {source: pair[0], target: pair[1]}
-            values.update({made: str(uuid.uuid4()) for made in plan["ids"]})
-            for sql, params in substitute(plan["request"], values):
+            values = {recorded["pair"][0]: pair[0], recorded["pair"][1]: pair[1]}
+            values.update({made: str(uuid.uuid4()) for made in recorded["ids"]})
+            for sql, params in substitute(recorded["request"], values):
                 cursor.execute(sql, params)
                 if cursor.description is not None:
                     cursor.fetchall()
@@ -196,8 +203,9 @@ def run_floor(url: str, plan_file: Path, pairs_file: Path, workers: int, threads
     command += [str(workers), str(threads), str(duration)]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     made, client, database = json.loads(out.strip().splitlines()[-1])
-    statements = sum(cost._statements_in(sql) for sql, _ in pickle.loads(plan_file.read_bytes())["request"])
-    trips = len(pickle.loads(plan_file.read_bytes())["request"])
+    recorded = pickle.loads(plan_file.read_bytes())["requests"]
+    statements = sum(cost._statements_in(sql) for r in recorded for sql, _ in r["request"]) / len(recorded)
+    trips = sum(len(r["request"]) for r in recorded) / len(recorded)
     n = max(made, 1)
     return made / duration, cost.Cost(made, client / n * 1e6, database / n * 1e6, statements, trips, 0.0)
 
@@ -260,9 +268,9 @@ def main() -> None:
                 bench.vacuum(url)
             url, targets = copies["floor"]
             pairs = [tuple(line.split()[:2]) for line in targets.pairs_file.read_text().splitlines()]
-            plan = record(url, targets.token, pairs[-2:])
+            plan = record(url, targets.token, pairs[-(RECORDED + 1) :])
             if args.show:
-                for sql, params in plan["setup"] + [("-- the request", ())] + plan["request"]:
+                for sql, params in plan["setup"] + [("-- the request", ())] + plan["requests"][0]["request"]:
                     print(sql, params)
                 return
             plan_file = workdir / "plan.pickle"
@@ -318,17 +326,18 @@ def compare(bench, copies: dict, plan: dict, plan_file: Path, args) -> None:
 
 
 def report(plan: dict, runs: dict, args, load: list[float]) -> None:
-    statements = sum(cost._statements_in(sql) for sql, _ in plan["request"])
     rows = []
     means = {}
     for side, measured in runs.items():
-        rps = sum(r for r, _ in measured) / len(measured)
-        client = sum(c.server_us for _, c in measured) / len(measured)
-        db = sum(c.db_us or 0.0 for _, c in measured) / len(measured)
+        # Totals over the runs, not means of per-run figures: a run in which a stall let
+        # few requests through still counts all the CPU it spent.
+        requests = sum(c.requests for _, c in measured)
+        rps = requests / (args.duration * len(measured))
+        client = sum(c.server_us * max(c.requests, 1) for _, c in measured) / max(requests, 1)
+        db = sum((c.db_us or 0.0) * max(c.requests, 1) for _, c in measured) / max(requests, 1)
         means[side] = (rps, client, db)
-        trips = measured[0][1].round_trips
-        shown_trips = len(plan["request"]) if trips is None else trips
-        shown_statements = statements if measured[0][1].statements is None else measured[0][1].statements
+        shown_trips = sum((c.round_trips or 0.0) * c.requests for _, c in measured) / max(requests, 1)
+        shown_statements = sum((c.statements or 0.0) * c.requests for _, c in measured) / max(requests, 1)
         rows.append(
             f"| {side} | {rps:,.0f} | {client:,.0f} | {db:,.0f} | {client + db:,.0f} | "
             f"{shown_statements:.2f} | {shown_trips:.2f} |"
