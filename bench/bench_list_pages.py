@@ -141,7 +141,8 @@ def datasette_command(given: str | None) -> list[str]:
 def get_json(url: str, headers: dict[str, str] | None = None) -> tuple[dict | list, dict[str, str]]:
     request = urllib.request.Request(url, headers=headers or {})
     with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read()), dict(response.headers)
+        # Header names in lower case: granian sends them so, header names being case-blind.
+        return json.loads(response.read()), {name.lower(): value for name, value in response.headers.items()}
 
 
 def peer_paths(base: str, pages: list[int]) -> dict[int, str]:
@@ -170,8 +171,9 @@ def same_pages(ours: str, token: str, peer: str, peer_path: dict[int, str]) -> N
         id_column = theirs["columns"].index("id")
         if [item["id"] for item in mine] != [row[id_column] for row in theirs["rows"]]:
             raise SystemExit(f"page {page}: sowctl and datasette disagree on the items")
-        if headers.get("X-Total-Count") != str(theirs.get("filtered_table_rows_count")):
-            raise SystemExit(f"page {page}: total {headers.get('X-Total-Count')} against {theirs}")
+        if headers.get("x-total-count") != str(theirs.get("filtered_table_rows_count")):
+            total = theirs.get("filtered_table_rows_count")
+            raise SystemExit(f"page {page}: total {headers.get('x-total-count')} against {total}")
 
 
 @dataclass

@@ -9,6 +9,8 @@ reads:
 * on PostgreSQL, the CPU time of the backends serving the run's database (their pids from
   ``pg_stat_activity``, their time from ``/proc``; this runs on the database's machine).
   A backend that ends during a run takes its time with it: the servers keep theirs open.
+  Only client backends count: autovacuum's work on the run's database, which runs on its
+  own schedule rather than the requests', is left out;
   ``pg_stat_statements`` would give exact figures per statement, but it needs
   ``shared_preload_libraries`` and a restart of a server the machine shares;
 * statements and round trips sent by the server, counted in each of its processes: a
@@ -219,7 +221,8 @@ class Meter:
             return []
         with self._monitor.cursor() as cursor:
             cursor.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+                " AND backend_type = 'client backend'",
                 (self.database,),
             )
             return [pid for (pid,) in cursor.fetchall()]
