@@ -47,6 +47,8 @@ from datetime import date
 from pathlib import Path
 from types import ModuleType
 
+import cost
+
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## List pages against datasette"
 SOW = "sow-bench-001"
@@ -84,23 +86,6 @@ def peer_copy(template: str, target: Path) -> None:
         raw.execute("ANALYZE")
 
 
-def cpu_seconds(session: int) -> float:
-    """User + system CPU time of every live process of a session (a server and its workers):
-    unlike requests per second, hardly changed by what else the machine is running."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session:  # field 6 of stat: the session id
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -112,12 +97,15 @@ class Datasette:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        self.counts = tempfile.TemporaryDirectory()
         self.process = subprocess.Popen(
             [*command, "serve", str(path), "--port", str(self.port), "--host", "127.0.0.1", *PEER_SETTINGS],
             stdout=self.log,
             stderr=self.log,
             start_new_session=True,
+            env=cost.environment(Path(self.counts.name)),
         )
+        self.meter = cost.Meter(self.process.pid, Path(self.counts.name))
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -136,6 +124,7 @@ class Datasette:
             os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(10)
         self.log.close()
+        self.counts.cleanup()
 
 
 def datasette_command(given: str | None) -> list[str]:
@@ -152,7 +141,8 @@ def datasette_command(given: str | None) -> list[str]:
 def get_json(url: str, headers: dict[str, str] | None = None) -> tuple[dict | list, dict[str, str]]:
     request = urllib.request.Request(url, headers=headers or {})
     with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read()), dict(response.headers)
+        # Header names in lower case: granian sends them so, header names being case-blind.
+        return json.loads(response.read()), {name.lower(): value for name, value in response.headers.items()}
 
 
 def peer_paths(base: str, pages: list[int]) -> dict[int, str]:
@@ -181,8 +171,9 @@ def same_pages(ours: str, token: str, peer: str, peer_path: dict[int, str]) -> N
         id_column = theirs["columns"].index("id")
         if [item["id"] for item in mine] != [row[id_column] for row in theirs["rows"]]:
             raise SystemExit(f"page {page}: sowctl and datasette disagree on the items")
-        if headers.get("X-Total-Count") != str(theirs.get("filtered_table_rows_count")):
-            raise SystemExit(f"page {page}: total {headers.get('X-Total-Count')} against {theirs}")
+        if headers.get("x-total-count") != str(theirs.get("filtered_table_rows_count")):
+            total = theirs.get("filtered_table_rows_count")
+            raise SystemExit(f"page {page}: total {headers.get('x-total-count')} against {total}")
 
 
 @dataclass
@@ -191,6 +182,7 @@ class Row:
     rps: list[float]
     p50: list[float]
     cpu_ms: list[float]  # server CPU per request
+    statements: list[float]  # statements SQLite ran per request (its trace, in the server)
 
 
 def main() -> None:
@@ -234,23 +226,26 @@ def main() -> None:
                 path = f"/api/sow/{SOW}/items?page={page}&limit={LIMIT}"
                 probes.append((f"sowctl page {page}", server.url, path, bearer))
                 probes.append((f"datasette page {page}", peer.url, paths[page], {}))
-            rows = {label: Row(label, [], [], []) for label, *_ in probes}
-            sessions = {server.url: server.process.pid, peer.url: peer.process.pid}
+            rows = {label: Row(label, [], [], [], []) for label, *_ in probes}
+            meters = {server.url: server.meter, peer.url: peer.meter}
             for label, base, path, headers in probes:  # warm-up: connections, caches, imports
                 bench.wrk(base, bench.Probe(label, path, headers), 1)
             for _ in range(args.rounds):
                 for label, base, path, headers in probes:
-                    cpu_before = cpu_seconds(sessions[base])
-                    rps, p50, _p99, errors = bench.wrk(base, bench.Probe(label, path, headers), args.duration)
-                    cpu = cpu_seconds(sessions[base]) - cpu_before
+                    before = meters[base].snapshot()
+                    rps, p50, _p99, errors, count = bench.wrk(
+                        base, bench.Probe(label, path, headers), args.duration
+                    )
+                    spent = meters[base].cost(before, meters[base].snapshot(), count)
                     if errors != "0":
                         raise SystemExit(f"{label}: wrk errors {errors}")
                     rows[label].rps.append(rps)
                     rows[label].p50.append(p50)
-                    rows[label].cpu_ms.append(cpu * 1000 / max(1.0, rps * args.duration))
+                    rows[label].cpu_ms.append(spent.server_us / 1000)
+                    rows[label].statements.append(spent.sqlite_statements or 0.0)
                     print(
                         f"# {label:32} {rps:8.0f} req/s  p50 {p50:7.2f} ms  server CPU "
-                        f"{rows[label].cpu_ms[-1]:.2f} ms/request",
+                        f"{rows[label].cpu_ms[-1]:.2f} ms/request, {spent.sqlite_statements:.2f} statements",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -265,8 +260,9 @@ def main() -> None:
     hello = mean(rows[probes[0][0]].rps)
     lines = [
         "| request | req/s | p50 ms | server CPU ms per request | req/s vs datasette, same page "
-        "| CPU per request, datasette / sowctl | req/s vs sowctl page 1 | vs hello world |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| CPU per request, datasette / sowctl | req/s vs sowctl page 1 | vs hello world "
+        "| SQLite statements per request |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     first_ours = mean(rows[f"sowctl page {pages[0]}"].rps)
     for label, row in rows.items():
@@ -286,6 +282,7 @@ def main() -> None:
             cpu_versus_peer,
             versus_first,
             f"{rps / hello:.1%}",
+            f"{mean(row.statements):.2f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     command = "python bench/bench_list_pages.py " + shlex.join(sys.argv[1:])

@@ -64,6 +64,8 @@ from datetime import date
 from pathlib import Path
 from types import ModuleType
 
+import cost
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 HOST = "127.0.0.1"
@@ -235,6 +237,8 @@ class Server:
         if nofile is not None:  # soft and hard limit, as `ulimit -n N` sets them
             command = ["sh", "-c", f'ulimit -n {nofile} && exec "$@"', "sh", *command]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_") and k != "PYTHONPATH"}
+        self.counts = tempfile.TemporaryDirectory()  # statements counted by each server process
+        env = cost.environment(Path(self.counts.name), env)
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(
             command,
@@ -246,6 +250,7 @@ class Server:
         )
         self._wait_ready()
         self.first_workers = self.workers()
+        self.meter = cost.Meter(self.process.pid, Path(self.counts.name))
 
     def _wait_ready(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
@@ -305,6 +310,7 @@ class Server:
             os.killpg(self.process.pid, signal.SIGKILL)  # workers that outlived their parent too
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
+        self.counts.cleanup()
 
 
 def process_tree(root: int) -> list[int]:
@@ -468,6 +474,7 @@ class Measured:
     probe: str
     runs: list[Wrk] = field(default_factory=list)
     cpu_us: list[float] = field(default_factory=list)
+    statements: list[float] = field(default_factory=list)  # SQLite's, per request
 
     def mean(self, attribute: str) -> float:
         values = [getattr(run, attribute) for run in self.runs]
@@ -524,11 +531,13 @@ def throughput(
             for probe in selected:
                 for variant in order:
                     server = servers[variant]
-                    before = server.cpu_seconds()
+                    before = server.meter.snapshot()
                     run = run_probe(server, probe, duration)
-                    cpu_us = (server.cpu_seconds() - before) / max(run.requests, 1) * 1e6
+                    spent = server.meter.cost(before, server.meter.snapshot(), run.requests)
+                    cpu_us = spent.server_us
                     results[(variant, probe.name)].runs.append(run)
                     results[(variant, probe.name)].cpu_us.append(cpu_us)
+                    results[(variant, probe.name)].statements.append(spent.sqlite_statements or 0.0)
                     note(
                         f"round {round_ + 1} w={variant.workers} {variant.label:36} {probe.name:26} "
                         f"{run.rps:8.0f} req/s p50 {run.p50:7.2f} p99 {run.p99:8.2f} ms "
@@ -553,6 +562,7 @@ def throughput_tables(results: list[Measured]) -> str:
     for title, value in (
         ("server CPU µs per request", lambda m: f"{statistics.fmean(m.cpu_us):,.0f}"),
         ("requests per second", lambda m: f"{m.mean('rps'):,.0f}"),
+        ("SQLite statements per request", lambda m: f"{statistics.fmean(m.statements):.2f}"),
     ):
         lines = [f"| {title} | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
         for name in names:

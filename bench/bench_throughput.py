@@ -66,6 +66,8 @@ from pathlib import Path
 from types import ModuleType
 from urllib.parse import urlsplit, urlunsplit
 
+import cost
+
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## HTTP throughput"
 DATASET = {"sows": 20, "items": 100_000, "deps": 100_000, "seed": 1, "today": date(2026, 1, 15)}
@@ -252,6 +254,7 @@ class Targets:
     item_id: str
     pairs_file: Path
     org_pairs_file: Path  # "source target token" across ORG_SOWS' organizations
+    items_file: Path  # every item the bearer token may read (the SOWs left in ORG), one id a line
 
 
 def prepare_run(url: str, workdir: Path) -> Targets:
@@ -278,6 +281,9 @@ def prepare_run(url: str, workdir: Path) -> Targets:
             i for (i,) in m.Item.select(m.Item.id).where(m.Item.sow == POST_SOW).order_by(m.Item.id).tuples()
         ]
         org_tokens, org_items = spread_organizations()
+        readable = m.Item.select(m.Item.id).where(m.Item.sow.not_in(ORG_SOWS)).order_by(m.Item.id).tuples()
+        items_file = workdir / "items.txt"
+        items_file.write_text("".join(f"{item}\n" for (item,) in readable))
     finally:
         database.close()
     rng = random.Random(7)
@@ -292,7 +298,7 @@ def prepare_run(url: str, workdir: Path) -> Targets:
             k = n % len(org_items)
             earlier, later = sorted(rng.sample(range(len(org_items[k])), 2))
             out.write(f"{org_items[k][later]} {org_items[k][earlier]} {org_tokens[k]}\n")
-    return Targets(token, key, item_id, pairs_file, org_pairs_file)
+    return Targets(token, key, item_id, pairs_file, org_pairs_file, items_file)
 
 
 def spread_organizations() -> tuple[list[str], list[list[str]]]:
@@ -335,7 +341,13 @@ def probes(t: Targets) -> list[Probe]:
     return [
         Probe("hello world (bare Bottle)", "/hello"),
         Probe("/readyz (SELECT 1, schema version)", "/readyz"),
+        Probe("/healthz (liveness, no database)", "/healthz"),
         Probe("get item", f"/api/items/{t.item_id}", bearer),
+        Probe(
+            "get item, every readable item in turn",
+            "/api/items/",
+            script=[str(ROOT / "bench" / "get_items.lua"), str(t.items_file), t.token],
+        ),
         Probe("list items (page of 100)", f"/api/sow/{LIST_SOW}/items?limit=100", bearer),
         Probe("create dependency (POST)", "/api/dependencies", script=[lua, str(t.pairs_file), t.token, "2"]),
         Probe(
@@ -400,7 +412,7 @@ def run_server(ns: argparse.Namespace) -> None:
 
 
 class Server:
-    def __init__(self, db_url: str, workers: int, source: Path | None = None) -> None:
+    def __init__(self, db_url: str, workers: int, source: Path | None = None, pg_url: str = "") -> None:
         python = sys.executable
         if source is not None and (source / ".venv" / "bin" / "python").exists():
             python = str(source / ".venv" / "bin" / "python")
@@ -409,6 +421,8 @@ class Server:
         env = dict(os.environ)
         if source is not None:  # --compare: the sowctl package of another source tree
             env["PYTHONPATH"] = str(source)
+        self.counts = tempfile.TemporaryDirectory()
+        env = cost.environment(Path(self.counts.name), env)
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True, env=env
@@ -419,6 +433,13 @@ class Server:
             self.stop()
             raise RuntimeError(f"server did not start: {line!r} {self.stderr()[-2000:]}")
         self.url = line.split()[-1]
+        on_pg = db_url.startswith("postgres")
+        self.meter = cost.Meter(
+            self.process.pid,
+            Path(self.counts.name),
+            pg_url or db_url if on_pg else None,
+            urlsplit(db_url).path.lstrip("/") if on_pg else "",
+        )
 
     def stderr(self) -> str:
         self.log.seek(0)
@@ -433,6 +454,9 @@ class Server:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.process.stdout.close()
+        if hasattr(self, "meter"):
+            self.meter.close()
+        self.counts.cleanup()
 
 
 # --- measuring ------------------------------------------------------------------------------------
@@ -450,6 +474,10 @@ class Measure:
     ratio: float = float("nan")
     ratio_healthz: float = float("nan")
     cpu_us: float = float("nan")  # user+system time of the server's processes per request
+    cost: cost.Cost | None = None  # the rest of the costs: database CPU, statements, round trips
+    cpu_ratio_readyz: float = float("nan")  # /readyz's CPU per request (server + database) over this one's
+    cpu_ratio_healthz: float = float("nan")
+    ratio_liveness: float = float("nan")  # req/s over /healthz's
 
 
 def parse_ms(text: str) -> float:
@@ -503,7 +531,11 @@ def check_answers(url: str, targets: Targets, selected: list[Probe]) -> None:
 
     with httpx.Client(base_url=url, timeout=60) as client:
         for probe in selected:
-            if probe.script:
+            if probe.script and probe.script[0].endswith("get_items.lua"):
+                first = Path(probe.script[1]).read_text().split("\n", 1)[0]
+                bearer = {"Authorization": f"Bearer {probe.script[2]}"}
+                response = client.get(probe.path + first, headers=bearer)
+            elif probe.script:
                 pair = Path(probe.script[1]).read_text().split("\n", 1)[0].split()
                 body = {"sourceItemId": pair[0], "targetItemId": pair[1], "dependencyType": "depends_on"}
                 response = client.post(
@@ -568,17 +600,40 @@ def bench_config(
 
 
 def measure(one: Served, probe: Probe, backend: str, workers: int, duration: float) -> None:
-    cpu_before = group_cpu_seconds(one.server.process.pid)
+    before = one.server.meter.snapshot()
     rps, p50, p99, errors, count = wrk(one.server.url, probe, duration)
-    cpu_us = (group_cpu_seconds(one.server.process.pid) - cpu_before) / max(count, 1) * 1e6
+    spent = one.server.meter.cost(before, one.server.meter.snapshot(), count)
     one.runs.setdefault(probe.name, []).append(
-        Measure(one.label, workers, probe.name, rps, p50, p99, errors, cpu_us=cpu_us)
+        Measure(one.label, workers, probe.name, rps, p50, p99, errors, cpu_us=spent.server_us, cost=spent)
     )
+    db = "" if spent.db_us is None else f" + db {spent.db_us:5.0f}"
     print(
         f"# {one.label:22} w={workers} {probe.name:34} {rps:8.0f} req/s  p50 {p50:7.2f} ms  "
-        f"p99 {p99:8.2f} ms  cpu {cpu_us:5.0f} us/req  errors {errors}",
+        f"p99 {p99:8.2f} ms  cpu {spent.server_us:5.0f}{db} us/req  "
+        f"{spent.statements:.2f} stmts, {spent.round_trips:.2f} trips/req  errors {errors}",
         file=sys.stderr,
         flush=True,
+    )
+
+
+def mean_cost(costs: list[cost.Cost]) -> cost.Cost:
+    def mean(name: str) -> float | None:
+        values = [getattr(c, name) for c in costs]
+        return None if any(v is None for v in values) else sum(values) / len(values)
+
+    return cost.Cost(
+        sum(c.requests for c in costs),
+        *(
+            mean(name)
+            for name in (
+                "server_us",
+                "db_us",
+                "statements",
+                "round_trips",
+                "connections",
+                "sqlite_statements",
+            )
+        ),
     )
 
 
@@ -587,6 +642,7 @@ def summarize(one: Served, workers: int) -> list[Measure]:
     for probe in one.selected:
         measured = one.runs[probe.name]
         errors = "; ".join(m.errors for m in measured if m.errors != "0") or "0"
+        spent = mean_cost([m.cost for m in measured])
         results.append(
             Measure(
                 one.label,
@@ -596,15 +652,26 @@ def summarize(one: Served, workers: int) -> list[Measure]:
                 sum(m.p50_ms for m in measured) / len(measured),
                 sum(m.p99_ms for m in measured) / len(measured),
                 errors,
-                cpu_us=sum(m.cpu_us for m in measured) / len(measured),
+                cpu_us=spent.server_us,
+                cost=spent,
             )
         )
     first = results[0]
-    healthz = next((r.rps for r in results if r.probe.startswith("/readyz")), 0.0)
+    readyz = next((r for r in results if r.probe.startswith("/readyz")), None)
+    healthz = next((r for r in results if r.probe.startswith("/healthz")), None)
     for result in results:
         result.ratio = result.rps / first.rps if first.rps else float("nan")
-        result.ratio_healthz = result.rps / healthz if healthz else float("nan")
+        if readyz is not None and readyz.rps:
+            result.ratio_healthz = result.rps / readyz.rps
+            result.cpu_ratio_readyz = readyz.cost.total_us / result.cost.total_us
+        if healthz is not None and healthz.rps:
+            result.ratio_liveness = result.rps / healthz.rps
+            result.cpu_ratio_healthz = healthz.cost.total_us / result.cost.total_us
     return results
+
+
+def _figure(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None or value != value else f"{value:,.{digits}f}"
 
 
 def table(results: list[Measure]) -> str:
@@ -617,6 +684,28 @@ def table(results: list[Measure]) -> str:
         lines.append(
             f"| {r.backend} | {r.workers} | {r.probe} | {r.rps:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | "
             f"{r.ratio:.0%} | {r.ratio_healthz:.2f} | {r.cpu_us:,.0f} | {r.errors} |"
+        )
+    return "\n".join(lines)
+
+
+def cost_table(results: list[Measure]) -> str:
+    """The costs per request of the same run, and the ratios to the floors in CPU and in req/s
+    (a floor's cost over the request's: 1.00 is as cheap as the floor)."""
+    lines = [
+        "| backend | workers | request | server CPU µs/req | database CPU µs/req | statements/req "
+        "| round trips/req | SQLite statements/req | CPU vs /readyz | req/s vs /readyz "
+        "| CPU vs /healthz | req/s vs /healthz |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        c = r.cost
+        lines.append(
+            f"| {r.backend} | {r.workers} | {r.probe} | {_figure(c.server_us)} | {_figure(c.db_us)} | "
+            f"{_figure(c.statements, 2)} | {_figure(c.round_trips, 2)} | "
+            f"{_figure(c.sqlite_statements or None, 2)} | "
+            f"{_figure(r.cpu_ratio_readyz, 2)} | "
+            f"{_figure(r.ratio_healthz, 2)} | {_figure(r.cpu_ratio_healthz, 2)} | "
+            f"{_figure(r.ratio_liveness, 2)} |"
         )
     return "\n".join(lines)
 
@@ -703,7 +792,7 @@ def main() -> None:
     )
     if ns.compare:
         header += f' "(compared)": the sowctl of `{ns.compare}`, served the same way.'
-    text = table(results)
+    text = table(results) + "\n\nCosts per request, same run:\n\n" + cost_table(results)
     print(header + "\n\n" + text)
     if ns.write:
         write_section(ns.write, f"{SECTION}\n\n{header}\n\n{text}\n")

@@ -16,6 +16,7 @@ from sowctl.foundation.errors import ServiceUnavailable, SowctlError, UsageError
 from sowctl.storage import guards, models
 from sowctl.storage.guards import GuardedSqliteDatabase, install_query_deadline
 from sowctl.storage.migrations import SCHEMA_VERSION, apply_migrations, schema_version
+from sowctl.storage.pg_writes import PostgresqlWrites
 from sowctl.storage.transactions import (
     WRITE_ATTEMPTS,
     has_advisory_locks,
@@ -85,13 +86,16 @@ def connect(url_or_path: str | os.PathLike | None) -> pw.Database:
             f"{scheme}:// databases need the PostgreSQL driver, which is not installed: "
             "pip install psycopg2-binary"
         ) from None
-    from urllib.parse import parse_qs, urlsplit
+    from urllib.parse import parse_qs, urlparse, urlsplit
 
-    from playhouse.db_url import connect as connect_url
+    import playhouse.db_url as db_url
 
     install_query_deadline()
-    given = set(parse_qs(urlsplit(target).query))
-    return connect_url(target, **guards.connection_options(given))
+    options = guards.connection_options(set(parse_qs(urlsplit(target).query)))
+    database = db_url.connect(target, **options)  # checks the URL, chooses the class
+    if type(database) is pw.PostgresqlDatabase:  # not CockroachDB: its own class, no advisory locks
+        return PostgresqlWrites(**{**db_url.parseresult_to_dict(urlparse(target)), **options})
+    return database
 
 
 def sqlite_file(target: str) -> str | None:

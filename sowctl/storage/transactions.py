@@ -14,6 +14,7 @@ import peewee as pw
 
 from sowctl.storage import failures, models
 from sowctl.storage.guards import GuardedSqliteDatabase, check_storage
+from sowctl.storage.pg_writes import LockedTransaction
 
 T = TypeVar("T")
 
@@ -47,32 +48,11 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
             raise
         return
     if database.transaction_depth() == 0 and has_advisory_locks(database):
-        with _LockedTransaction(database, _lock_id(lock_key)):
+        with LockedTransaction(database, _lock_id(lock_key)):
             yield
         return
     with database.atomic():
         yield
-
-
-class _LockedTransaction(pw._transaction):
-    """A top-level PostgreSQL transaction that begins by taking an advisory lock, in the
-    same round trip as its ``BEGIN``: one round trip fewer for every write (a fifth of
-    a dependency create's). If taking the lock fails (a deadline), the transaction is
-    rolled back before the error goes on, as it would be inside ``atomic()``."""
-
-    def __init__(self, database: pw.Database, lock_id: int) -> None:
-        super().__init__(database)
-        self._lock_id = lock_id
-
-    def _begin(self) -> None:
-        try:
-            self.db.execute_sql("BEGIN; SELECT pg_advisory_xact_lock(%s)", (self._lock_id,))
-        except Exception:
-            try:
-                self.db.execute_sql("ROLLBACK")
-            except Exception:  # the connection may be gone; the original error says why
-                pass
-            raise
 
 
 def has_advisory_locks(database: pw.Database) -> bool:

@@ -112,6 +112,7 @@ def test_multi_row_inserts_in_several_batches_round_trip(db) -> None:
 def _holds(lock_key: str, entered: threading.Event, release: threading.Event) -> None:
     try:
         with db_module.write_transaction(lock_key):
+            m.Organization.select().count()  # the lock is taken with the first statement
             entered.set()
             release.wait(10)
     finally:
@@ -183,6 +184,74 @@ def test_the_second_writer_sees_the_first_writer_s_row(db) -> None:
     one.join(10)
     two.join(10)
     assert seen == [1]
+
+
+def _sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts Peewee hands the driver from now on (every statement but COMMIT/ROLLBACK)."""
+    texts: list[str] = []
+    original = pw.Database.execute_sql
+
+    def recording(self, sql, params=None):
+        texts.append(sql)
+        return original(self, sql, params)
+
+    monkeypatch.setattr(pw.Database, "execute_sql", recording)
+    return texts
+
+
+def _advisory_locks_held() -> int:
+    cursor = m.database_proxy.obj.execute_sql(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+    )
+    return cursor.fetchone()[0]
+
+
+@on_postgres
+def test_a_write_opens_in_the_round_trip_of_its_first_statement(db, monkeypatch) -> None:
+    m.Organization.create(id="org-1", name="Acme")
+    sent = _sent(monkeypatch)
+    with db_module.write_transaction("org:org-1"):
+        assert sent == []  # nothing yet: the opening waits for the first statement
+        count = m.Organization.select().count()
+        held = _advisory_locks_held()
+        m.Organization.create(id="org-2", name="Two")
+    assert count == 1 and held == 1
+    assert sent[0].startswith("BEGIN; SELECT pg_advisory_xact_lock(") and "SELECT COUNT" in sent[0].upper()
+    assert len(sent) == 3  # the count (with the opening), the lock query, the insert
+    assert not sent[2].startswith("BEGIN") and _advisory_locks_held() == 0  # committed, released
+    assert m.Organization.select().count() == 2
+
+
+@on_postgres
+def test_a_write_that_sends_no_statement_sends_nothing(db, monkeypatch) -> None:
+    sent = _sent(monkeypatch)
+    with db_module.write_transaction("org:org-1"):
+        pass
+    assert sent == []
+    assert not db.in_transaction()
+    assert _advisory_locks_held() == 0
+    assert sent == ["SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"]
+
+
+@on_postgres
+def test_a_driver_cursor_taken_first_in_a_write_runs_after_the_opening(db) -> None:
+    """executemany / execute_values take the driver's cursor: the lock is held before they run."""
+    with db_module.write_transaction("org:org-1"):
+        cursor = db.cursor()
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+        held = cursor.fetchone()[0]
+        cursor.execute("INSERT INTO organization (id, name) VALUES ('org-3', 'Three')")
+    assert held == 1
+    assert m.Organization.select().where(m.Organization.id == "org-3").count() == 1
+
+
+@on_postgres
+def test_a_write_refused_in_its_first_statement_is_rolled_back(db) -> None:
+    m.Organization.create(id="org-1", name="Acme")
+    with pytest.raises(pw.IntegrityError), db_module.write_transaction("org:org-1"):
+        m.Organization.create(id="org-1", name="Again")
+    assert not db.in_transaction() and _advisory_locks_held() == 0
+    assert [o.name for o in m.Organization.select()] == ["Acme"]
 
 
 # --- serialization failures -----------------------------------------------------------------------
