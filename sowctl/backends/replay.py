@@ -30,6 +30,7 @@ from sowctl import operations
 from sowctl.foundation import json_input
 from sowctl.foundation.errors import ExitCode, InvalidInput, Issue, SowctlError, Unauthorized, UsageError
 from sowctl.foundation.redaction import mask_text
+from sowctl.schemas.vocabulary import ROLES
 from sowctl.services.access import Caller
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ def caller_for(identity: dict[str, Any] | None) -> tuple[Caller, str | None]:
     organization_id = identity.get("organizationId")
     if identity.get("apiKeyId") is not None or "companyId" in identity:
         return Caller(user_id=None, organization_id=organization_id, role="member"), identity.get("companyId")
-    role = identity.get("role") if identity.get("role") in ("viewer", "member", "admin") else "member"
+    role = identity.get("role") if identity.get("role") in ROLES else "member"
     return Caller(user_id=identity.get("userId"), organization_id=organization_id, role=role), None
 
 
@@ -262,7 +263,7 @@ def remote_runner(backend: RemoteBackend) -> Runner:
     from sowctl.backends.remote import group_b_headers
 
     def run(op: Operation, params: dict[str, str], query: dict[str, str], body: Any, entry: Entry) -> Any:
-        if op.group == "B":
+        if op.group.uses_api_key:
             identity = entry.identity or {}
             settings = backend.settings
             key = settings.api_key

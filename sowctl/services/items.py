@@ -19,7 +19,7 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX
+from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemType
 from sowctl.services import bulk, item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import depth_problem, shown_status
@@ -93,7 +93,7 @@ def list_items(
     caller: Caller,
     sow_id: str,
     *,
-    item_type: str | None = None,
+    item_type: ItemType | None = None,
     parent_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
@@ -101,8 +101,6 @@ def list_items(
     """Items of a SOW in ``orderIndex`` order (their JSON objects, as ``ItemOut`` dumps
     them), with the total count before paging (``services.item_pages``)."""
     sow = sow_for(caller, sow_id)
-    if item_type is not None and item_type not in ITEM_TYPES:
-        raise InvalidInput.for_field("type", "must be one of: requirement, task_item")
     rows, total = item_pages.read_page(
         sow.key, item_type=item_type, parent_id=parent_id, offset=offset, limit=limit
     )
