@@ -202,7 +202,8 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
 
 
 def delete_item(caller: Caller, item_id: str) -> Message:
-    """Delete an item, its descendants, and every dependency touching any of them.
+    """Delete an item, its descendants, and every dependency touching any of them (the rule
+    of ``item_cascade``, which the CLI shows before it deletes).
 
     Under the organization's write lock, the statements that take least of it: on SQLite
     the subtree is read before the lock, and under it the dependencies and then the
