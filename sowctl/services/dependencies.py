@@ -24,6 +24,7 @@ import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.errors import CycleDetected, InvalidInput, NotFound
+from sowctl.schemas.common import from_row
 from sowctl.schemas.dependencies import DependencyCreate, DependencyOut, DependencyUpdate
 from sowctl.schemas.items import Message
 from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DEPENDENCY_STATUSES
@@ -36,25 +37,7 @@ from sowctl.storage.database import write_transaction
 
 
 def to_out(dep: m.Dependency) -> DependencyOut:
-    return DependencyOut(
-        id=dep.id,
-        source_item_id=dep.source_item_id,
-        target_item_id=dep.target_item_id,
-        dependency_type=dep.dependency_type,
-        risk_level=dep.risk_level,
-        status=dep.status,
-        is_external=dep.is_external,
-        external_target=dep.external_target,
-        external_owner=dep.external_owner,
-        contact_email=dep.contact_email,
-        vendor=dep.vendor,
-        sla_date=dep.sla_date,
-        escalation_date=dep.escalation_date,
-        notes=dep.notes,
-        created_at=dep.created_at,
-        created_by_user_id=dep.created_by_user_id,
-        updated_at=dep.updated_at,
-    )
+    return from_row(DependencyOut, dep)
 
 
 def _visible(caller: Caller, dependency_id: str) -> tuple[m.Dependency, str]:

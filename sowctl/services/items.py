@@ -10,6 +10,7 @@ import peewee as pw
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
 from sowctl.foundation.errors import HierarchyViolation, InvalidInput, Issue, NotFound
+from sowctl.schemas.common import from_row
 from sowctl.schemas.items import (
     ItemCreate,
     ItemOut,
@@ -71,18 +72,12 @@ def to_out(item: m.Item, sow_id: str) -> ItemOut:
     """The API's item; ``sow_id`` is its SOW's shown id (``item.sow_id`` is the stored key).
     A requirement's status is calculated from the counts stored on its own row."""
     below = [getattr(item, field.name) for field in tallies.FIELDS]
-    return ItemOut(
-        id=item.id,
-        title=item.title,
-        description=item.description,
-        type=item.type,
+    return from_row(
+        ItemOut,
+        item,
         sow_id=sow_id,
         parent_item_id=item.parent_id,
-        order_index=item.order_index,
         status=shown_status(item.type, item.status, below),
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        created_by_user_id=item.created_by_user_id,
     )
 
 
