@@ -22,7 +22,6 @@ from sowctl.output import render
 from sowctl.output.render import Column, emit_json, emit_message, emit_object, emit_rows
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
-from sowctl.services.item_cascade import cascade
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -157,8 +156,6 @@ def update_item(
     """
     body = _without_none(title=title, description=description, status=status, orderIndex=order_index)
     if not body:
-        from sowctl.foundation.errors import UsageError
-
         raise UsageError("nothing to update: give --title, --description, --status or --order-index")
     context = app_context(ctx)
     if status is not None:
@@ -170,6 +167,8 @@ def update_item(
 def _refuse_calculated_status(context: Any, item_id: str) -> None:
     """--status on a requirement with task items under it: the API would store a status no
     answer shows (the calculated one is shown), so it is refused before anything is sent."""
+    from sowctl.services.item_cascade import cascade
+
     item = context.call("items.get", {"itemId": item_id})
     if item.get("type") != "requirement":
         return
@@ -204,6 +203,8 @@ def delete_item(
         # dependencies are read for the whole organization, not with the SOW filter: that one
         # filters by the source item's SOW, and a dependency of another SOW's item on one of
         # these items goes too.
+        from sowctl.services.item_cascade import cascade
+
         item = context.call("items.get", {"itemId": item_id})
         items = context.call("items.list", {"sowId": item["sowId"]})
         deps = context.call("deps.list")

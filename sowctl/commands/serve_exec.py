@@ -13,6 +13,7 @@ the parent is passed on to CMD).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -78,8 +79,6 @@ def check_export_target(path: Path) -> None:
 
 def export_file(database: str, path: Path) -> None:
     """Write the whole database to ``path`` as a dataset (atomically), once the server stopped."""
-    import json
-
     from sowctl.commands.dataset import _write_atomically
     from sowctl.services.dataset import export_dataset
     from sowctl.storage.database import close_database, open_database
