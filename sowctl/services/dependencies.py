@@ -27,7 +27,7 @@ from sowctl.foundation.errors import CycleDetected, InvalidInput, NotFound
 from sowctl.schemas.common import from_row
 from sowctl.schemas.dependencies import DependencyCreate, DependencyOut, DependencyUpdate
 from sowctl.schemas.items import Message
-from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DEPENDENCY_STATUSES
+from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DependencyKind, DependencyStatus
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, item_for, sow_for
@@ -62,8 +62,8 @@ def list_dependencies(
     *,
     item_id: str | None = None,
     sow_id: str | None = None,
-    status: str | None = None,
-    kind: str | None = None,
+    status: DependencyStatus | None = None,
+    kind: DependencyKind | None = None,
     offset: int = 0,
     limit: int | None = None,
 ) -> tuple[list[DependencyOut], int]:
@@ -73,10 +73,6 @@ def list_dependencies(
     or foreign item or SOW is a 404, as for items); ``kind`` is ``critical``,
     ``overdue`` or ``external`` as the dependency filters define them.
     """
-    if status is not None and status not in DEPENDENCY_STATUSES:
-        raise InvalidInput.for_field("status", "must be one of: " + ", ".join(DEPENDENCY_STATUSES))
-    if kind is not None and kind not in DEPENDENCY_KINDS:
-        raise InvalidInput.for_field("type", "must be one of: " + ", ".join(DEPENDENCY_KINDS))
     conditions = []
     if sow_id is not None:  # the caller's own SOW (sow_for): its dependencies are the caller's
         conditions.append(m.Dependency.sow == sow_for(caller, sow_id).key)
