@@ -42,6 +42,7 @@ class Paging(StrEnum):
 
 
 API_KEY_HEADER = "x-api-key"
+API_KEY_ENVIRON = "HTTP_X_API_KEY"  # its name in a WSGI environ
 # The purchase-order endpoint names its scope headers without the x- prefix.
 PLAIN_SCOPE_HEADER_PATHS = frozenset({"/api/external/create-purchase-order"})
 

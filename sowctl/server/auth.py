@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sowctl.foundation.errors import Issue, RateLimited, Unauthorized
-from sowctl.operations.groups import Group
+from sowctl.operations.groups import API_KEY_ENVIRON, Group
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 
@@ -71,7 +71,7 @@ def external_caller(
     from sowctl.services import external_scope, ratelimit
 
     try:
-        api_key = credentials.authenticate_key((environ.get("HTTP_X_API_KEY") or "").strip() or None)
+        api_key = credentials.authenticate_key((environ.get(API_KEY_ENVIRON) or "").strip() or None)
     except Unauthorized:
         headers.update(uncharged_rate_headers(Group.B, settings))
         raise

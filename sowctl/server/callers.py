@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 
-from sowctl.operations.groups import group_of_path
+from sowctl.operations.groups import API_KEY_ENVIRON, group_of_path
 from sowctl.server.auth import bearer_secret
 
 
@@ -34,6 +34,6 @@ def caller_of_environ(environ: dict) -> Hashable:
     return caller_key(
         environ.get("PATH_INFO", ""),
         environ.get("HTTP_AUTHORIZATION"),
-        environ.get("HTTP_X_API_KEY"),
+        environ.get(API_KEY_ENVIRON),
         environ.get("REMOTE_ADDR"),
     )

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 
 from sowctl.foundation.version import VERSION
 from sowctl.operations import Operation
-from sowctl.operations.groups import Authentication, Envelope, Group
+from sowctl.operations.groups import API_KEY_HEADER, Authentication, Envelope, Group
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import GROUP_C_MESSAGES
 
@@ -158,7 +158,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
                 "apiKey": {
                     "type": "apiKey",
                     "in": "header",
-                    "name": "x-api-key",
+                    "name": API_KEY_HEADER,
                     "description": "A key from `sowctl keys create` (Group B)",
                 },
             },
