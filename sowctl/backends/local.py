@@ -93,5 +93,7 @@ class LocalBackend:
         from sowctl import operations
 
         return (
-            self.caller if operations.get(name).group == "A" and not name.startswith("sows.") else self.scoped
+            self.scoped
+            if operations.get(name).group.organization_scoped or name.startswith("sows.")
+            else self.caller
         )

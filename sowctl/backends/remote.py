@@ -56,6 +56,7 @@ from sowctl.foundation.errors import (
     quoted,
 )
 from sowctl.foundation.version import VERSION as _version
+from sowctl.operations.groups import API_KEY_HEADER, Group
 
 if TYPE_CHECKING:
     from sowctl.backends.settings import Settings
@@ -75,8 +76,8 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 def group_b_headers(op: Operation, key: str, org: str, company: str) -> dict[str, str]:
     """The API key and the scope headers under the names ``op``'s route documents."""
-    organization_header, company_header = operations.scope_headers(op.path)
-    return {"x-api-key": key, organization_header: org, company_header: company}
+    organization_header, company_header = op.group.scope_headers(op.path)
+    return {API_KEY_HEADER: key, organization_header: org, company_header: company}
 
 
 _sleep = time.sleep  # tests replace it to record the waits
@@ -194,7 +195,7 @@ class RemoteBackend:
     def auth_headers(self, op: Operation) -> dict[str, str]:
         """Credentials by group; a missing one is refused before any request."""
         s = self.settings
-        if op.group in ("A", "C"):
+        if not op.group.uses_api_key:
             return {"Authorization": f"Bearer {_need(s.token, '--token', 'SOWCTL_TOKEN')}"}
         key = _need(s.api_key, "--api-key", "SOWCTL_API_KEY")
         # Without the organization or company header the server answers 400, not 401.
@@ -241,14 +242,15 @@ class RemoteBackend:
     def _all_pages(self, op: Operation, url: str, query: dict[str, str], headers: dict) -> Any:
         """Group A/B page+limit lists: every page, concatenated into one array."""
         records: list[Any] = []
-        envelope: dict | None = None  # a Group B list wraps its records in {"data": [...]}
+        wrapper = op.group.list_wrapper  # a Group B list wraps its records in {"data": [...]}
+        envelope: dict | None = None
         page, previous = 1, None
         while True:
             page_query = {**query, "page": str(page), "limit": str(PAGE_SIZE)}
             response = self.request(op, url, page_query, headers=headers)
             body = self._json(op, response)
-            if isinstance(body, dict) and isinstance(body.get("data"), list):
-                envelope, chunk = body, body["data"]
+            if wrapper and isinstance(body, dict) and isinstance(body.get(wrapper), list):
+                envelope, chunk = body, body[wrapper]
             elif isinstance(body, list):
                 chunk = body
             else:
@@ -265,7 +267,7 @@ class RemoteBackend:
                 break
             page += 1
         if envelope is not None:
-            return {**envelope, "data": records}
+            return {**envelope, str(wrapper): records}
         return records
 
     def _all_offsets(self, op: Operation, url: str, query: dict[str, str], headers: dict) -> Any:
@@ -458,7 +460,7 @@ class _RawRoute:
     method: str
     path: str
     name: str = "api"
-    group: str = "A"
+    group: Group = Group.A
     paginated: bool = False
     list_key: str | None = None
 

@@ -77,7 +77,7 @@ def error_message(op: Operation, response: httpx.Response) -> tuple[str, list[Is
             issues.append(
                 Issue(tuple(path) if isinstance(path, list) else (str(path),), str(raw.get("message", "")))
             )
-    message = body.get("error") if op.group in ("A", "B") else body.get("message")
+    message = body.get(op.group.error_key)
     if not isinstance(message, str) or not message:
         message = body.get("error") or body.get("message") or fallback
     details = [issue.describe() for issue in issues if issue.describe() not in message]

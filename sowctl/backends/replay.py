@@ -24,13 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import TYPE_CHECKING, Any, cast
 
 from sowctl import operations
 from sowctl.foundation import json_input
 from sowctl.foundation.errors import ExitCode, InvalidInput, Issue, SowctlError, Unauthorized, UsageError
 from sowctl.foundation.redaction import mask_text
-from sowctl.services.access import Caller, Role
+from sowctl.schemas.vocabulary import ROLES, Role
+from sowctl.services.access import Caller
 
 if TYPE_CHECKING:
     from sowctl.backends.remote import RemoteBackend
@@ -246,7 +247,7 @@ def caller_for(identity: dict[str, Any] | None) -> tuple[Caller, str | None]:
     if identity.get("apiKeyId") is not None or "companyId" in identity:
         return Caller(user_id=None, organization_id=organization_id, role="member"), identity.get("companyId")
     recorded = identity.get("role")
-    role = cast(Role, recorded) if recorded in get_args(Role) else "member"
+    role = cast(Role, recorded) if recorded in ROLES else "member"
     return Caller(user_id=identity.get("userId"), organization_id=organization_id, role=role), None
 
 
@@ -263,7 +264,7 @@ def remote_runner(backend: RemoteBackend) -> Runner:
     from sowctl.backends.remote import group_b_headers
 
     def run(op: Operation, params: dict[str, str], query: dict[str, str], body: Any, entry: Entry) -> Any:
-        if op.group == "B":
+        if op.group.uses_api_key:
             identity = entry.identity or {}
             settings = backend.settings
             key = settings.api_key

@@ -13,25 +13,6 @@ from sowctl.output.render import emit_json, emit_object
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
-MONEY_FIELDS = (
-    "original_contract_value",
-    "current_contract_value",
-    "executed_change_orders_value",
-    "pending_change_orders_value",
-)
-FIELDS = (
-    "id",
-    "title",
-    "description",
-    "contract_number",
-    "status",
-    "contract_date",
-    "start_date",
-    "estimated_completion_date",
-    *MONEY_FIELDS,
-    "project_id",
-)
-
 
 @app.command("show")
 def show(
@@ -58,10 +39,12 @@ def show(
 
 def flatten(contract: dict, *, grouping: bool) -> dict:
     """One level of key/value pairs: money with 2+ decimals, customer and terms spelled out."""
-    from sowctl.foundation import money  # imported when used (decimal): keeps start-up light
+    # Imported when used (decimal, the models): keeps start-up light.
+    from sowctl.foundation import money
+    from sowctl.schemas.finance import PrimeContractOut, money_fields, plain_fields
 
-    shown = {key: contract.get(key) for key in FIELDS}
-    for key in MONEY_FIELDS:
+    shown = {key: contract.get(key) for key in plain_fields(PrimeContractOut)}
+    for key in money_fields(PrimeContractOut):
         shown[key] = money.display(contract.get(key), grouping=grouping)
     for key, value in (contract.get("customer") or {}).items():
         shown[f"customer.{key}"] = value

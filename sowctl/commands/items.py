@@ -156,8 +156,6 @@ def update_item(
     """
     body = _without_none(title=title, description=description, status=status, orderIndex=order_index)
     if not body:
-        from sowctl.foundation.errors import UsageError
-
         raise UsageError("nothing to update: give --title, --description, --status or --order-index")
     context = app_context(ctx)
     if status is not None:
@@ -169,7 +167,7 @@ def update_item(
 def _refuse_calculated_status(context: Any, item_id: str) -> None:
     """--status on a requirement with task items under it: the API would store a status no
     answer shows (the calculated one is shown), so it is refused before anything is sent."""
-    from sowctl.output.item_tree import cascade
+    from sowctl.services.item_cascade import cascade
 
     item = context.call("items.get", {"itemId": item_id})
     if item.get("type") != "requirement":
@@ -205,7 +203,7 @@ def delete_item(
         # dependencies are read for the whole organization, not with the SOW filter: that one
         # filters by the source item's SOW, and a dependency of another SOW's item on one of
         # these items goes too.
-        from sowctl.output.item_tree import cascade
+        from sowctl.services.item_cascade import cascade
 
         item = context.call("items.get", {"itemId": item_id})
         items = context.call("items.list", {"sowId": item["sowId"]})

@@ -44,10 +44,11 @@ def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> 
 
     Example: sowctl keys list
     """
+    from sowctl.schemas.common import dump
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys list", write=False)
-    emit_rows(credentials.list_keys(), COLUMNS, json_mode=json_, quiet=quiet)
+    emit_rows(dump(credentials.list_keys()), COLUMNS, json_mode=json_, quiet=quiet)
 
 
 @app.command("revoke")

@@ -13,6 +13,7 @@ the parent is passed on to CMD).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -59,16 +60,12 @@ def open_load(path: Path) -> DatasetSource:
 def load_file(path: Path, source: DatasetSource | None = None) -> dict[str, int]:
     """Replace the database's records with the dataset in ``path`` (``source``: already
     opened by ``open_load``): all of it, or nothing."""
-    from sowctl.server.testdouble.state import reset_database
-    from sowctl.services.dataset import import_dataset
-    from sowctl.storage.database import write_transaction
+    from sowctl.services.dataset.replace import replace_dataset
 
     if source is None:
         source = open_load(path)
     try:
-        with write_transaction("global"):
-            reset_database()
-            return import_dataset(source)
+        return replace_dataset(source)
     except InvalidInput as exc:
         raise InvalidInput(f"--load {path}: {exc.message}", exc.issues) from None
 
@@ -82,8 +79,6 @@ def check_export_target(path: Path) -> None:
 
 def export_file(database: str, path: Path) -> None:
     """Write the whole database to ``path`` as a dataset (atomically), once the server stopped."""
-    import json
-
     from sowctl.commands.dataset import _write_atomically
     from sowctl.services.dataset import export_dataset
     from sowctl.storage.database import close_database, open_database

@@ -50,10 +50,11 @@ def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -
 
     Example: sowctl tokens list
     """
+    from sowctl.schemas.common import dump
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("tokens list", write=False)
-    emit_rows(credentials.list_tokens(), COLUMNS, json_mode=json_, quiet=quiet)
+    emit_rows(dump(credentials.list_tokens()), COLUMNS, json_mode=json_, quiet=quiet)
 
 
 @app.command("revoke")

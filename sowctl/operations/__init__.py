@@ -11,18 +11,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from sowctl.foundation.errors import NotFound
+from sowctl.operations.groups import Group, as_group
 from sowctl.schemas.common import escape_unstorable, has_unstorable, parse
 from sowctl.schemas.lazy import materialize
 
 if TYPE_CHECKING:
     from sowctl.services.access import Caller
-
-Group = Literal["A", "B", "C"]
 
 # Operation name prefix -> module that registers it, so a CLI command imports only its own.
 MODULES = {
@@ -87,8 +86,8 @@ class Operation:
     body: type[BaseModel] | None = None
     response: Any = None  # a type Pydantic can build a JSON schema for
     status: int = 200
-    paginated: bool = False  # Group A/B page+limit lists with X-Total-Count
-    list_key: str | None = None  # Group C: the body key holding the page's records
+    paginated: bool = False  # a list paged by page+limit (Paging.PAGE_LIMIT), X-Total-Count
+    list_key: str | None = None  # a list paged by limit/offset: the body key of its records
     write: bool = False
     # An answer whose size the caller chooses: a whole-SOW report, whose body grows with the
     # SOW's data times the titles it repeats, or a page of purchase orders of up to 1,000 lines
@@ -97,6 +96,9 @@ class Operation:
     report: bool = False
     # Extension routes are ours, not the service's; documented as such in OpenAPI.
     extension: bool = False
+
+    def __post_init__(self) -> None:
+        self.group = as_group(self.group)  # a letter names its group
 
     @property
     def path_params(self) -> list[str]:
@@ -114,26 +116,6 @@ class Operation:
 
 
 REGISTRY: dict[str, Operation] = {}
-
-# The purchase-order endpoint names its scope headers without the x- prefix.
-PLAIN_SCOPE_HEADER_PATHS = frozenset({"/api/external/create-purchase-order"})
-
-
-def scope_headers(path: str) -> tuple[str, str]:
-    """The organization and company header names a Group B route documents.
-
-    The server accepts either spelling on every route; clients send the documented one.
-    """
-    prefix = "" if path in PLAIN_SCOPE_HEADER_PATHS else "x-"
-    return f"{prefix}organization-id", f"{prefix}company-id"
-
-
-def other_scope_headers(path: str) -> tuple[str, str]:
-    """The spelling a route also accepts (the one it does not document)."""
-    organization, company = (
-        name.removeprefix("x-") if name.startswith("x-") else "x-" + name for name in scope_headers(path)
-    )
-    return organization, company
 
 
 def operation(**spec: Any) -> Callable[[Callable[[Request], Result]], Callable]:

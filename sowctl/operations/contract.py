@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sowctl.operations import Operation, other_scope_headers
+from sowctl.operations import Operation
 
 EXTENSION, LENIENCY, UNSPECIFIED = "extension", "leniency", "unspecified"
 REFUSED_IN_STRICT_MODE = frozenset({EXTENSION, LENIENCY})
@@ -227,8 +227,8 @@ def _body(request: Request, op: Operation) -> list[Mark]:
 
 def _headers(request: Request, op: Operation) -> list[Mark]:
     out = []
-    if op.group == "B":
-        spelled = [name for name in other_scope_headers(op.path) if name in request.headers]
+    if op.group.uses_api_key:
+        spelled = [name for name in op.group.other_scope_headers(op.path) if name in request.headers]
         out += [_mark("header.scope_spelling", f"header {name}") for name in spelled]
     if request.body is not None and request.content_type != "application/json":
         sent = request.content_type or "no Content-Type"

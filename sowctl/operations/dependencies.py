@@ -8,6 +8,7 @@ register the chain route first (or match literal segments before parameters).
 from __future__ import annotations
 
 from sowctl.operations import LazyModule, Request, Result, operation
+from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
 from sowctl.schemas.dependencies import (
     ChainFlat,
@@ -28,7 +29,7 @@ service = LazyModule("sowctl.services.dependencies")
     name="chain.get",
     method="GET",
     path="/api/dependencies/chain",
-    group="A",
+    group=Group.A,
     summary="Dependency chain of a SOW, with circular, overdue and critical issues "
     "(and, with include=criticalPath, the critical path)",
     query=ChainQuery,
@@ -45,7 +46,7 @@ def get_chain(request: Request) -> Result:
     name="deps.list",
     method="GET",
     path="/api/dependencies",
-    group="A",
+    group=Group.A,
     summary="List dependencies, filtered by source item, SOW, status or kind (critical, overdue, external)",
     query=DependencyListQuery,
     response=list[DependencyOut],
@@ -69,7 +70,7 @@ def list_dependencies(request: Request) -> Result:
     name="deps.get",
     method="GET",
     path="/api/dependencies/{dependencyId}",
-    group="A",
+    group=Group.A,
     summary="Retrieve one dependency",
     response=DependencyOut,
 )
@@ -81,7 +82,7 @@ def get_dependency(request: Request) -> Result:
     name="deps.create",
     method="POST",
     path="/api/dependencies",
-    group="A",
+    group=Group.A,
     summary="Create an internal or external dependency (refused if it would close a cycle)",
     body=DependencyCreate,
     response=DependencyOut,
@@ -96,7 +97,7 @@ def create_dependency(request: Request) -> Result:
     name="deps.update",
     method="PUT",
     path="/api/dependencies/{dependencyId}",
-    group="A",
+    group=Group.A,
     summary="Update a dependency's status, riskLevel, slaDate, escalationDate or notes",
     body=DependencyUpdate,
     response=DependencyOut,
@@ -111,7 +112,7 @@ def update_dependency(request: Request) -> Result:
     name="deps.delete",
     method="DELETE",
     path="/api/dependencies/{dependencyId}",
-    group="A",
+    group=Group.A,
     summary="Delete a dependency",
     response=Message,
     write=True,

@@ -10,6 +10,7 @@ project's own company.
 from __future__ import annotations
 
 from sowctl.operations import LazyModule, Request, Result, operation
+from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
 from sowctl.schemas.finance import (
     BudgetViewList,
@@ -33,7 +34,7 @@ service = LazyModule("sowctl.services.finance")
     name="finance.create_po",
     method="POST",
     path="/api/external/create-purchase-order",
-    group="B",
+    group=Group.B,
     summary="Create a purchase order for a project commitment (amounts are exact decimal strings)",
     body=PurchaseOrderIn,
     response=PurchaseOrderOut,
@@ -49,7 +50,7 @@ def create_purchase_order(request: Request) -> Result:
     name="finance.budget_views",
     method="GET",
     path="/api/external/budget-views",
-    group="B",
+    group=Group.B,
     summary="List the budget views of a project",
     query=ProjectQuery,
     response=BudgetViewList,
@@ -63,7 +64,7 @@ def budget_views(request: Request) -> Result:
     name="finance.snapshots",
     method="GET",
     path="/api/external/budget-view-snapshots",
-    group="B",
+    group=Group.B,
     summary="List the budget view snapshots of a project (summary form)",
     query=ProjectQuery,
     response=SnapshotList,
@@ -77,7 +78,7 @@ def snapshots(request: Request) -> Result:
     name="finance.snapshot",
     method="GET",
     path="/api/external/budget-view-snapshot",
-    group="B",
+    group=Group.B,
     summary="Retrieve one budget view snapshot with its line items and exact column totals",
     query=SnapshotQuery,
     response=SnapshotResponse,
@@ -92,7 +93,7 @@ def snapshot(request: Request) -> Result:
     name="finance.prime_contract",
     method="GET",
     path="/api/external/prime-contract-details",
-    group="B",
+    group=Group.B,
     summary="Retrieve the details of a prime contract (data: an array of one object)",
     query=PrimeContractQuery,
     response=PrimeContractResponse,
@@ -109,7 +110,7 @@ def prime_contract(request: Request) -> Result:
     name="finance.list_pos",
     method="GET",
     path="/api/external/purchase-orders",
-    group="B",
+    group=Group.B,
     summary="List the purchase orders of a project (sowctl extension)",
     query=ProjectQuery,
     response=PurchaseOrderList,
@@ -133,7 +134,7 @@ def list_purchase_orders(request: Request) -> Result:
     name="finance.po_options",
     method="GET",
     path="/api/external/purchase-order-options",
-    group="B",
+    group=Group.B,
     summary="The vendors, cost codes and commitments a purchase order of a project may use "
     "(sowctl extension)",
     query=ProjectQuery,

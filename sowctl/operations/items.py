@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from sowctl.operations import LazyModule, Request, Result, operation
+from sowctl.operations.groups import Group
 from sowctl.schemas.common import CamelModel, StrictStr, dump
 from sowctl.schemas.items import (
     ItemCreate,
@@ -14,12 +13,13 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
+from sowctl.schemas.vocabulary import ItemType
 
 service = LazyModule("sowctl.services.items")
 
 
 class ItemListQuery(CamelModel):
-    type: Literal["requirement", "task_item"] | None = None
+    type: ItemType | None = None
     parent_id: StrictStr | None = None
 
 
@@ -27,7 +27,7 @@ class ItemListQuery(CamelModel):
     name="items.list",
     method="GET",
     path="/api/sow/{sowId}/items",
-    group="A",
+    group=Group.A,
     summary="List the items of a SOW in orderIndex order",
     query=ItemListQuery,
     response=list[ItemOut],
@@ -49,7 +49,7 @@ def list_items(request: Request) -> Result:
     name="items.get",
     method="GET",
     path="/api/items/{itemId}",
-    group="A",
+    group=Group.A,
     summary="Retrieve one item",
     response=ItemOut,
 )
@@ -61,7 +61,7 @@ def get_item(request: Request) -> Result:
     name="items.create",
     method="POST",
     path="/api/sow/{sowId}/items",
-    group="A",
+    group=Group.A,
     summary="Create an item in a SOW",
     body=ItemCreate,
     response=ItemOut,
@@ -76,7 +76,7 @@ def create_item(request: Request) -> Result:
     name="items.update",
     method="PUT",
     path="/api/items/{itemId}",
-    group="A",
+    group=Group.A,
     summary="Update an item's title, description, status or orderIndex",
     body=ItemUpdate,
     response=ItemOut,
@@ -90,7 +90,7 @@ def update_item(request: Request) -> Result:
     name="items.delete",
     method="DELETE",
     path="/api/items/{itemId}",
-    group="A",
+    group=Group.A,
     summary="Delete an item, its descendants and their dependencies",
     response=Message,
     write=True,
@@ -103,7 +103,7 @@ def delete_item(request: Request) -> Result:
     name="items.reorder",
     method="PUT",
     path="/api/sow/{sowId}/items/reorder",
-    group="A",
+    group=Group.A,
     summary="Set the orderIndex of several items at once (all or nothing)",
     body=ReorderRequest,
     response=ReorderResult,

@@ -9,6 +9,7 @@ the remote backend does by following the offsets.
 from __future__ import annotations
 
 from sowctl.operations import LazyModule, Request, Result, operation
+from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
 from sowctl.schemas.listing import (
     DEFAULT_LIMIT,
@@ -36,7 +37,7 @@ def page(request: Request) -> tuple[int | None, int]:
     name="projects.list",
     method="GET",
     path="/projects",
-    group="C",
+    group=Group.C,
     summary="List the projects of the caller's organization (pinned first, then by name)",
     query=ProjectListQuery,
     response=ProjectList,
@@ -55,7 +56,7 @@ def list_projects(request: Request) -> Result:
     name="clients.list",
     method="GET",
     path="/clients",
-    group="C",
+    group=Group.C,
     summary="List the clients of the caller's organization, each with its contacts",
     query=ClientListQuery,
     response=ClientList,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sowctl.operations import LazyModule, Request, Result, operation
+from sowctl.operations.groups import Group
 from sowctl.schemas.common import CamelModel, StrictStr, dump
 from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
 
@@ -17,7 +18,7 @@ class SowListQuery(CamelModel):
     name="sows.list",
     method="GET",
     path="/api/sows",
-    group="A",
+    group=Group.A,
     summary="List the SOWs of the caller's organization, oldest first (sowctl extension)",
     query=SowListQuery,
     response=list[SowOut],
@@ -35,7 +36,7 @@ def list_sows(request: Request) -> Result:
     name="sows.create",
     method="POST",
     path="/api/sows",
-    group="A",
+    group=Group.A,
     summary="Create a SOW (sowctl extension)",
     body=SowCreate,
     response=SowOut,
@@ -51,7 +52,7 @@ def create_sow(request: Request) -> Result:
     name="sows.get",
     method="GET",
     path="/api/sows/{sowId}",
-    group="A",
+    group=Group.A,
     summary="Retrieve one SOW with its item count (sowctl extension)",
     response=SowOut,
     extension=True,
@@ -64,7 +65,7 @@ def get_sow(request: Request) -> Result:
     name="sows.update",
     method="PUT",
     path="/api/sows/{sowId}",
-    group="A",
+    group=Group.A,
     summary="Change a SOW's title (sowctl extension)",
     body=SowUpdate,
     response=SowOut,
@@ -79,7 +80,7 @@ def update_sow(request: Request) -> Result:
     name="sows.delete",
     method="DELETE",
     path="/api/sows/{sowId}",
-    group="A",
+    group=Group.A,
     summary="Delete a SOW, its items and every dependency touching them (sowctl extension)",
     response=SowDeleted,
     write=True,

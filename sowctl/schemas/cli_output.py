@@ -8,13 +8,13 @@ output version (``sowctl.output.json_schemas.OUTPUT_VERSION``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from sowctl.schemas.common import CamelModel
 from sowctl.schemas.items import ItemOut
-from sowctl.schemas.vocabulary import ItemStatus
+from sowctl.schemas.vocabulary import FindingState, ItemStatus, RunMode
 
 
 class Identity(CamelModel):
@@ -25,7 +25,7 @@ class Identity(CamelModel):
 
 
 class StatusOut(CamelModel):
-    mode: Literal["local", "remote"]
+    mode: RunMode
     server: str | None = Field(description="remote mode: the server's URL, any password masked")
     timeout: float | None
     database: str | None = Field(description="local mode: the database, any password masked")
@@ -79,7 +79,7 @@ class Finding(CamelModel):
     dependency_id: str | None
     item_ids: list[str]
     message: str
-    state: Literal["new", "baseline", "accepted", "expired"]
+    state: FindingState
     in_baseline: bool
     fails: bool
 

@@ -56,8 +56,10 @@ __all__ = [
     "WholeNumber",
     "bounded_list",
     "dump",
+    "from_row",
     "parse",
     "row_dumper",
+    "row_values",
     "whole_number_between",
 ]
 
@@ -458,6 +460,17 @@ def dump(value: Any) -> Any:
     if isinstance(value, list):
         return [dump(entry) for entry in value]
     return value
+
+
+def row_values(model: type[BaseModel], row: Any, **given: Any) -> dict[str, Any]:
+    """The values of ``model``'s fields, each read from the attribute of its name on ``row``
+    (a stored record), except those ``given``: a response model names what it shows once."""
+    return {name: given[name] if name in given else getattr(row, name) for name in model.model_fields}
+
+
+def from_row(model: type[M], row: Any, **given: Any) -> M:
+    """``model`` made from ``row`` (``row_values``)."""
+    return model(**row_values(model, row, **given))
 
 
 # --- many objects of one model, straight from stored values -------------------------

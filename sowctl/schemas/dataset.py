@@ -28,6 +28,7 @@ from pydantic import AfterValidator, ConfigDict, PlainValidator, TypeAdapter
 
 from sowctl.foundation.budgets import MAX_CONTACTS, MAX_LINE_ITEMS, MAX_SNAPSHOT_LINES
 from sowctl.foundation.clock import parse_timestamp
+from sowctl.schemas import finance
 from sowctl.schemas.common import (
     ApiModel,
     CamelModel,
@@ -324,19 +325,25 @@ class BudgetViewSnapshotRecord(_ApiRecord):
     line_items: SnapshotLines = Field(default_factory=list)
 
 
-class Customer(_ApiRecord):
+class Customer(finance.Customer):
+    """The API's customer of a prime contract, as a dataset holds it: strict, no unknown key,
+    its id and name required, its nulls kept (stored as written)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    wire_nulls = frozenset(finance.Customer.model_fields)
+
     id: StrictInt
     name: StrictStr
-    contact_name: StrictStr | None = None
-    contact_email: StrictStr | None = None
-    contact_phone: StrictStr | None = None
 
 
-class PaymentTerms(_ApiRecord):
-    type: StrictStr | None = None
-    payment_schedule: StrictStr | None = None
-    retention_percentage: JsonNumber | None = None
-    days_until_due: StrictInt | None = None
+class PaymentTerms(finance.PaymentTerms):
+    """The API's payment terms, as a dataset holds them: strict, no unknown key, nulls kept,
+    the retention percentage the JSON number written (stored as such)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    wire_nulls = frozenset(finance.PaymentTerms.model_fields)
+
+    retention_percentage: JsonNumber | None = None  # type: ignore[assignment]  # kept as written, not a Decimal
 
 
 class PrimeContractRecord(_ApiRecord):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar
 
 from pydantic import AfterValidator, PlainSerializer, PlainValidator, WithJsonSchema
 
@@ -28,6 +28,7 @@ from sowctl.schemas.common import (
     parse_date,
 )
 from sowctl.schemas.vocabulary import (
+    ChainFormat,
     DependencyKind,
     DependencyStatus,
     DependencyType,
@@ -144,7 +145,7 @@ class DependencyListQuery(CamelModel):
 
 class ChainQuery(CamelModel):
     sow_id: NonEmptyStr
-    format: Literal["flat", "tree"] = "flat"
+    format: ChainFormat = "flat"
     include: StrictStr | None = Field(
         default=None,
         description="Extensions, comma-separated: criticalPath (the body's criticalPath), "

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
-from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+from pydantic import BaseModel, PlainSerializer, PlainValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from sowctl.foundation import money
@@ -360,6 +360,24 @@ class PrimeContractOut(ApiOut):
 
 class PrimeContractResponse(ApiOut):
     data: list[PrimeContractOut]
+
+
+def money_fields(model: type[ApiOut]) -> tuple[str, ...]:
+    """The fields of ``model`` that hold an amount of money (exact decimals), in its order."""
+    return tuple(name for name, info in model.model_fields.items() if info.annotation is Decimal)
+
+
+def plain_fields(model: type[ApiOut]) -> tuple[str, ...]:
+    """The fields of ``model`` that hold one value, not an object of their own, in its order."""
+    return tuple(
+        name
+        for name, info in model.model_fields.items()
+        if not any(_is_model(kind) for kind in (info.annotation, *get_args(info.annotation)))
+    )
+
+
+def _is_model(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, BaseModel)
 
 
 __all__ = [

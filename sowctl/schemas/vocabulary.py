@@ -14,6 +14,9 @@ DependencyStatus = Literal["active", "resolved", "cancelled", "blocked"]
 DependencyKind = Literal["critical", "overdue", "external"]  # the list filter's "type"
 ProjectStatus = Literal["active", "on_hold", "completed", "archived"]
 Role = Literal["viewer", "member", "admin"]  # of a bearer token
+ChainFormat = Literal["flat", "tree"]  # a chain body: dependencies listed, or items nested
+RunMode = Literal["local", "remote"]  # where the CLI runs an operation
+FindingState = Literal["new", "baseline", "accepted", "expired"]  # a CI gate finding's
 # The spec shows draft and issued as examples only; these are the statuses accepted
 # (the usual purchase-order life cycle). Anything else is a 400 naming the choices.
 PurchaseOrderStatus = Literal[
@@ -38,6 +41,8 @@ DEPENDENCY_KINDS: tuple[str, ...] = get_args(DependencyKind)
 PROJECT_STATUSES: tuple[str, ...] = get_args(ProjectStatus)
 PO_STATUSES: tuple[str, ...] = get_args(PurchaseOrderStatus)
 ROLES: tuple[str, ...] = get_args(Role)
+CHAIN_FORMATS: tuple[str, ...] = get_args(ChainFormat)
+FINDING_STATES: tuple[str, ...] = get_args(FindingState)
 
 MAX_ORDER_INDEX = 2**31 - 1  # orderIndex is a 32-bit integer column
 MAX_BIGINT = 2**63 - 1  # the integer id columns are 64-bit

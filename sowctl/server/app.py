@@ -23,6 +23,7 @@ from sowctl import operations
 from sowctl.foundation.errors import InvalidInput, PayloadTooLarge, RateLimited, SowctlError
 from sowctl.foundation.redaction import RedactingStream, mask_text
 from sowctl.operations import Operation
+from sowctl.operations.groups import Group, as_group
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors
 from sowctl.server.callers import caller_of_environ
@@ -163,7 +164,7 @@ class Dispatcher:
         try:
             check_declared_length(environ, self.settings.max_body_bytes)
             self.ensure_connection()
-            if op.group == "B":
+            if op.group.uses_api_key:
                 # Counting the request against its key's rate limit is a write.
                 with self._write_slot(True):
                     caller, company_id = auth.external_caller(environ, op.path, self.settings, headers)
@@ -224,13 +225,14 @@ class Dispatcher:
         return json_response(op.status, payload, headers)
 
     def failure_response(
-        self, environ: dict, group: str, exc: Exception, headers: dict[str, str]
+        self, environ: dict, group: Group | str, exc: Exception, headers: dict[str, str]
     ) -> bottle.HTTPResponse:
         """The one answer to a failed request (the API's and /_admin's alike): a typed
         error in the group's envelope; a database failure (``storage.failures``: busy, unreachable,
         cannot store), 503 with one log line, and /healthz says so until a write succeeds
         when it cannot store; anything else, 500 with its traceback in the log."""
-        if group == "B" and "X-RateLimit-Limit" not in headers:  # failed before the key was charged
+        group = as_group(group)
+        if group.rate_limited and "X-RateLimit-Limit" not in headers:  # failed before the key was charged
             headers = {**headers, **auth.uncharged_rate_headers(group, self.settings)}
         if isinstance(exc, SowctlError):
             if isinstance(exc, RateLimited):
@@ -302,7 +304,7 @@ class Dispatcher:
             text = self.metrics.exposition()
         except Exception:
             log_exception(bottle.request.environ)
-            return error_response("A", InternalError(), {})
+            return error_response(Group.A, InternalError(), {})
         return bottle.HTTPResponse(body=text, status=200, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     def _probe_write(self) -> None:
@@ -322,7 +324,7 @@ class Dispatcher:
                 self._openapi = json_bytes(build_openapi(operations.REGISTRY.values()))
         except Exception:
             log_exception(bottle.request.environ)
-            return error_response("A", InternalError(), {})
+            return error_response(Group.A, InternalError(), {})
         return json_response(200, self._openapi, {})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sowctl.foundation.errors import Issue, RateLimited, Unauthorized
-from sowctl.operations import other_scope_headers, scope_headers
+from sowctl.operations.groups import API_KEY_ENVIRON, Group
 from sowctl.services import credentials
 from sowctl.services.access import Caller
 
@@ -42,7 +42,8 @@ def _unauthorized(message: str) -> Unauthorized:
 
 def scope_header_names(path: str) -> tuple[tuple[str, str], tuple[str, str]]:
     """(documented, alternative) WSGI names of the organization and company headers."""
-    (organization, company), (other_org, other_company) = scope_headers(path), other_scope_headers(path)
+    organization, company = Group.B.scope_headers(path)
+    other_org, other_company = Group.B.other_scope_headers(path)
     return (_wsgi(organization), _wsgi(other_org)), (_wsgi(company), _wsgi(other_company))
 
 
@@ -70,9 +71,9 @@ def external_caller(
     from sowctl.services import external_scope, ratelimit
 
     try:
-        api_key = credentials.authenticate_key((environ.get("HTTP_X_API_KEY") or "").strip() or None)
+        api_key = credentials.authenticate_key((environ.get(API_KEY_ENVIRON) or "").strip() or None)
     except Unauthorized:
-        headers.update(uncharged_rate_headers("B", settings))
+        headers.update(uncharged_rate_headers(Group.B, settings))
         raise
     state = ratelimit.hit(api_key.id, rate_limits(settings))
     headers.update(state.headers())
@@ -87,15 +88,15 @@ def external_caller(
     )
 
 
-def uncharged_rate_headers(group: str, settings: ServerSettings) -> dict[str, str]:
+def uncharged_rate_headers(group: Group, settings: ServerSettings) -> dict[str, str]:
     """The rate-limit headers of a response charged to no key, the one rule for all of them.
 
-    Every Group B response carries ``X-RateLimit-*``, also those no key
+    Every response of a rate-limited group carries ``X-RateLimit-*``, also those no key
     is charged for: a missing or refused key, an unknown route or method, an injected
     fault, a request the worker refuses unread. They show the minute window with
     nothing counted. Other groups have no rate limit: no headers.
     """
-    if group != "B":
+    if not group.rate_limited:
         return {}
     from sowctl.services import ratelimit
 

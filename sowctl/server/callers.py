@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 
+from sowctl.operations.groups import API_KEY_ENVIRON, group_of_path
 from sowctl.server.auth import bearer_secret
-from sowctl.server.envelopes import group_of_path
 
 
 def _digest(secret: str) -> bytes:
@@ -24,8 +24,8 @@ def caller_key(path: str, authorization: str | None, api_key: str | None, host: 
     read as authentication reads it: any case of ``Bearer``, spaces trimmed), so one
     credential is one caller however its header is spelt; without one, the client's host
     (one machine's connections are one caller)."""
-    group_b = group_of_path(path) == "B"
-    secret = (api_key or "").strip() if group_b else bearer_secret(authorization)
+    by_key = group_of_path(path).uses_api_key
+    secret = (api_key or "").strip() if by_key else bearer_secret(authorization)
     return _digest(secret) if secret else host
 
 
@@ -34,6 +34,6 @@ def caller_of_environ(environ: dict) -> Hashable:
     return caller_key(
         environ.get("PATH_INFO", ""),
         environ.get("HTTP_AUTHORIZATION"),
-        environ.get("HTTP_X_API_KEY"),
+        environ.get(API_KEY_ENVIRON),
         environ.get("REMOTE_ADDR"),
     )

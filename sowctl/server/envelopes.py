@@ -21,11 +21,9 @@ from sowctl.foundation.errors import (
     error_code,
 )
 from sowctl.foundation.redaction import redact
+from sowctl.operations.groups import Authentication, Envelope, Group, as_group, group_of_path
 
 INTERNAL_ERROR_MESSAGE = "internal server error"
-
-# Paths of Group C (the listing API); everything else answers in Group A/B style.
-GROUP_C_PREFIXES = ("/projects", "/clients")
 
 
 class InternalError(SowctlError):
@@ -44,20 +42,14 @@ class ErrorResponse:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def group_of_path(path: str) -> str:
-    """Which group's envelope a path gets, for errors raised before any route matched."""
-    for prefix in GROUP_C_PREFIXES:
-        if path == prefix or path.startswith(prefix + "/"):
-            return "C"
-    if path == "/api/external" or path.startswith("/api/external/"):
-        return "B"
-    return "A"
+__all__ = ["ErrorResponse", "HttpStatusError", "InternalError", "envelope", "group_of_path"]
 
 
-def envelope(group: str, error: SowctlError) -> ErrorResponse:
+def envelope(group: Group | str, error: SowctlError) -> ErrorResponse:
     """The response for ``error`` in ``group``'s envelope, with the headers it implies."""
+    group = as_group(group)
     status = error.status
-    if group == "C":
+    if group.envelope is Envelope.CODE_MESSAGE_ISSUES:
         code = error.code
         if status >= 500:
             issues: list[dict] = []  # nothing the caller sent is at fault
@@ -67,13 +59,13 @@ def envelope(group: str, error: SowctlError) -> ErrorResponse:
     else:
         body = {"error": redact(error.api_message)}
     headers: dict[str, str] = {ERROR_CODE_HEADER: error_code(error)}
-    if group != "C" and status < 500 and error.issues:
-        # Groups A and B answer a message only: the issues go in a header, when small.
+    if group.envelope is Envelope.MESSAGE and status < 500 and error.issues:
+        # A message-only envelope: the issues go in a header, when small.
         listed = json.dumps([_issue(issue) for issue in error.issues], ensure_ascii=True)
         listed = listed.replace("\x7f", "\\u007f")  # a header value holds visible ASCII only
         if len(listed) <= MAX_ISSUES_HEADER:
             headers[ERROR_ISSUES_HEADER] = listed
-    if status == 401 and group in ("A", "C"):
+    if status == 401 and group.authentication is Authentication.BEARER_TOKEN:
         headers["WWW-Authenticate"] = 'Bearer realm="sowctl"'
     retry_after = getattr(error, "retry_after", None)
     if retry_after is not None:

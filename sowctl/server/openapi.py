@@ -11,7 +11,8 @@ from pydantic import TypeAdapter
 
 from sowctl.foundation.errors import ERROR_CODE_HEADER, ERROR_CODES, ERROR_ISSUES_HEADER, MAX_ISSUES_HEADER
 from sowctl.foundation.version import VERSION
-from sowctl.operations import Operation, other_scope_headers, scope_headers
+from sowctl.operations import Operation
+from sowctl.operations.groups import API_KEY_HEADER, Authentication, Envelope, Group
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import GROUP_C_MESSAGES
 
@@ -62,11 +63,7 @@ ERROR_DESCRIPTIONS = {
     503: "Database busy or unavailable; retry later",
 }
 
-GROUP_DESCRIPTIONS = {
-    "A": "Group A: work tracking (bearer token)",
-    "B": "Group B: external financial API (API key, organization and company headers, rate limited)",
-    "C": "Group C: listing API (bearer token)",
-}
+SECURITY_SCHEMES = {Authentication.BEARER_TOKEN: "bearerAuth", Authentication.API_KEY: "apiKey"}
 
 RATE_HEADERS = {
     "X-RateLimit-Limit": "Requests allowed in the current window",
@@ -112,7 +109,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
         },
         "tags": [
             {"name": name, "description": description}
-            for name, description in sorted({_tag(op): GROUP_DESCRIPTIONS[op.group] for op in ops}.items())
+            for name, description in sorted({_tag(op): op.group.description for op in ops}.items())
         ]
         + [{"name": "server", "description": "Health, readiness, metrics and documentation"}],
         "paths": dict(sorted(paths.items())),
@@ -137,7 +134,7 @@ _SECURITY_SCHEMES = {
     "apiKey": {
         "type": "apiKey",
         "in": "header",
-        "name": "x-api-key",
+        "name": API_KEY_HEADER,
         "description": "A key from `sowctl keys create` (Group B)",
     },
 }
@@ -225,12 +222,13 @@ def _paging_parameters() -> list[dict[str, Any]]:
 
 def _error_responses(op: Operation) -> dict[str, Any]:
     """The error answers ``op`` may give, by status, with the headers that come with them."""
-    error_schema = {"$ref": REF.format(model="ErrorC" if op.group == "C" else "ErrorA")}
+    error_model = "ErrorC" if op.group.envelope is Envelope.CODE_MESSAGE_ISSUES else "ErrorA"
+    error_schema = {"$ref": REF.format(model=error_model)}
     responses: dict[str, Any] = {}
     for status in _error_statuses(op):
         response = _json_response(ERROR_DESCRIPTIONS[status], error_schema)
         error_headers: dict[str, Any] = {}
-        if op.group == "B":
+        if op.group.rate_limited:
             error_headers = {
                 name: {"description": text, "schema": {"type": "integer"}}
                 for name, text in RATE_HEADERS.items()
@@ -254,8 +252,8 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
     parameters += _query_parameters(schemas.get(((op.name, "query"), "validation")), components)
     if op.paginated:
         parameters += _paging_parameters()
-    if op.group == "B":
-        parameters += _scope_headers(op.path)
+    if op.group.uses_api_key:
+        parameters += _scope_headers(op.group, op.path)
 
     success_schema = schemas.get(((op.name, "response"), "serialization"), {})
     success: dict[str, Any] = _json_response(_success_description(op), success_schema)
@@ -269,7 +267,7 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
             "description": 'RFC 8288 links to the rel="next", "prev", "first" and "last" pages',
             "schema": {"type": "string"},
         }
-    if op.group == "B":
+    if op.group.rate_limited:
         headers.update(
             {
                 name: {"description": text, "schema": {"type": "integer"}}
@@ -285,7 +283,7 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
         "operationId": op.name,
         "summary": op.summary,
         "tags": [_tag(op)],
-        "security": [{"apiKey": []}] if op.group == "B" else [{"bearerAuth": []}],
+        "security": [{SECURITY_SCHEMES[op.group.authentication]: []}],
         "parameters": parameters,
         "responses": responses,
     }
@@ -325,12 +323,12 @@ def _error_detail_headers(op: Operation, status: int) -> dict[str, Any]:
 
 def _error_statuses(op: Operation) -> list[int]:
     statuses = [400, 401]
-    if op.write and op.group != "B":
+    if op.write and op.group.authentication.has_roles:
         statuses.append(403)
     statuses.append(404)
     if op.body is not None:
         statuses.append(413)
-    if op.group == "B":
+    if op.group.rate_limited:
         statuses.append(429)
     return [*statuses, 500, 503]
 
@@ -368,8 +366,9 @@ def _not_null(schema: dict) -> dict:
     return schema
 
 
-def _scope_headers(path: str) -> list[dict]:
-    (organization, company), (other_org, other_company) = scope_headers(path), other_scope_headers(path)
+def _scope_headers(group: Group, path: str) -> list[dict]:
+    organization, company = group.scope_headers(path)
+    other_org, other_company = group.other_scope_headers(path)
     return [
         {
             "name": organization,

@@ -15,6 +15,7 @@ import bottle
 
 from sowctl.foundation.errors import SowctlError
 from sowctl.foundation.redaction import RedactingStream, redact
+from sowctl.operations.groups import Group
 from sowctl.server.envelopes import envelope
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes
 from sowctl.storage import failures
@@ -36,7 +37,7 @@ def json_response(
     return response
 
 
-def error_response(group: str, error: SowctlError, headers: dict[str, str]) -> bottle.HTTPResponse:
+def error_response(group: Group | str, error: SowctlError, headers: dict[str, str]) -> bottle.HTTPResponse:
     response = envelope(group, error)
     if error.api_message != error.message:  # the operator's log keeps what the answer leaves out
         log(bottle.request.environ, error.message)

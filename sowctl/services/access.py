@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from sowctl.foundation.errors import Forbidden, InvalidInput, NotFound
 from sowctl.schemas.common import has_unstorable
+from sowctl.schemas.vocabulary import Role
 from sowctl.services.lookup import Lookup, hydrate
 from sowctl.storage import models as m
 from sowctl.storage.peewee_compat import tuples
 
-Role = Literal["viewer", "member", "admin"]
 LOCAL_USER_ID = "local"
 ORGANIZATIONS_COMPARED = 1000  # a typo of --org is compared with at most this many ids
 

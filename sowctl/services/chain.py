@@ -68,6 +68,7 @@ import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, quoted
+from sowctl.schemas.vocabulary import ChainFormat
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph, items
 from sowctl.services.access import Caller, sow_for
@@ -76,18 +77,15 @@ from sowctl.services.item_rules import calculated_statuses, nest
 from sowctl.storage import models as m
 from sowctl.storage.peewee_compat import tuples
 
-FORMATS = ("flat", "tree")
 INCLUDES = ("criticalPath", "external", "risks")  # the extensions a chain body adds on request
 _CHUNK = 500  # ids per IN (...): under every backend's parameter limit
 
 
 def chain_report(
-    caller: Caller, sow_id: str, fmt: str = "flat", include: tuple[str, ...] = ()
+    caller: Caller, sow_id: str, fmt: ChainFormat = "flat", include: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """The SOW's dependency chain as the API body of ``format`` with the extensions
     named in ``include`` (see the module doc)."""
-    if fmt not in FORMATS:
-        raise InvalidInput.for_field("format", "must be one of: flat, tree")
     unknown = [name for name in include if name not in INCLUDES]
     if unknown:
         choices = ", ".join(INCLUDES)

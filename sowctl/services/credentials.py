@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, NotFound, Unauthorized
 from sowctl.foundation.redaction import KEY_PREFIX, TOKEN_PREFIX, secret_hint  # one list of secret prefixes
+from sowctl.schemas.cli_output import KeyListed, TokenListed
+from sowctl.schemas.common import from_row
 from sowctl.schemas.vocabulary import ROLES
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate
@@ -65,19 +67,18 @@ def create_token(user_id: str, organization_id: str, role: str = "member") -> Is
     return Issued(token.id, secret)
 
 
-def list_tokens() -> list[dict]:
+def list_tokens() -> list[TokenListed]:
     return [
-        {
-            "id": t.id,
-            "token": t.hint,
-            "userId": t.user_id,
-            "organizationId": t.organization_id,
-            "role": t.role,
-            "createdAt": clock.format_timestamp(t.created_at),
-            "revokedAt": clock.format_timestamp(t.revoked_at),
-        }
+        from_row(TokenListed, t, token=t.hint, **_times(t))
         for t in m.ApiToken.select().order_by(m.ApiToken.created_at, m.ApiToken.id)
     ]
+
+
+def _times(row: m.ApiToken | m.ApiKey) -> dict[str, str | None]:
+    return {
+        "created_at": clock.format_timestamp(row.created_at),
+        "revoked_at": clock.format_timestamp(row.revoked_at),
+    }
 
 
 def revoke_token(id_or_secret: str) -> str:
@@ -129,15 +130,9 @@ def create_key(organization_id: str) -> Issued:
     return Issued(key.id, secret)
 
 
-def list_keys() -> list[dict]:
+def list_keys() -> list[KeyListed]:
     return [
-        {
-            "id": k.id,
-            "key": k.hint,
-            "organizationId": k.organization_id,
-            "createdAt": clock.format_timestamp(k.created_at),
-            "revokedAt": clock.format_timestamp(k.revoked_at),
-        }
+        from_row(KeyListed, k, key=k.hint, **_times(k))
         for k in m.ApiKey.select().order_by(m.ApiKey.created_at, m.ApiKey.id)
     ]
 

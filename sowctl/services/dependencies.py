@@ -19,21 +19,15 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from functools import reduce
-from typing import cast
 
 import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.errors import CycleDetected, InvalidInput, NotFound
+from sowctl.schemas.common import from_row
 from sowctl.schemas.dependencies import DependencyCreate, DependencyOut, DependencyUpdate
 from sowctl.schemas.items import Message
-from sowctl.schemas.vocabulary import (
-    DEPENDENCY_KINDS,
-    DEPENDENCY_STATUSES,
-    DependencyStatus,
-    DependencyType,
-    RiskLevel,
-)
+from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DependencyKind, DependencyStatus
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph
 from sowctl.services.access import Caller, item_for, sow_for
@@ -43,26 +37,7 @@ from sowctl.storage.database import write_transaction
 
 
 def to_out(dep: m.Dependency) -> DependencyOut:
-    return DependencyOut(
-        id=dep.id,
-        source_item_id=dep.source_item_id,
-        target_item_id=dep.target_item_id,
-        # stored only once validated: values of the vocabulary
-        dependency_type=cast(DependencyType, dep.dependency_type),
-        risk_level=cast(RiskLevel, dep.risk_level),
-        status=cast(DependencyStatus, dep.status),
-        is_external=dep.is_external,
-        external_target=dep.external_target,
-        external_owner=dep.external_owner,
-        contact_email=dep.contact_email,
-        vendor=dep.vendor,
-        sla_date=dep.sla_date,
-        escalation_date=dep.escalation_date,
-        notes=dep.notes,
-        created_at=dep.created_at,
-        created_by_user_id=dep.created_by_user_id,
-        updated_at=dep.updated_at,
-    )
+    return from_row(DependencyOut, dep)
 
 
 def _visible(caller: Caller, dependency_id: str) -> tuple[m.Dependency, str]:
@@ -87,8 +62,8 @@ def list_dependencies(
     *,
     item_id: str | None = None,
     sow_id: str | None = None,
-    status: str | None = None,
-    kind: str | None = None,
+    status: DependencyStatus | None = None,
+    kind: DependencyKind | None = None,
     offset: int = 0,
     limit: int | None = None,
 ) -> tuple[list[DependencyOut], int]:
@@ -98,10 +73,6 @@ def list_dependencies(
     or foreign item or SOW is a 404, as for items); ``kind`` is ``critical``,
     ``overdue`` or ``external`` as the dependency filters define them.
     """
-    if status is not None and status not in DEPENDENCY_STATUSES:
-        raise InvalidInput.for_field("status", "must be one of: " + ", ".join(DEPENDENCY_STATUSES))
-    if kind is not None and kind not in DEPENDENCY_KINDS:
-        raise InvalidInput.for_field("type", "must be one of: " + ", ".join(DEPENDENCY_KINDS))
     conditions = []
     if sow_id is not None:  # the caller's own SOW (sow_for): its dependencies are the caller's
         conditions.append(m.Dependency.sow == sow_for(caller, sow_id).key)

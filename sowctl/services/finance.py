@@ -15,6 +15,7 @@ from typing import Any
 
 from sowctl.foundation import clock, money
 from sowctl.foundation.errors import NotFound
+from sowctl.schemas.common import from_row, row_values
 from sowctl.schemas.finance import (
     MAX_ID,
     BudgetViewList,
@@ -143,12 +144,9 @@ def purchase_order_options(caller: Caller, company_id: str | None, project_id: i
         m.Commitment.select().where(m.Commitment.financial_project == project.id).order_by(m.Commitment.id)
     )
     return PurchaseOrderOptions(
-        vendors=[VendorRef(id=vendor.id, name=vendor.name) for vendor in vendors],
-        cost_codes=[CostCodeRef(id=code.id, full_code=code.full_code, name=code.name) for code in codes],
-        commitments=[
-            CommitmentRef(id=commitment.id, title=commitment.title, vendor_id=commitment.vendor_id)
-            for commitment in commitments
-        ],
+        vendors=[from_row(VendorRef, vendor) for vendor in vendors],
+        cost_codes=[from_row(CostCodeRef, code) for code in codes],
+        commitments=[from_row(CommitmentRef, commitment) for commitment in commitments],
     )
 
 
@@ -161,31 +159,18 @@ def list_budget_views(caller: Caller, company_id: str | None, project_id: int) -
         m.BudgetView.select().where(m.BudgetView.financial_project == project.id).order_by(m.BudgetView.id)
     )
     return BudgetViewList(
-        data=[
-            BudgetViewOut(
-                id=view.id,
-                name=view.name,
-                description=view.description,
-                created_at=view.created_at,
-                updated_at=view.updated_at,
-                project_id=view.financial_project_id,
-            )
-            for view in views
-        ]
+        data=[from_row(BudgetViewOut, view, project_id=view.financial_project_id) for view in views]
     )
 
 
 def _summary_fields(snapshot: m.BudgetViewSnapshot) -> dict:
     created_by = snapshot.created_by
-    return {
-        "id": snapshot.id,
-        "name": snapshot.name,
-        "description": snapshot.description,
-        "created_at": snapshot.created_at,
-        "budget_view_id": snapshot.budget_view_id,
-        "project_id": snapshot.financial_project_id,
-        "created_by": UserRef.model_validate(created_by) if isinstance(created_by, dict) else None,
-    }
+    return row_values(
+        SnapshotSummary,
+        snapshot,
+        project_id=snapshot.financial_project_id,
+        created_by=UserRef.model_validate(created_by) if isinstance(created_by, dict) else None,
+    )
 
 
 def list_snapshots(caller: Caller, company_id: str | None, project_id: int) -> SnapshotList:
@@ -202,17 +187,7 @@ def snapshot_line(row: m.SnapshotLineItem) -> SnapshotLine:
     variance = row.variance
     if variance is None:  # computed when not stored
         variance = money.subtract(row.current_budget, row.projected_total)
-    return SnapshotLine(
-        id=row.id,
-        code=row.code,
-        description=row.description,
-        original_budget=row.original_budget,
-        current_budget=row.current_budget,
-        committed=row.committed,
-        spent=row.spent,
-        projected_total=row.projected_total,
-        variance=variance,
-    )
+    return from_row(SnapshotLine, row, variance=variance)
 
 
 def snapshot_totals(lines: Sequence[SnapshotLine]) -> SnapshotTotals:
@@ -252,19 +227,9 @@ def get_prime_contract(
     customer, terms = contract.customer, contract.payment_terms
     return PrimeContractResponse(
         data=[
-            PrimeContractOut(
-                id=contract.id,
-                title=contract.title,
-                description=contract.description,
-                contract_number=contract.contract_number,
-                status=contract.status,
-                contract_date=contract.contract_date,
-                start_date=contract.start_date,
-                estimated_completion_date=contract.estimated_completion_date,
-                original_contract_value=contract.original_contract_value,
-                current_contract_value=contract.current_contract_value,
-                executed_change_orders_value=contract.executed_change_orders_value,
-                pending_change_orders_value=contract.pending_change_orders_value,
+            from_row(
+                PrimeContractOut,
+                contract,
                 project_id=contract.financial_project_id,
                 customer=Customer.model_validate(customer) if isinstance(customer, dict) else None,
                 payment_terms=PaymentTerms.model_validate(terms) if isinstance(terms, dict) else None,

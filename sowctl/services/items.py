@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
 from sowctl.foundation.errors import HierarchyViolation, InvalidInput, Issue, NotFound
+from sowctl.schemas.common import from_row
 from sowctl.schemas.items import (
     ItemCreate,
     ItemOut,
@@ -20,7 +21,7 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
-from sowctl.schemas.vocabulary import ITEM_TYPES, MAX_ORDER_INDEX, ItemStatus, ItemType
+from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemType
 from sowctl.services import bulk, item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import depth_problem, shown_status
@@ -73,18 +74,12 @@ def to_out(item: m.Item, sow_id: str) -> ItemOut:
     """The API's item; ``sow_id`` is its SOW's shown id (``item.sow_id`` is the stored key).
     A requirement's status is calculated from the counts stored on its own row."""
     below = [getattr(item, field.name) for field in tallies.FIELDS]
-    return ItemOut(
-        id=item.id,
-        title=item.title,
-        description=item.description,
-        type=cast(ItemType, item.type),  # stored only once validated
+    return from_row(
+        ItemOut,
+        item,
         sow_id=sow_id,
         parent_item_id=item.parent_id,
-        order_index=item.order_index,
-        status=cast(ItemStatus, shown_status(item.type, item.status, below)),
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        created_by_user_id=item.created_by_user_id,
+        status=shown_status(item.type, item.status, below),
     )
 
 
@@ -95,7 +90,7 @@ def list_items(
     caller: Caller,
     sow_id: str,
     *,
-    item_type: str | None = None,
+    item_type: ItemType | None = None,
     parent_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
@@ -103,8 +98,6 @@ def list_items(
     """Items of a SOW in ``orderIndex`` order (their JSON objects, as ``ItemOut`` dumps
     them), with the total count before paging (``services.item_pages``)."""
     sow = sow_for(caller, sow_id)
-    if item_type is not None and item_type not in ITEM_TYPES:
-        raise InvalidInput.for_field("type", "must be one of: requirement, task_item")
     rows, total = item_pages.read_page(
         sow.key, item_type=item_type, parent_id=parent_id, offset=offset, limit=limit
     )
@@ -206,7 +199,8 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
 
 
 def delete_item(caller: Caller, item_id: str) -> Message:
-    """Delete an item, its descendants, and every dependency touching any of them.
+    """Delete an item, its descendants, and every dependency touching any of them (the rule
+    of ``item_cascade``, which the CLI shows before it deletes).
 
     Under the organization's write lock, the statements that take least of it: on SQLite
     the subtree is read before the lock, and under it the dependencies and then the

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TypeVar, cast
+from typing import TypeVar
 
 import peewee as pw
 
+from sowctl.schemas.common import from_row
 from sowctl.schemas.listing import ClientOut, ContactOut, ProjectOut
-from sowctl.schemas.vocabulary import ProjectStatus
 from sowctl.services.access import Caller
 from sowctl.storage import models as m
 from sowctl.storage.peewee_compat import tuples
@@ -113,54 +113,13 @@ def _contacts(client_ids: Sequence[str]) -> dict[str, list[ContactOut]]:
     for chunk in _chunks(client_ids):
         query = k.select().where(k.client.in_(chunk)).order_by(k.is_primary.desc(), pw.fn.LOWER(k.name), k.id)
         for contact in query:
-            found[contact.client_id].append(
-                ContactOut(
-                    id=contact.id,
-                    client_id=contact.client_id,
-                    name=contact.name,
-                    email=contact.email,
-                    phone=contact.phone,
-                    role=contact.role,
-                    is_primary=contact.is_primary,
-                    created_at=contact.created_at,
-                    updated_at=contact.updated_at,
-                )
-            )
+            found[contact.client_id].append(from_row(ContactOut, contact))
     return found
 
 
 def _project_out(project: m.Project, sow_count: int) -> ProjectOut:
-    return ProjectOut(
-        id=project.id,
-        name=project.name,
-        description=project.description,
-        status=cast(ProjectStatus, project.status),  # stored only once validated
-        client_id=project.client_id,
-        client_name=project.client_name,
-        contact_id=project.contact_id,
-        start_date=project.start_date,
-        end_date=project.end_date,
-        owner_user_id=project.owner_user_id,
-        organization_id=project.organization_id,
-        is_pinned=project.is_pinned,
-        pinned_at=project.pinned_at,
-        sow_count=sow_count,
-        created_at=project.created_at,
-        updated_at=project.updated_at,
-    )
+    return from_row(ProjectOut, project, sow_count=sow_count)
 
 
 def _client_out(client: m.Client, contacts: list[ContactOut]) -> ClientOut:
-    return ClientOut(
-        id=client.id,
-        name=client.name,
-        description=client.description,
-        website=client.website,
-        industry=client.industry,
-        organization_id=client.organization_id,
-        is_pinned=client.is_pinned,
-        pinned_at=client.pinned_at,
-        contacts=contacts,
-        created_at=client.created_at,
-        updated_at=client.updated_at,
-    )
+    return from_row(ClientOut, client, contacts=contacts)

@@ -6,6 +6,7 @@ import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, NotFound, UsageError
+from sowctl.schemas.common import from_row
 from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
 from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
 from sowctl.storage import models as m
@@ -69,7 +70,7 @@ def create_sow(caller: Caller, data: SowCreate) -> SowOut:
         if taken.exists():
             raise InvalidInput.for_field("id", f"SOW {sow_id} already exists")
         sow = _insert(sow_id, organization_id, project.id, data.title)
-    return SowOut(id=sow.id, project_id=project.id, title=sow.title, created_at=sow.created_at, item_count=0)
+    return from_row(SowOut, sow, project_id=project.id, item_count=0)
 
 
 def _only_organization() -> str:
@@ -140,16 +141,7 @@ def list_sows(
     # Unpaged, every match is wanted: the filter itself names them, not a parameter each.
     sows = list(m.Sow.select(*columns).where(m.Sow.key.in_(keys if paged else matches)).order_by(*order))
     counts = _item_counts([sow.key for sow in sows] if paged else matches) if sows else {}
-    out = [
-        SowOut(
-            id=sow.id,
-            project_id=sow.project_id,
-            title=sow.title,
-            created_at=sow.created_at,
-            item_count=counts.get(sow.key, 0),
-        )
-        for sow in sows
-    ]
+    out = [from_row(SowOut, sow, item_count=counts.get(sow.key, 0)) for sow in sows]
     return out, total if total is not None else len(out)
 
 
@@ -163,13 +155,7 @@ def _item_counts(keys: list[str] | pw.SelectQuery) -> dict[str, int]:
 def _out(sow: m.Sow, item_count: int | None = None) -> SowOut:
     if item_count is None:
         item_count = m.Item.select().where(m.Item.sow == sow.key).count()
-    return SowOut(
-        id=sow.id,
-        project_id=sow.project_id,
-        title=sow.title,
-        created_at=sow.created_at,
-        item_count=item_count,
-    )
+    return from_row(SowOut, sow, item_count=item_count)
 
 
 def get_sow(caller: Caller, sow_id: str) -> SowOut:

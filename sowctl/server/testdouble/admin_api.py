@@ -142,8 +142,8 @@ class AdminApi:
         return export_dataset()
 
     def load(self) -> dict[str, Any]:
-        from sowctl.server.testdouble import state
         from sowctl.services.dataset import import_dataset
+        from sowctl.services.dataset.replace import replace_dataset
         from sowctl.storage.database import write_transaction
 
         given = self.query().get("replace", "").strip().lower()
@@ -158,8 +158,7 @@ class AdminApi:
         if not replace:
             return {"imported": import_dataset(data)}
         with self.layer.gate.exclusive(), write_transaction("global"):  # reset and load, or neither
-            state.reset_database()
-            counts = import_dataset(data)
+            counts = replace_dataset(data)
             self.layer.restart()
         return {"imported": counts}
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import bottle
 import peewee as pw
 
+from sowctl.operations.groups import Group
 from sowctl.server.configuration import ServerSettings
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
@@ -25,7 +26,7 @@ class HostDispatcher(Protocol):
     def recover_connection(self) -> None: ...
 
     def failure_response(
-        self, environ: dict, group: str, exc: Exception, headers: dict[str, str]
+        self, environ: dict, group: Group | str, exc: Exception, headers: dict[str, str]
     ) -> bottle.HTTPResponse: ...
 
 

@@ -38,6 +38,7 @@ import bottle
 from sowctl.foundation import clock
 from sowctl.foundation.errors import SowctlError
 from sowctl.foundation.redaction import mask_text, redact_value
+from sowctl.operations.groups import Group
 from sowctl.server import auth, cors
 from sowctl.server.console import is_console_path
 from sowctl.server.envelopes import HttpStatusError, envelope, group_of_path
@@ -295,7 +296,7 @@ class TestDouble:
     # --- faults ----------------------------------------------------------------------------
 
     def _fault_response(
-        self, environ: dict, start_response: Callable[..., Any], group: str, status: int
+        self, environ: dict, start_response: Callable[..., Any], group: Group, status: int
     ) -> list[bytes]:
         error = HttpStatusError(status, FAULT_MESSAGE)
         note = f"injected fault: HTTP {status}"
@@ -305,7 +306,7 @@ class TestDouble:
         self,
         environ: dict,
         start_response: Callable[..., Any],
-        group: str,
+        group: Group,
         error: SowctlError,
         note: str,
         extra: dict[str, str] | None = None,
@@ -349,7 +350,7 @@ class TestDouble:
         environ: dict,
         path: str,
         method: str,
-        group: str,
+        group: Group,
         status: int | None,
         headers: dict[str, str],
         request_body: bytes,
@@ -400,7 +401,7 @@ class TestDouble:
         environ: dict,
         path: str,
         method: str,
-        group: str,
+        group: Group,
         status: int,
         request_body: bytes,
         response_body: bytes,

@@ -9,19 +9,20 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from sowctl.foundation.redaction import is_secret_header, redact_header_value
+from sowctl.operations.groups import API_KEY_ENVIRON, Group
 from sowctl.server import auth
 
 MAX_HEADER_CHARS = 512  # per header value in the request log
 
 
-def identity(environ: dict, group: str, path: str) -> dict[str, Any] | None:
+def identity(environ: dict, group: Group, path: str) -> dict[str, Any] | None:
     """Who sent the request, without any secret; None when the credentials are unknown."""
     from sowctl.services.credentials import hash_secret
     from sowctl.storage import models as m
 
     try:
-        if group == "B":
-            secret = (environ.get("HTTP_X_API_KEY") or "").strip()
+        if group.uses_api_key:
+            secret = (environ.get(API_KEY_ENVIRON) or "").strip()
             key = m.ApiKey.get_or_none(m.ApiKey.key_hash == hash_secret(secret)) if secret else None
             if key is None:
                 return None

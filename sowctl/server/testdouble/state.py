@@ -18,49 +18,20 @@ Everything here lives in the database so that every worker process of one
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
-import peewee as pw
-
 from sowctl.foundation.redaction import mask_body
+
+# The reset is the core's (services.reset); named here too, where the admin API
+# and the checkpoints reach it.
+from sowctl.services.reset import RUNTIME_KEYS
+from sowctl.services.reset import data_tables as data_tables
+from sowctl.services.reset import reset_database as reset_database
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
 from sowctl.storage.peewee_compat import tuples
 
-RUNTIME_KEYS = ("faults", "clock")
 MAX_BODY_CHARS = 4096
-
-# --- reset --------------------------------------------------------------------------
-
-
-def data_tables() -> list[type[m.BaseModel]]:
-    """Every table but Meta, children before parents (the order rows can be deleted in)."""
-    return [*m.V2_MODELS, *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta)]
-
-
-def reset_database() -> None:
-    """Delete every row of every table except the schema version."""
-    with write_transaction("global"):
-        for model in data_tables():
-            model.delete().execute()
-        m.Meta.delete().where(m.Meta.key.in_(RUNTIME_KEYS)).execute()
-        _restart_sequences(data_tables())
-
-
-def _restart_sequences(models: Iterable[type[m.BaseModel]]) -> None:
-    """PostgreSQL: serial ids start at 1 again, as they do on an emptied SQLite table."""
-    database = m.database_proxy.obj
-    if not isinstance(database, pw.PostgresqlDatabase):
-        return
-    for model in models:
-        key = model._meta.primary_key
-        if isinstance(key, pw.AutoField):
-            database.execute_sql(
-                "SELECT setval(pg_get_serial_sequence(%s, %s), 1, false)",
-                (model._meta.table_name, key.column_name),
-            )
-
 
 # --- run-time settings shared by the workers ------------------------------------------
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from sowctl.foundation.errors import InvalidInput
 from sowctl.foundation.redaction import MASK, is_secret_field, is_secret_header, mask_text, redact_value
+from sowctl.operations.groups import Group
 
 COUNTS = ("exactly", "atLeast", "atMost")
 FIELDS = ("method", "path", "status", "group", "caller", "query", "headers", "body")
@@ -53,7 +54,7 @@ class Pattern:
             expected = ", ".join((*FIELDS, *COUNTS))
             raise InvalidInput.for_field(unknown[0], f"unknown field (expected: {expected})")
         text = {name: _text(data, name) for name in ("method", "path", "status", "group", "caller")}
-        if text["group"] is not None and text["group"].upper() not in ("A", "B", "C"):
+        if text["group"] is not None and text["group"].upper() not in tuple(Group):
             raise InvalidInput.for_field("group", "must be A, B or C")
         status = text["status"]
         if status is not None and not _status_ok(status):

@@ -8,6 +8,7 @@ from operator import attrgetter
 from typing import Any
 
 import peewee as pw
+from pydantic import BaseModel
 
 from sowctl.schemas import dataset as s
 from sowctl.storage import models as m
@@ -15,222 +16,64 @@ from sowctl.storage import models as m
 # --- columns: dataset key -> database column, per kind ----------------------------
 #
 # Import stores the record attribute behind each key in its column; export selects
-# each column under its key. Nested parts (contacts, lines, vendor, cost_code) and
-# derived columns (a dependency's SOW and ordering edge) are handled by hand.
+# each column under its key. Both are read off the dataset record (``schemas.dataset``):
+# each field, under its key, goes to the column of its name, a link ``x_id`` to the
+# foreign key ``x``. Nested parts (contacts, lines, vendor, cost_code) are handled by hand.
 
 _Columns = dict[str, pw.Field]
 Progress = Callable[[int, int], None]  # (done, total), called as import or export goes
 
+
+def _columns(
+    record: type[BaseModel],
+    table: type[m.BaseModel],
+    *,
+    renamed: dict[str, str] | None = None,
+    nested: tuple[str, ...] = (),
+) -> tuple[type[m.BaseModel], _Columns]:
+    """``record``'s keys, in its order, each with its column of ``table`` (``renamed``: a field
+    whose column has another name); ``nested``: the fields written to other tables, or not
+    stored (a KeyError names any other field without a column)."""
+    fields = table._meta.fields
+    columns: _Columns = {}
+    for name, info in record.model_fields.items():
+        if name in nested:
+            continue
+        column = (renamed or {}).get(name) or (name if name in fields else name.removesuffix("_id"))
+        columns[info.alias or name] = fields[column]
+    return table, columns
+
+
+# A Group B record's project_id names its financial project.
+_FINANCIAL = {"project_id": "financial_project"}
+
 COLUMNS: dict[str, tuple[type[m.BaseModel], _Columns]] = {
-    "organizations": (m.Organization, {"id": m.Organization.id, "name": m.Organization.name}),
-    "users": (
-        m.User,
-        {"id": m.User.id, "organizationId": m.User.organization, "name": m.User.name, "email": m.User.email},
+    "organizations": _columns(s.OrganizationRecord, m.Organization),
+    "users": _columns(s.UserRecord, m.User),
+    "clients": _columns(s.ClientRecord, m.Client, nested=("contacts",)),
+    "contacts": _columns(s.ContactRecord, m.Contact),
+    "projects": _columns(s.ProjectRecord, m.Project),
+    "sows": _columns(s.SowRecord, m.Sow),
+    # organizationId is the SOW's (written only where a SOW id alone is ambiguous).
+    "items": _columns(
+        s.ItemRecord, m.Item, renamed={"parent_item_id": "parent"}, nested=("organization_id",)
     ),
-    "clients": (
-        m.Client,
-        {
-            "id": m.Client.id,
-            "organizationId": m.Client.organization,
-            "name": m.Client.name,
-            "description": m.Client.description,
-            "website": m.Client.website,
-            "industry": m.Client.industry,
-            "isPinned": m.Client.is_pinned,
-            "pinnedAt": m.Client.pinned_at,
-            "createdAt": m.Client.created_at,
-            "updatedAt": m.Client.updated_at,
-        },
+    "dependencies": _columns(s.DependencyRecord, m.Dependency),
+    "companies": _columns(s.CompanyRecord, m.Company),
+    "financialProjects": _columns(s.FinancialProjectRecord, m.FinancialProject),
+    "vendors": _columns(s.VendorRecord, m.Vendor),
+    "costCodes": _columns(s.CostCodeRecord, m.CostCode),
+    "commitments": _columns(s.CommitmentRecord, m.Commitment, renamed=_FINANCIAL),
+    "budgetViews": _columns(s.BudgetViewRecord, m.BudgetView, renamed=_FINANCIAL),
+    "budgetViewSnapshots": _columns(
+        s.BudgetViewSnapshotRecord, m.BudgetViewSnapshot, renamed=_FINANCIAL, nested=("line_items",)
     ),
-    "contacts": (
-        m.Contact,
-        {
-            "id": m.Contact.id,
-            "clientId": m.Contact.client,
-            "name": m.Contact.name,
-            "email": m.Contact.email,
-            "phone": m.Contact.phone,
-            "role": m.Contact.role,
-            "isPrimary": m.Contact.is_primary,
-            "createdAt": m.Contact.created_at,
-            "updatedAt": m.Contact.updated_at,
-        },
+    "snapshotLines": _columns(s.SnapshotLineRecord, m.SnapshotLineItem),
+    "primeContracts": _columns(s.PrimeContractRecord, m.PrimeContract, renamed=_FINANCIAL),
+    "purchaseOrders": _columns(
+        s.PurchaseOrderRecord, m.PurchaseOrder, renamed=_FINANCIAL, nested=("vendor", "line_items")
     ),
-    "projects": (
-        m.Project,
-        {
-            "id": m.Project.id,
-            "organizationId": m.Project.organization,
-            "name": m.Project.name,
-            "description": m.Project.description,
-            "status": m.Project.status,
-            "clientId": m.Project.client,
-            "contactId": m.Project.contact,
-            "startDate": m.Project.start_date,
-            "endDate": m.Project.end_date,
-            "ownerUserId": m.Project.owner_user_id,
-            "isPinned": m.Project.is_pinned,
-            "pinnedAt": m.Project.pinned_at,
-            "createdAt": m.Project.created_at,
-            "updatedAt": m.Project.updated_at,
-        },
-    ),
-    "sows": (
-        m.Sow,
-        {"id": m.Sow.id, "projectId": m.Sow.project, "title": m.Sow.title, "createdAt": m.Sow.created_at},
-    ),
-    "items": (
-        m.Item,
-        {
-            "id": m.Item.id,
-            "sowId": m.Item.sow,
-            "title": m.Item.title,
-            "description": m.Item.description,
-            "type": m.Item.type,
-            "parentItemId": m.Item.parent,
-            "orderIndex": m.Item.order_index,
-            "status": m.Item.status,
-            "createdByUserId": m.Item.created_by_user_id,
-            "createdAt": m.Item.created_at,
-            "updatedAt": m.Item.updated_at,
-        },
-    ),
-    "dependencies": (
-        m.Dependency,
-        {
-            "id": m.Dependency.id,
-            "sourceItemId": m.Dependency.source_item,
-            "targetItemId": m.Dependency.target_item,
-            "dependencyType": m.Dependency.dependency_type,
-            "riskLevel": m.Dependency.risk_level,
-            "status": m.Dependency.status,
-            "isExternal": m.Dependency.is_external,
-            "externalTarget": m.Dependency.external_target,
-            "externalOwner": m.Dependency.external_owner,
-            "contactEmail": m.Dependency.contact_email,
-            "vendor": m.Dependency.vendor,
-            "slaDate": m.Dependency.sla_date,
-            "escalationDate": m.Dependency.escalation_date,
-            "notes": m.Dependency.notes,
-            "createdByUserId": m.Dependency.created_by_user_id,
-            "createdAt": m.Dependency.created_at,
-            "updatedAt": m.Dependency.updated_at,
-        },
-    ),
-    "companies": (
-        m.Company,
-        {"id": m.Company.id, "organizationId": m.Company.organization, "name": m.Company.name},
-    ),
-    "financialProjects": (
-        m.FinancialProject,
-        {
-            "id": m.FinancialProject.id,
-            "companyId": m.FinancialProject.company,
-            "name": m.FinancialProject.name,
-            "projectId": m.FinancialProject.project,
-        },
-    ),
-    "vendors": (m.Vendor, {"id": m.Vendor.id, "companyId": m.Vendor.company, "name": m.Vendor.name}),
-    "costCodes": (
-        m.CostCode,
-        {
-            "id": m.CostCode.id,
-            "companyId": m.CostCode.company,
-            "full_code": m.CostCode.full_code,
-            "name": m.CostCode.name,
-        },
-    ),
-    "commitments": (
-        m.Commitment,
-        {
-            "id": m.Commitment.id,
-            "project_id": m.Commitment.financial_project,
-            "title": m.Commitment.title,
-            "vendor_id": m.Commitment.vendor,
-        },
-    ),
-    "budgetViews": (
-        m.BudgetView,
-        {
-            "id": m.BudgetView.id,
-            "project_id": m.BudgetView.financial_project,
-            "name": m.BudgetView.name,
-            "description": m.BudgetView.description,
-            "created_at": m.BudgetView.created_at,
-            "updated_at": m.BudgetView.updated_at,
-        },
-    ),
-    "budgetViewSnapshots": (
-        m.BudgetViewSnapshot,
-        {
-            "id": m.BudgetViewSnapshot.id,
-            "budget_view_id": m.BudgetViewSnapshot.budget_view,
-            "project_id": m.BudgetViewSnapshot.financial_project,
-            "name": m.BudgetViewSnapshot.name,
-            "description": m.BudgetViewSnapshot.description,
-            "created_at": m.BudgetViewSnapshot.created_at,
-            "created_by": m.BudgetViewSnapshot.created_by,
-        },
-    ),
-    "snapshotLines": (
-        m.SnapshotLineItem,
-        {
-            "id": m.SnapshotLineItem.id,
-            "code": m.SnapshotLineItem.code,
-            "description": m.SnapshotLineItem.description,
-            "original_budget": m.SnapshotLineItem.original_budget,
-            "current_budget": m.SnapshotLineItem.current_budget,
-            "committed": m.SnapshotLineItem.committed,
-            "spent": m.SnapshotLineItem.spent,
-            "projected_total": m.SnapshotLineItem.projected_total,
-            "variance": m.SnapshotLineItem.variance,
-        },
-    ),
-    "primeContracts": (
-        m.PrimeContract,
-        {
-            "id": m.PrimeContract.id,
-            "project_id": m.PrimeContract.financial_project,
-            "title": m.PrimeContract.title,
-            "description": m.PrimeContract.description,
-            "contract_number": m.PrimeContract.contract_number,
-            "status": m.PrimeContract.status,
-            "contract_date": m.PrimeContract.contract_date,
-            "start_date": m.PrimeContract.start_date,
-            "estimated_completion_date": m.PrimeContract.estimated_completion_date,
-            "original_contract_value": m.PrimeContract.original_contract_value,
-            "current_contract_value": m.PrimeContract.current_contract_value,
-            "executed_change_orders_value": m.PrimeContract.executed_change_orders_value,
-            "pending_change_orders_value": m.PrimeContract.pending_change_orders_value,
-            "customer": m.PrimeContract.customer,
-            "payment_terms": m.PrimeContract.payment_terms,
-        },
-    ),
-    "purchaseOrders": (
-        m.PurchaseOrder,
-        {
-            "id": m.PurchaseOrder.id,
-            "number": m.PurchaseOrder.number,
-            "status": m.PurchaseOrder.status,
-            "title": m.PurchaseOrder.title,
-            "original_amount": m.PurchaseOrder.original_amount,
-            "revised_amount": m.PurchaseOrder.revised_amount,
-            "total_amount": m.PurchaseOrder.total_amount,
-            "project_id": m.PurchaseOrder.financial_project,
-            "commitment_id": m.PurchaseOrder.commitment,
-            "created_at": m.PurchaseOrder.created_at,
-        },
-    ),
-    "purchaseOrderLines": (
-        m.PurchaseOrderLine,
-        {
-            "id": m.PurchaseOrderLine.id,
-            "description": m.PurchaseOrderLine.description,
-            "amount": m.PurchaseOrderLine.amount,
-            "quantity": m.PurchaseOrderLine.quantity,
-            "unit_cost": m.PurchaseOrderLine.unit_cost,
-        },
-    ),
+    "purchaseOrderLines": _columns(s.PurchaseOrderLineRecord, m.PurchaseOrderLine, nested=("cost_code",)),
 }
 _RECORD_MODEL = {
     **s.RECORD_MODELS,

@@ -10,9 +10,11 @@ from operator import itemgetter
 from typing import Any
 
 import peewee as pw
+from pydantic import BaseModel
 
 from sowctl.foundation import clock
 from sowctl.schemas import dataset as s
+from sowctl.schemas.finance import PurchaseOrderLineOut, PurchaseOrderOut
 from sowctl.services.dataset.columns import COLUMNS, Progress
 from sowctl.services.item_rules import parents_first
 from sowctl.storage import models as m
@@ -180,38 +182,33 @@ def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
         join=(m.CostCode, pw.JOIN.INNER, m.PurchaseOrderLine.cost_code == m.CostCode.id),
     )
     for k, line in enumerate(lines):
-        code = {
+        line["cost_code"] = {
             "id": line.pop("_code_id"),
             "full_code": line.pop("_full_code"),
             "name": line.pop("_code_name"),
         }
-        quantity, unit_cost = line.pop("quantity"), line.pop("unit_cost")
-        # The 2.4 line's keys in its order, then the optional request fields.
-        lines[k] = {**line, "cost_code": code, "quantity": quantity, "unit_cost": unit_cost}
+        lines[k] = {key: line[key] for key in (*_LINE_KEYS, "_order", "_position")}
     by_order = _grouped(lines, "_order", "_position")
     extra = {"_vendor_id": m.Vendor.id, "_vendor_name": m.Vendor.name}
     orders = _select(kind, extra, join=(m.Vendor, pw.JOIN.INNER, m.PurchaseOrder.vendor == m.Vendor.id))
     result = []
     for order in orders:
-        vendor = {"id": order.pop("_vendor_id"), "name": order.pop("_vendor_name")}
-        # The 2.4 response's keys in its order, then the links and the creation time.
-        result.append(
-            {
-                "id": order["id"],
-                "number": order["number"],
-                "status": order["status"],
-                "title": order["title"],
-                "vendor": vendor,
-                "original_amount": order["original_amount"],
-                "revised_amount": order["revised_amount"],
-                "total_amount": order["total_amount"],
-                "line_items": by_order.get(order["id"], []),
-                "project_id": order["project_id"],
-                "commitment_id": order["commitment_id"],
-                "created_at": order["created_at"],
-            }
-        )
+        order["vendor"] = {"id": order.pop("_vendor_id"), "name": order.pop("_vendor_name")}
+        order["line_items"] = by_order.get(order["id"], [])
+        result.append({key: order[key] for key in _ORDER_KEYS})
     return result
+
+
+def _api_order(response: type[BaseModel], record: type[BaseModel]) -> tuple[str, ...]:
+    """A record's keys as the API answers it (its response model's order), then the keys
+    only a dataset has (links, the creation time, the optional request fields)."""
+    answered = tuple(response.model_fields)
+    keys = (info.alias or name for name, info in record.model_fields.items())
+    return (*answered, *(key for key in keys if key not in answered))
+
+
+_ORDER_KEYS = _api_order(PurchaseOrderOut, s.PurchaseOrderRecord)
+_LINE_KEYS = _api_order(PurchaseOrderLineOut, s.PurchaseOrderLineRecord)
 
 
 def _export_items(kind: str) -> list[dict[str, Any]]:
