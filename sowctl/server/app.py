@@ -39,6 +39,7 @@ from sowctl.server.http import (
     parse_query,
     public_base,
     read_json_body,
+    route_path,
 )
 from sowctl.server.metrics import Metrics
 from sowctl.server.observed import Observation, ObservedBody
@@ -344,7 +345,7 @@ class SowctlBottle(bottle.Bottle):
         self.route("/openapi.json", "GET", dispatcher.openapi, name="openapi")
         for op in sorted(operations.load_all().values(), key=_route_order):
             self.route(
-                bottle_path(op.path),
+                route_path(op.path),
                 op.method,
                 _callback(dispatcher, op),
                 name=op.name,
@@ -464,13 +465,6 @@ class SowctlBottle(bottle.Bottle):
 
 
 # --- helpers ----------------------------------------------------------------------
-
-
-def bottle_path(path: str) -> str:
-    """``/api/sow/{sowId}/items`` → ``/api/sow/<sowId>/items``."""
-    return "/".join(
-        f"<{part[1:-1]}>" if part.startswith("{") and part.endswith("}") else part for part in path.split("/")
-    )
 
 
 def _route_order(op: Operation) -> tuple:
