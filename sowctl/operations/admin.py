@@ -11,6 +11,7 @@ server, and ``sowctl.testing.AdminClient`` sends its requests by them.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from sowctl.foundation.budgets import MAX_DATASET_BYTES
 from sowctl.foundation.errors import NotFound
@@ -69,8 +70,6 @@ def get(name: str) -> Operation:
 
 def path_of(name: str, params: dict[str, str] | None = None) -> str:
     """The path of operation ``name`` with its parameters filled in (percent-quoted)."""
-    from urllib.parse import quote
-
     path = ADMIN[name].path
     for key, value in (params or {}).items():
         path = path.replace("{" + key + "}", quote(value, safe=""))

@@ -317,9 +317,11 @@ class Dispatcher:
     def openapi(self) -> bottle.HTTPResponse:
         try:
             if self._openapi is None:
-                from sowctl.server.openapi import build_openapi
+                from sowctl.server.openapi import ADMIN, build_openapi
 
-                self._openapi = json_bytes(build_openapi(operations.REGISTRY.values()))
+                # A server with an admin token serves the test double's admin API: documented.
+                admin = ADMIN.values() if self.settings.admin_token else ()
+                self._openapi = json_bytes(build_openapi(operations.REGISTRY.values(), admin))
         except Exception:
             log_exception(bottle.request.environ)
             return error_response("A", InternalError(), {})

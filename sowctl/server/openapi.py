@@ -11,12 +11,15 @@ from pydantic import TypeAdapter
 
 from sowctl.foundation.version import VERSION
 from sowctl.operations import Operation, other_scope_headers, scope_headers
+from sowctl.operations.admin import ADMIN
+from sowctl.operations.admin import TAG as ADMIN_TAG
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import GROUP_C_MESSAGES
 
 REF = "#/components/schemas/{model}"
 # The paging limits the document states: the server's defaults.
 PAGING = ServerSettings()
+__all__ = ["ADMIN", "build_openapi", "user_text"]
 
 ERROR_SCHEMAS: dict[str, dict] = {
     "ErrorA": {
@@ -67,6 +70,14 @@ GROUP_DESCRIPTIONS = {
     "C": "Group C: listing API (bearer token)",
 }
 
+ADMIN_SCHEME = "adminToken"
+ADMIN_DESCRIPTION = (
+    "The test double's /_admin API (sowctl serve --admin-token): reset, datasets, credentials, "
+    "faults, clock, request log and verification, checkpoints. Not part of the service's API."
+)
+# Answers other than success and errors, by status (an operation's ``answers``).
+ANSWER_DESCRIPTIONS = {409: "The expectation does not hold: the closest requests and what differed"}
+
 RATE_HEADERS = {
     "X-RateLimit-Limit": "Requests allowed in the current window",
     "X-RateLimit-Remaining": "Requests left in the current window",
@@ -74,9 +85,13 @@ RATE_HEADERS = {
 }
 
 
-def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
-    """An OpenAPI 3.1 document for every operation of ``registry``, plus health and docs."""
-    ops = sorted(registry, key=lambda op: (op.path, op.method))
+def build_openapi(registry: Iterable[Operation], admin: Iterable[Operation] = ()) -> dict[str, Any]:
+    """An OpenAPI 3.1 document for every operation of ``registry``, plus health and docs;
+    ``admin``: the test double's admin operations (``sowctl.operations.admin``), under their
+    own tag and the admin token's security scheme."""
+    api = sorted(registry, key=lambda op: (op.path, op.method))
+    admin = sorted(admin, key=lambda op: (op.path, op.method))
+    ops = [*api, *admin]
     inputs: list[tuple[Any, Any, TypeAdapter]] = []
     for op in ops:
         if op.query is not None:
@@ -85,6 +100,8 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
             inputs.append(((op.name, "body"), "validation", TypeAdapter(op.body)))
         if op.response is not None:
             inputs.append(((op.name, "response"), "serialization", TypeAdapter(op.response)))
+        for status, model in op.answers.items():
+            inputs.append(((op.name, status), "serialization", TypeAdapter(model)))
     schemas, definitions = TypeAdapter.json_schemas(inputs, ref_template=REF) if inputs else ({}, {})
     components: dict[str, Any] = dict(definitions.get("$defs", {}))
 
@@ -136,7 +153,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
             "responses": {"200": _json_response("The OpenAPI 3.1 document", {"type": "object"})},
         }
     }
-    return {
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "Project Delivery Service (sowctl)",
@@ -146,7 +163,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
         },
         "tags": [
             {"name": name, "description": description}
-            for name, description in sorted({_tag(op): GROUP_DESCRIPTIONS[op.group] for op in ops}.items())
+            for name, description in sorted({_tag(op): GROUP_DESCRIPTIONS[op.group] for op in api}.items())
         ]
         + [{"name": "server", "description": "Health, readiness, metrics and documentation"}],
         "paths": dict(sorted(paths.items())),
@@ -167,6 +184,14 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
             },
         },
     }
+    if admin:
+        document["tags"].append({"name": ADMIN_TAG, "description": ADMIN_DESCRIPTION})
+        document["components"]["securitySchemes"][ADMIN_SCHEME] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The admin token of `sowctl serve --admin-token TOKEN` (or `--admin`'s)",
+        }
+    return document
 
 
 # Docstrings are written for developers (reStructuredText, notes on internal documents);
@@ -245,7 +270,7 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
 
     responses: dict[str, Any] = {str(op.status): success}
     for status in _error_statuses(op):
-        response = _json_response(ERROR_DESCRIPTIONS[status], error_schema)
+        response = _json_response(_error_description(op, status), error_schema)
         error_headers = {}
         if op.group == "B":
             error_headers = {
@@ -261,11 +286,15 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
             response["headers"] = error_headers
         responses[str(status)] = response
 
+    for status, _model in sorted(op.answers.items()):
+        answer = _json_response(ANSWER_DESCRIPTIONS[status], schemas[((op.name, status), "serialization")])
+        responses[str(status)] = answer
+    responses = dict(sorted(responses.items()))
     spec: dict[str, Any] = {
         "operationId": op.name,
         "summary": op.summary,
         "tags": [_tag(op)],
-        "security": [{"apiKey": []}] if op.group == "B" else [{"bearerAuth": []}],
+        "security": [{_security_scheme(op): []}],
         "parameters": parameters,
         "responses": responses,
     }
@@ -284,9 +313,10 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
 
 def _error_statuses(op: Operation) -> list[int]:
     statuses = [400, 401]
-    if op.write and op.group != "B":
+    if op.write and op.group not in ("B", "admin"):
         statuses.append(403)
-    statuses.append(404)
+    if op.group != "admin" or op.path_params:
+        statuses.append(404)
     if op.body is not None:
         statuses.append(413)
     if op.group == "B":
@@ -373,8 +403,22 @@ def _json_response(description: str, schema: dict) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+def _error_description(op: Operation, status: int) -> str:
+    if status == 413 and op.max_body_bytes is not None:
+        return f"Request body larger than {op.max_body_bytes // 2**20} MiB"
+    if status == 401 and op.group == "admin":
+        return "Missing or wrong admin token"
+    if status == 404 and op.group == "admin":
+        return "No such checkpoint"
+    return ERROR_DESCRIPTIONS[status]
+
+
+def _security_scheme(op: Operation) -> str:
+    return {"B": "apiKey", "admin": ADMIN_SCHEME}.get(op.group, "bearerAuth")
+
+
 def _tag(op: Operation) -> str:
-    return op.name.split(".", 1)[0]
+    return ADMIN_TAG if op.group == "admin" else op.name.split(".", 1)[0]
 
 
 def _ref_name(schema: dict) -> str:
