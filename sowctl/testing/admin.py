@@ -22,7 +22,11 @@ from sowctl.operations.admin import ADMIN, path_of
 
 
 class AdminError(Exception):
-    """The admin API refused a request (the message is the server's)."""
+    """The admin API refused a request (the message is the server's; ``status``, its HTTP status)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class VerificationError(AssertionError):
@@ -74,8 +78,23 @@ class AdminClient:
         op = ADMIN[name]
         if response.status_code != op.status:
             path = path_of(name, path_params)
-            raise AdminError(f"{op.method} {path}: HTTP {response.status_code}: {_error_text(response)}")
+            message = f"{op.method} {path}: HTTP {response.status_code}: {_error_text(response)}"
+            raise AdminError(message, response.status_code)
         return response.json() if response.content else None
+
+    def call(
+        self,
+        name: str,
+        path_params: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+    ) -> Any:
+        """Send the declared operation ``name`` as given (the MCP admin tools): its answer's
+        JSON; AdminError for another status, VerificationError for a verification that fails."""
+        if name == "admin.requests.verify":
+            return self._verify(body)
+        sent = {"json": body} if ADMIN[name].body is not None else {}
+        return self._send(name, path_params, params=query or None, **sent)
 
     # --- data and credentials ------------------------------------------------------------
 
@@ -177,12 +196,17 @@ class AdminClient:
         pattern = {key: value for key, value in pattern.items() if value is not None}
         if body is not ...:
             pattern["body"] = body
+        return self._verify(pattern)
+
+    def _verify(self, pattern: Any) -> dict[str, Any]:
+        __tracebackhide__ = True
         response = self._response("admin.requests.verify", json=pattern)
         if response.status_code == 200:
             return response.json()
         if response.status_code != 409:
             op = ADMIN["admin.requests.verify"]
-            raise AdminError(f"{op.method} {op.path}: HTTP {response.status_code}: {_error_text(response)}")
+            message = f"{op.method} {op.path}: HTTP {response.status_code}: {_error_text(response)}"
+            raise AdminError(message, response.status_code)
         report = response.json()
         raise VerificationError(near_miss_message(report), report)
 
