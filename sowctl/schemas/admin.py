@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from sowctl.foundation.errors import Issue
+
 CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 CHECKPOINT_NAME_RULE = "must be 1 to 48 letters, digits, '.', '_' or '-', starting with a letter or digit"
 TRUE_WORDS = frozenset({"1", "true", "yes"})
@@ -24,6 +26,11 @@ class AdminModel(BaseModel):
     """Wire names are the field names (camelCase); unknown fields are ignored, as before."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    @classmethod
+    def describe_errors(cls, issues: list[Issue]) -> str:
+        """The admin API's message names the first problem (the issues list them all)."""
+        return issues[0].describe()
 
 
 def _required_text(value: Any) -> str:

@@ -190,6 +190,7 @@ def test_the_admin_client_refuses_an_answer_other_than_the_declared_status() -> 
         ("/_admin/clock", {"now": "soon"}, None),
         ("/_admin/clock", [], "the request body must be a JSON object"),
         ("/_admin/tokens", {"organizationId": "o"}, "userId: is required"),
+        ("/_admin/tokens", {}, "userId: is required"),  # the first problem, as before
         ("/_admin/tokens", {"userId": None, "organizationId": "o"}, "userId: is required"),
         ("/_admin/tokens", {"userId": " ", "organizationId": "o"}, "userId: must be a non-empty string"),
         (
