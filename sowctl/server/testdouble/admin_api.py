@@ -8,23 +8,8 @@ the service's API: each is declared in ``sowctl.operations.admin`` (route, model
 status) and routed here to the handler of its name (``handles``); ``/openapi.json``
 documents them under their own tag on a server with an admin token.
 
-Routes:
-
-* ``POST /_admin/reset``: empty every table (data, tokens, keys, rate counters,
-  request log) and restore the start-up faults, clock and seed.
-* ``POST /_admin/dataset[?replace=true]``: load a dataset, all or
-  nothing; ``replace`` resets first, in the same transaction. ``GET``: export.
-* ``POST /_admin/tokens`` ``{"userId", "organizationId", "role"}`` -> 201 ``{"token", "id", ...}``;
-  ``POST /_admin/keys`` ``{"organizationId"}`` -> 201 ``{"key", "id", "organizationId"}``.
-* ``GET/PUT/POST/DELETE /_admin/faults``: show, replace, clear the latency and fault config.
-* ``GET/POST /_admin/clock``: show, or set ``{"now": timestamp}`` / unfreeze ``{"now": null}``.
-* ``GET/DELETE /_admin/requests[?limit=N&method=&path=&status=&group=&caller=]``: the last N API
-  requests (default 100) that match the filters, oldest first; clear.
-* ``POST /_admin/requests/verify`` ``{pattern, "exactly"|"atLeast"|"atMost": n}``: 200 when the
-  count holds, 409 with the closest requests and what differed (``sowctl.server.testdouble.verify``).
-* ``GET/POST /_admin/checkpoints`` ``{"name"}``, ``POST /_admin/checkpoints/NAME/restore``,
-  ``DELETE /_admin/checkpoints/NAME``: save, restore, list and drop whole states
-  (``sowctl.server.testdouble.checkpoints``).
+The operations (reset, datasets, credentials, faults, clock, request log and its
+verification, checkpoints) are listed once, in ``sowctl.operations.admin``.
 
 Reset, replace and restore hold the gate exclusive (``sowctl.server.testdouble.reset_gate``):
 requests in flight finish first, new ones wait.
