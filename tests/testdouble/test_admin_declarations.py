@@ -219,3 +219,67 @@ def test_small_bodies_are_refused_in_the_admin_api_s_words(
         assert response.json() == {"error": error}
     else:
         assert response.json()["error"].startswith("now: ")
+
+
+# --- every answer is what its declaration documents ----------------------------------------------
+
+
+def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) -> None:
+    import jsonschema
+
+    from tests.support.doubles import SOW, bearer, dataset, load
+
+    client = in_process(migrated_db_url)
+    document = client.get("/openapi.json").json()
+    token = load(client)["token"]
+    client.get(f"/api/sows/{SOW}", headers=bearer(token))
+    steps: list[tuple[str, str, dict[str, Any]]] = [
+        ("GET", "/_admin/dataset", {}),
+        (
+            "POST",
+            "/_admin/tokens",
+            {"json": {"userId": "user-x", "organizationId": dataset()["organizations"][0]["id"]}},
+        ),
+        ("POST", "/_admin/keys", {"json": {"organizationId": dataset()["organizations"][0]["id"]}}),
+        ("GET", "/_admin/faults", {}),
+        ("PUT", "/_admin/faults", {"json": {"latencyMs": [1, 2], "routes": ["GET /nothing"]}}),
+        ("POST", "/_admin/faults", {"json": {"rate": 0.5, "count": 3, "routes": ["GET /nothing"]}}),
+        ("DELETE", "/_admin/faults", {}),
+        ("POST", "/_admin/clock", {"json": {"now": "2030-01-01T00:00:00Z"}}),
+        ("GET", "/_admin/clock", {}),
+        ("GET", "/_admin/requests", {"params": {"limit": 5}}),
+        ("POST", "/_admin/requests/verify", {"json": {"method": "GET", "path": f"/api/sows/{SOW}"}}),
+        ("POST", "/_admin/requests/verify", {"json": {"path": "/api/sows/other", "exactly": 1}}),
+        ("POST", "/_admin/checkpoints", {"json": {"name": "first"}}),
+        ("GET", "/_admin/checkpoints", {}),
+        ("POST", "/_admin/checkpoints/first/restore", {}),
+        ("DELETE", "/_admin/checkpoints/first", {}),
+        ("DELETE", "/_admin/requests", {}),
+        ("POST", "/_admin/dataset", {"params": {"replace": "true"}, "json": dataset()}),
+        ("POST", "/_admin/reset", {}),
+    ]
+    answered = set()
+    for method, path, sent in steps:
+        response = client.request(method, path, headers=ADMIN_HEADERS, **sent)
+        (op,) = [op for op in ADMIN.values() if _matches(op, method, path)]
+        documented = document["paths"][op.path][method.lower()]["responses"]
+        assert str(response.status_code) in documented, (op.name, response.text)
+        assert response.status_code in (op.status, *op.answers), (op.name, response.text)
+        schema = documented[str(response.status_code)]["content"]["application/json"]["schema"]
+        root = {**schema, "components": document["components"]}
+        jsonschema.Draft202012Validator(root).validate(response.json())
+        _no_undocumented_fields(response.json(), schema, document)
+        answered.add(op.name)
+    assert answered == ADMIN.keys()
+
+
+def _no_undocumented_fields(body: Any, schema: dict[str, Any], document: dict[str, Any]) -> None:
+    """Every field of an answer is one its model declares (unless the model takes any)."""
+    if "items" in schema:
+        for entry in body:
+            _no_undocumented_fields(entry, schema["items"], document)
+        return
+    name = schema.get("$ref", "").rsplit("/", 1)[-1]
+    model = document["components"]["schemas"].get(name, schema)
+    if isinstance(body, dict) and "properties" in model and model.get("additionalProperties") is not True:
+        assert set(body) <= set(model["properties"]), (name, sorted(set(body) - set(model["properties"])))
