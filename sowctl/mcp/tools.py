@@ -45,6 +45,9 @@ ADMIN_TOOLS = (
     "admin.checkpoints.delete",
 )
 
+# Admin operations that replace the whole state, though not by a DELETE.
+REPLACE_EVERYTHING = frozenset({"admin.reset", "admin.checkpoints.restore"})
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -59,7 +62,7 @@ class ToolSpec:
 
     @property
     def destructive(self) -> bool:
-        return self.operation.method == "DELETE"
+        return self.operation.method == "DELETE" or self.operation.name in REPLACE_EVERYTHING
 
 
 def tool_name(op: Operation) -> str:

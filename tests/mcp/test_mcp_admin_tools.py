@@ -64,6 +64,8 @@ def test_admin_tools_only_with_writes_allowed_and_an_admin_server() -> None:
     assert not {spec.name for spec in mcp_tools.tools(allow_writes=True)} & ADMIN_TOOL_NAMES
     for spec in mcp_tools.tools(allow_writes=True, admin=True):
         jsonschema.Draft202012Validator.check_schema(spec.input_schema)
+    destructive = {spec.name for spec in mcp_tools.tools(allow_writes=True, admin=True) if spec.destructive}
+    assert destructive >= {"admin_reset", "admin_checkpoints_restore", "admin_faults_clear"}
     # credentials and datasets are not for an agent
     assert "admin_tokens_create" not in names and "admin_dataset_export" not in names
 
