@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from sowctl import operations
 from sowctl.foundation.budgets import MAX_PAGE_SIZE
-from sowctl.foundation.errors import InvalidInput, SowctlError, error_code
+from sowctl.foundation.errors import InvalidInput, RemoteError, SowctlError, error_code
+from sowctl.operations.admin import ADMIN
+from sowctl.testing.admin import AdminClient, AdminError, VerificationError
 
 if TYPE_CHECKING:
     from sowctl.backends import Backend
@@ -26,6 +28,25 @@ DEFAULT_PAGE_SIZE = 20  # the API's own default page
 # An answer larger than this is refused with a hint to ask for less: a tool's answer goes into
 # an agent's context, and a whole SOW's chain can be megabytes.
 MAX_ANSWER_CHARS = 200_000
+# The admin operations offered as tools: what an agent testing a client needs, not datasets
+# or credentials (which would hand it every secret of the test double).
+ADMIN_TOOLS = (
+    "admin.reset",
+    "admin.faults.get",
+    "admin.faults.replace",
+    "admin.faults.clear",
+    "admin.clock.get",
+    "admin.clock.set",
+    "admin.requests.list",
+    "admin.requests.verify",
+    "admin.checkpoints.list",
+    "admin.checkpoints.save",
+    "admin.checkpoints.restore",
+    "admin.checkpoints.delete",
+)
+
+# Admin operations that replace the whole state, though not by a DELETE.
+REPLACE_EVERYTHING = frozenset({"admin.reset", "admin.checkpoints.restore"})
 
 
 @dataclass(frozen=True)
@@ -41,21 +62,29 @@ class ToolSpec:
 
     @property
     def destructive(self) -> bool:
-        return self.operation.method == "DELETE"
+        return self.operation.method == "DELETE" or self.operation.name in REPLACE_EVERYTHING
 
 
 def tool_name(op: Operation) -> str:
     return op.name.replace(".", "_")
 
 
-def tools(*, allow_writes: bool) -> list[ToolSpec]:
-    """A tool per operation of the registry: reads always, writes only when allowed."""
+def tools(*, allow_writes: bool, admin: bool = False) -> list[ToolSpec]:
+    """A tool per operation of the registry: reads always, writes only when allowed; and,
+    ``admin`` (a server with an admin token) and writes allowed, the admin tools."""
     registry = operations.load_all()
-    return [
+    specs = [
         ToolSpec(tool_name(op), describe(op), input_schema(op), op)
         for op in registry.values()
         if allow_writes or not op.write
     ]
+    if admin and allow_writes:
+        specs += [ToolSpec(tool_name(op), describe(op), input_schema(op), op) for op in admin_operations()]
+    return specs
+
+
+def admin_operations() -> list[Operation]:
+    return [ADMIN[name] for name in ADMIN_TOOLS]
 
 
 def describe(op: Operation) -> str:
@@ -109,7 +138,9 @@ def input_schema(op: Operation) -> dict[str, Any]:
     return result
 
 
-def call(backend: Backend, spec: ToolSpec, arguments: dict[str, Any] | None) -> Any:
+def call(
+    backend: Backend, spec: ToolSpec, arguments: dict[str, Any] | None, admin: AdminClient | None = None
+) -> Any:
     """Run the tool's operation with ``arguments``; its answer as JSON-ready data."""
     op = spec.operation
     args = dict(arguments or {})
@@ -120,6 +151,8 @@ def call(backend: Backend, spec: ToolSpec, arguments: dict[str, Any] | None) -> 
     body = args.pop("body", None)
     if op.body is not None and body is None:
         raise InvalidInput.for_field("body", "is required")
+    if op.group == "admin":
+        return _call_admin(admin, op, params, args, body)
     if op.paginated:
         page = _count(args.pop("page", 1), "page")
         limit = _count(args.pop("limit", DEFAULT_PAGE_SIZE), "limit")
@@ -130,6 +163,21 @@ def call(backend: Backend, spec: ToolSpec, arguments: dict[str, Any] | None) -> 
     if op.list_key and args.get("limit") is None:
         args["limit"] = DEFAULT_PAGE_SIZE
     return backend.call(op.name, params, args, body, all_pages=False)
+
+
+def _call_admin(
+    admin: AdminClient | None, op: Operation, params: dict[str, str], query: dict[str, Any], body: Any
+) -> Any:
+    """An admin tool's call, sent by the admin client; a refusal or a verification that does
+    not hold is a typed error carrying the server's status and words."""
+    if admin is None:
+        raise InvalidInput(f"{tool_name(op)} needs a server with an admin token")
+    try:
+        return admin.call(op.name, params, {key: str(value) for key, value in query.items()}, body)
+    except VerificationError as exc:
+        raise RemoteError(409, str(exc)) from None
+    except AdminError as exc:
+        raise RemoteError(exc.status or 502, str(exc)) from None
 
 
 def answer_text(value: Any) -> str:

@@ -96,6 +96,14 @@ class Operation:
     report: bool = False
     # Extension routes are ours, not the service's; documented as such in OpenAPI.
     extension: bool = False
+    # Answers other than ``status`` that carry a body of their own model (status -> model):
+    # the test double's verification answers 409 with its report.
+    answers: dict[int, Any] = field(default_factory=dict)
+    # A larger body than the server's default limit, for the admin token only (a dataset upload).
+    max_body_bytes: int | None = None
+    # "query", "body": parts whose declared model describes input that the handler checks by
+    # rules of its own (a dataset's records, a fault config, a request pattern), as sent.
+    checked_by_handler: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.group = as_group(self.group)  # a letter names its group

@@ -17,6 +17,8 @@ class Authentication(StrEnum):
     BEARER_TOKEN = "bearer token"
     # ``x-api-key`` plus the organization and company headers; a key has no role.
     API_KEY = "api key"
+    # ``Authorization: Bearer <admin token>`` of ``serve --admin-token``: the test double's own.
+    ADMIN_TOKEN = "admin token"
 
     @property
     def has_roles(self) -> bool:
@@ -114,6 +116,17 @@ class Group(StrEnum):
         None,
         "Group C: listing API (bearer token)",
     )
+    # The test double's /_admin API (``sowctl.operations.admin``): never in the API's registry.
+    ADMIN = (
+        "admin",
+        Authentication.ADMIN_TOKEN,
+        Envelope.MESSAGE,
+        Paging.PAGE_LIMIT,
+        False,
+        False,
+        None,
+        "The test double's /_admin API (admin token)",
+    )
 
     @property
     def uses_api_key(self) -> bool:
@@ -157,4 +170,9 @@ def group_of_path(path: str) -> Group:
 
 def as_group(group: Group | str) -> Group:
     """The group a letter names (a ``Group`` is returned as it is)."""
-    return group if isinstance(group, Group) else Group[group]
+    if isinstance(group, Group):
+        return group
+    for member in Group:
+        if member.value == group:
+            return member
+    raise ValueError(f"no group {group!r}")

@@ -1,11 +1,11 @@
 """The Bottle application, built from the operation registry (``sowctl.operations``).
 
-``create_app`` registers one route per operation, plus ``/healthz``, ``/readyz``,
-``/metrics`` and ``/openapi.json``. Every API route goes through ``Dispatcher.handle``: authenticate
-by group, read and validate input, run the handler, and shape the response or
-the group's error envelope. Bottle's own errors (unknown route, wrong method)
-get the envelope of the group the path belongs to, never an HTML page. The web
-console's pages and files (``/``, ``/docs``: ``sowctl.server.console``) come last.
+``create_app`` registers one route per operation, plus the operator's pages (``/healthz``,
+``/readyz``, ``/metrics`` and ``/openapi.json``: ``sowctl.server.operator_pages``). Every
+API route goes through ``Dispatcher.handle``: authenticate by group, read and validate
+input, run the handler, and shape the response or the group's error envelope. Bottle's own
+errors (unknown route, wrong method) get the envelope of the group the path belongs to,
+never an HTML page. The web console's pages and files (``/``, ``/docs``: ``sowctl.server.console``) come last.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sowctl.foundation.redaction import RedactingStream, mask_text
 from sowctl.operations import Operation
 from sowctl.operations.groups import Group, as_group
 from sowctl.schemas.common import build_deferred_models
-from sowctl.server import auth, cors
+from sowctl.server import auth, cors, operator_pages
 from sowctl.server.callers import caller_of_environ
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import HttpStatusError, InternalError, envelope, group_of_path
@@ -40,6 +40,7 @@ from sowctl.server.http import (
     parse_query,
     public_base,
     read_json_body,
+    route_path,
 )
 from sowctl.server.metrics import Metrics
 from sowctl.server.observed import Observation, ObservedBody
@@ -47,21 +48,17 @@ from sowctl.server.responses import (
     REQUEST_ID_KEY,
     error_response,
     json_response,
-    log,
     log_exception,
     new_request_id,
     request_id_line,
 )
-from sowctl.server.routing import HTTP_METHODS, allowed_methods, bottle_path, method_phrase, route_order
+from sowctl.server.routing import HTTP_METHODS, allowed_methods, method_phrase, route_order
 from sowctl.server.slots import Slots
 from sowctl.server.streaming import StreamedJson
 from sowctl.storage import failures, guards, models
 from sowctl.storage.database import (
-    SCHEMA_VERSION,
     open_database,
-    schema_version,
     with_retries,
-    write_transaction,
 )
 from sowctl.storage.failures import Kind
 from sowctl.storage.guards import GuardedSqliteDatabase, check_writable
@@ -106,7 +103,6 @@ class Dispatcher:
     def __init__(self, database: pw.Database, settings: ServerSettings) -> None:
         self.database = database
         self.settings = settings
-        self._openapi: bytes | None = None
         # Set when a write failed for want of storage (disk full, I/O error): /healthz
         # answers 503 until a probe write succeeds again.
         self.storage_failure: str | None = None
@@ -268,65 +264,6 @@ class Dispatcher:
         with self._write_slots.held():  # shared: a caller's parallel writes must not wait on each other
             yield
 
-    def healthz(self) -> bottle.HTTPResponse:
-        """Alive: this worker answers (the database is /readyz's to check)."""
-        return json_response(200, json_bytes({"status": "ok"}), {})
-
-    def readyz(self) -> bottle.HTTPResponse:
-        """Ready: the database answers, can be written, and holds the schema this sowctl needs."""
-        try:
-            # Its own short deadline: a frozen database is reported, not waited for.
-            with guards.deadline(guards.HEALTH_TIMEOUT_SECONDS):
-                self.ensure_connection()
-                self.database.execute_sql("SELECT 1")
-                check_writable(self.database)  # check_storage's, and that the file can be written
-                if self.storage_failure is not None:
-                    self._probe_write()
-                version = schema_version()
-        except Exception as exc:
-            self.recover_connection()
-            failure = failures.classify(exc)
-            self.metrics.database_error(failure.kind.value if failure is not None else "unexpected")
-            reason = failure.describe() if failure else f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-            return self._not_ready(reason)
-        if version != SCHEMA_VERSION:
-            return self._not_ready(f"the database schema is version {version}, sowctl's is {SCHEMA_VERSION}")
-        return json_response(200, json_bytes({"status": "ok"}), {})
-
-    def _not_ready(self, reason: str) -> bottle.HTTPResponse:
-        log(bottle.request.environ, f"readiness check failed: {reason}")
-        return json_response(503, json_bytes({"status": "unavailable"}), {"Retry-After": "1"})
-
-    def metrics_text(self) -> bottle.HTTPResponse:
-        from prometheus_client import CONTENT_TYPE_LATEST
-
-        try:
-            text = self.metrics.exposition()
-        except Exception:
-            log_exception(bottle.request.environ)
-            return error_response(Group.A, InternalError(), {})
-        return bottle.HTTPResponse(body=text, status=200, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-    def _probe_write(self) -> None:
-        """A write that leaves nothing behind but needs room on the disk (64 KiB): raises
-        while the database cannot take it."""
-        meta = models.Meta
-        with write_transaction("healthz"):
-            meta.insert(key="healthz-probe", value="x" * 65_536).execute()
-            meta.delete().where(meta.key == "healthz-probe").execute()
-        self.storage_failure = None
-
-    def openapi(self) -> bottle.HTTPResponse:
-        try:
-            if self._openapi is None:
-                from sowctl.server.openapi import build_openapi
-
-                self._openapi = json_bytes(build_openapi(operations.REGISTRY.values()))
-        except Exception:
-            log_exception(bottle.request.environ)
-            return error_response(Group.A, InternalError(), {})
-        return json_response(200, self._openapi, {})
-
 
 class SowctlBottle(bottle.Bottle):
     """Bottle with JSON errors everywhere, and routes taken from the registry."""
@@ -341,13 +278,10 @@ class SowctlBottle(bottle.Bottle):
         self.body_limits: dict[str, tuple[int, Callable[[str | None], bool]]] = {}
         self.add_hook("before_request", _start_request)
         self.add_hook("after_request", self._finish_request)
-        self.route("/healthz", "GET", dispatcher.healthz, name="healthz")
-        self.route("/readyz", "GET", dispatcher.readyz, name="readyz")
-        self.route("/metrics", "GET", dispatcher.metrics_text, name="metrics")
-        self.route("/openapi.json", "GET", dispatcher.openapi, name="openapi")
+        operator_pages.register(self, dispatcher)
         for op in sorted(operations.load_all().values(), key=route_order):
             self.route(
-                bottle_path(op.path),
+                route_path(op.path),
                 op.method,
                 _callback(dispatcher, op),
                 name=op.name,

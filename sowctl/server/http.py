@@ -254,3 +254,10 @@ def link_header(base_url: str, path: str, query: dict[str, str], page: int, limi
 
 def json_bytes(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def route_path(path: str) -> str:
+    """A declared path as Bottle routes it: ``/api/sow/{sowId}/items`` → ``/api/sow/<sowId>/items``."""
+    return "/".join(
+        f"<{part[1:-1]}>" if part.startswith("{") and part.endswith("}") else part for part in path.split("/")
+    )

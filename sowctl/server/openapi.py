@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 from sowctl.foundation.errors import ERROR_CODE_HEADER, ERROR_CODES, ERROR_ISSUES_HEADER, MAX_ISSUES_HEADER
 from sowctl.foundation.version import VERSION
 from sowctl.operations import Operation
+from sowctl.operations.admin import TAG as ADMIN_TAG
 from sowctl.operations.groups import API_KEY_HEADER, Authentication, Envelope, Group
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import GROUP_C_MESSAGES
@@ -63,7 +64,18 @@ ERROR_DESCRIPTIONS = {
     503: "Database busy or unavailable; retry later",
 }
 
-SECURITY_SCHEMES = {Authentication.BEARER_TOKEN: "bearerAuth", Authentication.API_KEY: "apiKey"}
+ADMIN_SCHEME = "adminToken"
+SECURITY_SCHEMES = {
+    Authentication.BEARER_TOKEN: "bearerAuth",
+    Authentication.API_KEY: "apiKey",
+    Authentication.ADMIN_TOKEN: ADMIN_SCHEME,
+}
+ADMIN_DESCRIPTION = (
+    "The test double's /_admin API (sowctl serve --admin-token): reset, datasets, credentials, "
+    "faults, clock, request log and verification, checkpoints. Not part of the service's API."
+)
+# Answers other than success and errors, by status (an operation's ``answers``).
+ANSWER_DESCRIPTIONS = {409: "The expectation does not hold: the closest requests and what differed"}
 
 RATE_HEADERS = {
     "X-RateLimit-Limit": "Requests allowed in the current window",
@@ -72,9 +84,13 @@ RATE_HEADERS = {
 }
 
 
-def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
-    """An OpenAPI 3.1 document for every operation of ``registry``, plus health and docs."""
-    ops = sorted(registry, key=lambda op: (op.path, op.method))
+def build_openapi(registry: Iterable[Operation], admin: Iterable[Operation] = ()) -> dict[str, Any]:
+    """An OpenAPI 3.1 document for every operation of ``registry``, plus health and docs;
+    ``admin``: the test double's admin operations (``sowctl.operations.admin``), under their
+    own tag and the admin token's security scheme."""
+    api = sorted(registry, key=lambda op: (op.path, op.method))
+    admin = sorted(admin, key=lambda op: (op.path, op.method))
+    ops = [*api, *admin]
     inputs: list[tuple[Any, Any, TypeAdapter]] = []
     for op in ops:
         if op.query is not None:
@@ -83,6 +99,8 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
             inputs.append(((op.name, "body"), "validation", TypeAdapter(op.body)))
         if op.response is not None:
             inputs.append(((op.name, "response"), "serialization", TypeAdapter(op.response)))
+        for status, model in op.answers.items():
+            inputs.append(((op.name, status), "serialization", TypeAdapter(model)))
     schemas, definitions = TypeAdapter.json_schemas(inputs, ref_template=REF) if inputs else ({}, {})
     components: dict[str, Any] = dict(definitions.get("$defs", {}))
 
@@ -99,7 +117,7 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
     _user_text(paths)
 
     paths.update(_server_pages())
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
             "title": "Project Delivery Service (sowctl)",
@@ -109,15 +127,23 @@ def build_openapi(registry: Iterable[Operation]) -> dict[str, Any]:
         },
         "tags": [
             {"name": name, "description": description}
-            for name, description in sorted({_tag(op): op.group.description for op in ops}.items())
+            for name, description in sorted({_tag(op): op.group.description for op in api}.items())
         ]
         + [{"name": "server", "description": "Health, readiness, metrics and documentation"}],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(components.items())),
-            "securitySchemes": _SECURITY_SCHEMES,
+            "securitySchemes": dict(_SECURITY_SCHEMES),
         },
     }
+    if admin:
+        document["tags"].append({"name": ADMIN_TAG, "description": ADMIN_DESCRIPTION})
+        document["components"]["securitySchemes"][ADMIN_SCHEME] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The admin token of `sowctl serve --admin-token TOKEN` (or `--admin`'s)",
+        }
+    return document
 
 
 # Docstrings are written for developers (reStructuredText, notes on internal documents);
@@ -226,7 +252,7 @@ def _error_responses(op: Operation) -> dict[str, Any]:
     error_schema = {"$ref": REF.format(model=error_model)}
     responses: dict[str, Any] = {}
     for status in _error_statuses(op):
-        response = _json_response(ERROR_DESCRIPTIONS[status], error_schema)
+        response = _json_response(_error_description(op, status), error_schema)
         error_headers: dict[str, Any] = {}
         if op.group.rate_limited:
             error_headers = {
@@ -278,6 +304,10 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
         success["headers"] = headers
 
     responses: dict[str, Any] = {str(op.status): success, **_error_responses(op)}
+    for status, _model in sorted(op.answers.items()):
+        answer = _json_response(ANSWER_DESCRIPTIONS[status], schemas[((op.name, status), "serialization")])
+        responses[str(status)] = answer
+    responses = dict(sorted(responses.items()))
 
     spec: dict[str, Any] = {
         "operationId": op.name,
@@ -325,7 +355,8 @@ def _error_statuses(op: Operation) -> list[int]:
     statuses = [400, 401]
     if op.write and op.group.authentication.has_roles:
         statuses.append(403)
-    statuses.append(404)
+    if op.group is not Group.ADMIN or op.path_params:
+        statuses.append(404)
     if op.body is not None:
         statuses.append(413)
     if op.group.rate_limited:
@@ -413,8 +444,18 @@ def _json_response(description: str, schema: dict) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+def _error_description(op: Operation, status: int) -> str:
+    if status == 413 and op.max_body_bytes is not None:
+        return f"Request body larger than {op.max_body_bytes // 2**20} MiB"
+    if status == 401 and op.group is Group.ADMIN:
+        return "Missing or wrong admin token"
+    if status == 404 and op.group is Group.ADMIN:
+        return "No such checkpoint"
+    return ERROR_DESCRIPTIONS[status]
+
+
 def _tag(op: Operation) -> str:
-    return op.name.split(".", 1)[0]
+    return ADMIN_TAG if op.group is Group.ADMIN else op.name.split(".", 1)[0]
 
 
 def _ref_name(schema: dict) -> str:

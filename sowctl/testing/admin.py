@@ -18,9 +18,15 @@ from typing import Any
 
 import httpx
 
+from sowctl.operations.admin import ADMIN, path_of
+
 
 class AdminError(Exception):
-    """The admin API refused a request (the message is the server's)."""
+    """The admin API refused a request (the message is the server's; ``status``, its HTTP status)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class VerificationError(AssertionError):
@@ -32,12 +38,23 @@ class VerificationError(AssertionError):
 
 
 class AdminClient:
-    """The admin API at ``url`` with ``admin_token``."""
+    """The admin API at ``url`` with ``admin_token``; each method sends one operation that
+    ``sowctl.operations.admin`` declares (its method, path and success status)."""
 
-    def __init__(self, url: str, admin_token: str, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        admin_token: str,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self._http = httpx.Client(
-            base_url=self.url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=timeout
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {admin_token}"},
+            timeout=timeout,
+            transport=transport,
         )
 
     def close(self) -> None:
@@ -49,67 +66,99 @@ class AdminClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(self, method: str, path: str, expect: tuple[int, ...] = (200, 201), **kwargs: Any) -> Any:
-        response = self._http.request(method, path, **kwargs)
-        if response.status_code not in expect:
-            raise AdminError(f"{method} {path}: HTTP {response.status_code}: {_error_text(response)}")
+    def _response(
+        self, name: str, path_params: dict[str, str] | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        op = ADMIN[name]
+        return self._http.request(op.method, path_of(name, path_params), **kwargs)
+
+    def _send(self, name: str, path_params: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        """Send operation ``name``; its answer's JSON, or AdminError unless its declared status."""
+        response = self._response(name, path_params, **kwargs)
+        op = ADMIN[name]
+        if response.status_code != op.status:
+            path = path_of(name, path_params)
+            message = f"{op.method} {path}: HTTP {response.status_code}: {_error_text(response)}"
+            raise AdminError(message, response.status_code)
         return response.json() if response.content else None
+
+    def call(
+        self,
+        name: str,
+        path_params: dict[str, str] | None = None,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+    ) -> Any:
+        """Send the declared operation ``name`` as given (the MCP admin tools): its answer's
+        JSON; AdminError for another status, VerificationError for a verification that fails."""
+        if name == "admin.requests.verify":
+            return self._verify(body)
+        sent = {"json": body} if ADMIN[name].body is not None else {}
+        return self._send(name, path_params, params=query or None, **sent)
 
     # --- data and credentials ------------------------------------------------------------
 
     def reset(self) -> None:
-        self._send("POST", "/_admin/reset")
+        self._send("admin.reset")
 
     def load(self, dataset: dict[str, Any], *, replace: bool = False) -> dict[str, int]:
-        params = {"replace": "true"} if replace else None
-        return self._send("POST", "/_admin/dataset", params=params, json=dataset)["imported"]
+        query = {"replace": "true"} if replace else None
+        return self._send("admin.dataset.load", params=query, json=dataset)["imported"]
 
     def export(self) -> dict[str, Any]:
-        return self._send("GET", "/_admin/dataset")
+        return self._send("admin.dataset.export")
 
     def token(self, user_id: str, organization_id: str, role: str = "member") -> str:
         body = {"userId": user_id, "organizationId": organization_id, "role": role}
-        return self._send("POST", "/_admin/tokens", json=body)["token"]
+        return self._send("admin.tokens.create", json=body)["token"]
 
     def api_key(self, organization_id: str) -> str:
-        return self._send("POST", "/_admin/keys", json={"organizationId": organization_id})["key"]
+        return self._send("admin.keys.create", json={"organizationId": organization_id})["key"]
 
     # --- faults and clock ---------------------------------------------------------------------
 
     def set_faults(self, config: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
         """Replace the fault config: ``set_faults(rate=1, status=503, count=2, routes=["GET /projects"])``."""
-        return self._send("PUT", "/_admin/faults", json={**(config or {}), **fields})
+        return self._send("admin.faults.replace", json={**(config or {}), **fields})
+
+    def faults(self) -> dict[str, Any]:
+        """The fault config in force."""
+        return self._send("admin.faults.get")
 
     def clear_faults(self) -> None:
-        self._send("DELETE", "/_admin/faults")
+        self._send("admin.faults.clear")
 
     def freeze_clock(self, now: str | None) -> dict[str, Any]:
         """Freeze the service clock at ``now`` (a timestamp), or let it run again (None)."""
-        return self._send("POST", "/_admin/clock", json={"now": now})
+        return self._send("admin.clock.set", json={"now": now})
+
+    def clock(self) -> dict[str, Any]:
+        """The service clock: ``{"now": timestamp, "frozen": bool}``."""
+        return self._send("admin.clock.get")
 
     # --- checkpoints --------------------------------------------------------------------------
 
     def checkpoint(self, name: str) -> dict[str, Any]:
-        return self._send("POST", "/_admin/checkpoints", json={"name": name})
+        return self._send("admin.checkpoints.save", json={"name": name})
 
     def restore(self, name: str) -> dict[str, Any]:
-        return self._send("POST", f"/_admin/checkpoints/{name}/restore")
+        return self._send("admin.checkpoints.restore", {"name": name})
 
     def checkpoints(self) -> list[dict[str, Any]]:
-        return self._send("GET", "/_admin/checkpoints")
+        return self._send("admin.checkpoints.list")
 
     def delete_checkpoint(self, name: str) -> None:
-        self._send("DELETE", f"/_admin/checkpoints/{name}")
+        self._send("admin.checkpoints.delete", {"name": name})
 
     # --- the request log ----------------------------------------------------------------------
 
     def requests(self, limit: int = 100, **filters: Any) -> list[dict[str, Any]]:
         """The last requests matching ``method``, ``path`` (fnmatch), ``status``, ``group``, ``caller``."""
-        params = {"limit": str(limit), **{k: str(v) for k, v in filters.items() if v is not None}}
-        return self._send("GET", "/_admin/requests", params=params)
+        query = {"limit": str(limit), **{k: str(v) for k, v in filters.items() if v is not None}}
+        return self._send("admin.requests.list", params=query)
 
     def clear_requests(self) -> None:
-        self._send("DELETE", "/_admin/requests")
+        self._send("admin.requests.clear")
 
     def verify(
         self,
@@ -147,13 +196,17 @@ class AdminClient:
         pattern = {key: value for key, value in pattern.items() if value is not None}
         if body is not ...:
             pattern["body"] = body
-        response = self._http.post("/_admin/requests/verify", json=pattern)
+        return self._verify(pattern)
+
+    def _verify(self, pattern: Any) -> dict[str, Any]:
+        __tracebackhide__ = True
+        response = self._response("admin.requests.verify", json=pattern)
         if response.status_code == 200:
             return response.json()
         if response.status_code != 409:
-            raise AdminError(
-                f"POST /_admin/requests/verify: HTTP {response.status_code}: {_error_text(response)}"
-            )
+            op = ADMIN["admin.requests.verify"]
+            message = f"{op.method} {op.path}: HTTP {response.status_code}: {_error_text(response)}"
+            raise AdminError(message, response.status_code)
         report = response.json()
         raise VerificationError(near_miss_message(report), report)
 

@@ -45,6 +45,28 @@ EXTENSIONS = {
     "finance.po_options",
 }
 
+# The test double's admin API (sowctl.operations.admin): never in the registry above.
+ADMIN_OPERATIONS = {
+    ("admin.reset", "POST", "/_admin/reset"),
+    ("admin.dataset.export", "GET", "/_admin/dataset"),
+    ("admin.dataset.load", "POST", "/_admin/dataset"),
+    ("admin.tokens.create", "POST", "/_admin/tokens"),
+    ("admin.keys.create", "POST", "/_admin/keys"),
+    ("admin.faults.get", "GET", "/_admin/faults"),
+    ("admin.faults.replace", "PUT", "/_admin/faults"),
+    ("admin.faults.set", "POST", "/_admin/faults"),
+    ("admin.faults.clear", "DELETE", "/_admin/faults"),
+    ("admin.clock.get", "GET", "/_admin/clock"),
+    ("admin.clock.set", "POST", "/_admin/clock"),
+    ("admin.requests.list", "GET", "/_admin/requests"),
+    ("admin.requests.clear", "DELETE", "/_admin/requests"),
+    ("admin.requests.verify", "POST", "/_admin/requests/verify"),
+    ("admin.checkpoints.list", "GET", "/_admin/checkpoints"),
+    ("admin.checkpoints.save", "POST", "/_admin/checkpoints"),
+    ("admin.checkpoints.restore", "POST", "/_admin/checkpoints/{name}/restore"),
+    ("admin.checkpoints.delete", "DELETE", "/_admin/checkpoints/{name}"),
+}
+
 COMMANDS = {
     "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys", "mcp",
     "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status", "tokens", "wait",
@@ -55,6 +77,13 @@ def test_every_operation_is_registered_with_its_route() -> None:
     registry = operations.load_all()
     assert {(op.name, op.method, op.path) for op in registry.values()} == OPERATIONS
     assert {op.name for op in registry.values() if op.extension} == EXTENSIONS
+
+
+def test_every_admin_operation_is_declared_with_its_route() -> None:
+    from sowctl.operations.admin import ADMIN
+
+    assert {(op.name, op.method, op.path) for op in ADMIN.values()} == ADMIN_OPERATIONS
+    assert not ADMIN.keys() & operations.load_all().keys()
 
 
 def test_every_command_is_registered() -> None:

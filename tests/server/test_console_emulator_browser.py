@@ -143,7 +143,9 @@ def test_docs_try_it_out_with_the_console_token(tab: Tab, served: SimpleNamespac
     page = tab.page
     response = page.goto(served.url + "/docs")
     assert "script-src 'self'" in response.headers["content-security-policy"]
-    page.wait_for_selector(".opblock")
+    # Swagger UI renders the whole document (the admin operations too: this server has an
+    # admin token) before the first block shows; on a busy machine that takes longer.
+    page.wait_for_selector(".opblock", timeout=30_000)
     spec = served.api.get("/openapi.json").json()
     operations = sum(len(methods) for methods in spec["paths"].values())
     assert page.locator(".opblock").count() == operations

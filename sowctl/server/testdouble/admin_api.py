@@ -4,25 +4,12 @@ Off unless an admin token is set: then every route needs ``Authorization:
 Bearer <admin token>`` (compared in constant time; missing or wrong: 401).
 Without it the routes do not exist (404, like any unknown route). Bodies and
 errors are JSON, errors as ``{"error": message}``. These routes are not part of
-the service's API and are not in ``/openapi.json``.
+the service's API: each is declared in ``sowctl.operations.admin`` (route, models,
+status) and routed here to the handler of its name (``handles``); ``/openapi.json``
+documents them under their own tag on a server with an admin token.
 
-Routes:
-
-* ``POST /_admin/reset``: empty every table (data, tokens, keys, rate counters,
-  request log) and restore the start-up faults, clock and seed.
-* ``POST /_admin/dataset[?replace=true]``: load a dataset, all or
-  nothing; ``replace`` resets first, in the same transaction. ``GET``: export.
-* ``POST /_admin/tokens`` ``{"userId", "organizationId", "role"}`` -> 201 ``{"token", "id", ...}``;
-  ``POST /_admin/keys`` ``{"organizationId"}`` -> 201 ``{"key", "id", "organizationId"}``.
-* ``GET/PUT/POST/DELETE /_admin/faults``: show, replace, clear the latency and fault config.
-* ``GET/POST /_admin/clock``: show, or set ``{"now": timestamp}`` / unfreeze ``{"now": null}``.
-* ``GET/DELETE /_admin/requests[?limit=N&method=&path=&status=&group=&caller=]``: the last N API
-  requests (default 100) that match the filters, oldest first; clear.
-* ``POST /_admin/requests/verify`` ``{pattern, "exactly"|"atLeast"|"atMost": n}``: 200 when the
-  count holds, 409 with the closest requests and what differed (``sowctl.server.testdouble.verify``).
-* ``GET/POST /_admin/checkpoints`` ``{"name"}``, ``POST /_admin/checkpoints/NAME/restore``,
-  ``DELETE /_admin/checkpoints/NAME``: save, restore, list and drop whole states
-  (``sowctl.server.testdouble.checkpoints``).
+The operations (reset, datasets, credentials, faults, clock, request log and its
+verification, checkpoints) are listed once, in ``sowctl.operations.admin``.
 
 Reset, replace and restore hold the gate exclusive (``sowctl.server.testdouble.reset_gate``):
 requests in flight finish first, new ones wait.
@@ -32,15 +19,18 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import Any, overload
+from dataclasses import dataclass, field
+from typing import Any
 
 import bottle
 
 from sowctl.foundation import clock
-from sowctl.foundation.budgets import MAX_DATASET_BYTES
 from sowctl.foundation.errors import InvalidInput, Issue, Unauthorized
+from sowctl.operations import Operation
+from sowctl.operations.admin import ADMIN
+from sowctl.schemas.common import parse
 from sowctl.server import auth
-from sowctl.server.http import json_bytes, parse_query, read_json_body
+from sowctl.server.http import json_bytes, parse_query, read_json_body, route_path
 from sowctl.server.responses import json_response
 from sowctl.server.testdouble import verify
 from sowctl.server.testdouble.faults import FaultConfig
@@ -48,35 +38,42 @@ from sowctl.server.testdouble.host import HostApp
 from sowctl.server.testdouble.layer import TestDouble
 
 DEFAULT_REQUESTS = 100
-TRUE_WORDS = frozenset({"1", "true", "yes"})
-FALSE_WORDS = frozenset({"", "0", "false", "no"})
+
+# Operation name -> the AdminApi method that serves it (filled by ``handles``).
+HANDLERS: dict[str, Callable[..., Any]] = {}
+
+
+def handles(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Serve the declared admin operation ``name`` (``sowctl.operations.admin``) with the method."""
+
+    def bind(method: Callable[..., Any]) -> Callable[..., Any]:
+        HANDLERS[name] = method
+        return method
+
+    return bind
+
+
+@dataclass
+class AdminRequest:
+    """What a handler gets: path parameters, and the query and body, validated by the declared
+    models unless the operation checks them by rules of its own (then as sent)."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    query: Any = None
+    body: Any = None
 
 
 def register(app: HostApp, layer: TestDouble) -> None:
+    """One route per declared admin operation, none by hand."""
+    unserved = sorted(ADMIN.keys() - HANDLERS.keys())
+    undeclared = sorted(HANDLERS.keys() - ADMIN.keys())
+    if unserved or undeclared:  # a declaration and its handler drifted apart: fail at start-up
+        raise RuntimeError(f"admin operations without a handler {unserved}, handlers undeclared {undeclared}")
     admin = AdminApi(app, layer)
-    routes: list[tuple[str, str, Callable[..., Any]]] = [
-        ("/_admin/reset", "POST", admin.reset),
-        ("/_admin/dataset", "GET", admin.export),
-        ("/_admin/dataset", "POST", admin.load),
-        ("/_admin/tokens", "POST", admin.token),
-        ("/_admin/keys", "POST", admin.key),
-        ("/_admin/faults", "GET", admin.get_faults),
-        ("/_admin/faults", "PUT", admin.set_faults),
-        ("/_admin/faults", "POST", admin.set_faults),
-        ("/_admin/faults", "DELETE", admin.clear_faults),
-        ("/_admin/clock", "GET", admin.get_clock),
-        ("/_admin/clock", "POST", admin.set_clock),
-        ("/_admin/requests", "GET", admin.requests),
-        ("/_admin/requests", "DELETE", admin.clear_requests),
-        ("/_admin/requests/verify", "POST", admin.verify),
-        ("/_admin/checkpoints", "GET", admin.list_checkpoints),
-        ("/_admin/checkpoints", "POST", admin.save_checkpoint),
-        ("/_admin/checkpoints/<name>/restore", "POST", admin.restore_checkpoint),
-        ("/_admin/checkpoints/<name>", "DELETE", admin.delete_checkpoint),
-    ]
-    for path, method, handler in routes:
-        app.route(path, method, admin.wrap(handler), name=f"admin {method} {path}")
-    app.body_limits["/_admin/dataset"] = (MAX_DATASET_BYTES, admin.may_upload)
+    for op in ADMIN.values():
+        app.route(route_path(op.path), op.method, admin.route(op), name=op.name)
+        if op.max_body_bytes is not None:
+            app.body_limits[op.path] = (op.max_body_bytes, admin.may_upload)
 
 
 class AdminApi:
@@ -88,21 +85,34 @@ class AdminApi:
 
     # --- plumbing -------------------------------------------------------------------------
 
-    def wrap(self, handler: Callable[..., Any]) -> Callable[..., bottle.HTTPResponse]:
-        def route(**params: str) -> bottle.HTTPResponse:
+    def route(self, op: Operation) -> Callable[..., bottle.HTTPResponse]:
+        handler = HANDLERS[op.name]
 
+        def serve(**params: str) -> bottle.HTTPResponse:
             environ = bottle.request.environ
             try:
                 self.authenticate(environ.get("HTTP_AUTHORIZATION"))
                 self.app.dispatcher.ensure_connection()
-                result = handler(**params)
-                status, body = result if isinstance(result, tuple) else (200, result)
+                result = handler(self, self.request(op, params, environ))
+                status, body = result if isinstance(result, tuple) else (op.status, result)
                 return json_response(status, json_bytes(body), {})
             except Exception as exc:
                 return self.app.dispatcher.failure_response(environ, "A", exc, {})
 
-        route.__name__ = handler.__name__
-        return route
+        serve.__name__ = handler.__name__
+        serve.__doc__ = op.summary
+        return serve
+
+    def request(self, op: Operation, params: dict[str, str], environ: dict) -> AdminRequest:
+        query: Any = parse_query(environ.get("QUERY_STRING", ""))
+        if op.query is not None and "query" not in op.checked_by_handler:
+            query = parse(op.query, query)
+        body = None
+        if op.body is not None:
+            body = read_json_body(environ, op.max_body_bytes or self.settings.max_body_bytes)
+            if "body" not in op.checked_by_handler:
+                body = parse(op.body, _object(body))
+        return AdminRequest(params, query, body)
 
     def authenticate(self, authorization: str | None) -> None:
         secret = auth.bearer_secret(authorization)
@@ -120,15 +130,10 @@ class AdminApi:
             return False
         return True
 
-    def body(self, max_bytes: int | None = None) -> Any:
-        return read_json_body(bottle.request.environ, max_bytes or self.settings.max_body_bytes)
-
-    def query(self) -> dict[str, str]:
-        return parse_query(bottle.request.environ.get("QUERY_STRING", ""))
-
     # --- data ------------------------------------------------------------------------------
 
-    def reset(self) -> dict[str, Any]:
+    @handles("admin.reset")
+    def reset(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
         with self.layer.gate.exclusive():
@@ -136,90 +141,85 @@ class AdminApi:
             self.layer.restart()
         return {"message": "database reset"}
 
-    def export(self) -> dict[str, Any]:
+    @handles("admin.dataset.export")
+    def export(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.services.dataset import export_dataset
 
         return export_dataset()
 
-    def load(self) -> dict[str, Any]:
+    @handles("admin.dataset.load")
+    def load(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.services.dataset import import_dataset
         from sowctl.services.dataset.replace import replace_dataset
         from sowctl.storage.database import write_transaction
 
-        given = self.query().get("replace", "").strip().lower()
-        if given not in TRUE_WORDS | FALSE_WORDS:
-            raise InvalidInput.for_field("replace", "must be true or false")
-        replace = given in TRUE_WORDS
-        data = self.body(MAX_DATASET_BYTES)
+        data = request.body
         if data is None:
             raise InvalidInput(
                 "the request body must be a dataset (a JSON object)", [Issue((), "is required")]
             )
-        if not replace:
+        if not request.query.replace:
             return {"imported": import_dataset(data)}
         with self.layer.gate.exclusive(), write_transaction("global"):  # reset and load, or neither
             counts = replace_dataset(data)
             self.layer.restart()
         return {"imported": counts}
 
-    def token(self) -> tuple[int, dict[str, Any]]:
+    @handles("admin.tokens.create")
+    def token(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.services import credentials
 
-        body = _object(self.body())
-        user_id = _text(body, "userId")
-        organization_id = _text(body, "organizationId")
-        role = _text(body, "role", required=False) or "member"
-        issued = credentials.create_token(user_id, organization_id, role)
-        return 201, {
+        body = request.body
+        role = body.role or "member"
+        issued = credentials.create_token(body.userId, body.organizationId, role)
+        return {
             "token": issued.secret,
             "id": issued.id,
-            "userId": user_id,
-            "organizationId": organization_id,
+            "userId": body.userId,
+            "organizationId": body.organizationId,
             "role": role,
         }
 
-    def key(self) -> tuple[int, dict[str, Any]]:
+    @handles("admin.keys.create")
+    def key(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.services import credentials
 
-        organization_id = _text(_object(self.body()), "organizationId")
+        organization_id = request.body.organizationId
         issued = credentials.create_key(organization_id)
-        return 201, {"key": issued.secret, "id": issued.id, "organizationId": organization_id}
+        return {"key": issued.secret, "id": issued.id, "organizationId": organization_id}
 
     # --- faults and clock -------------------------------------------------------------------
 
-    def get_faults(self) -> dict[str, Any]:
+    @handles("admin.faults.get")
+    def get_faults(self, request: AdminRequest) -> dict[str, Any]:
         return self.layer.faults.to_json()
 
-    def set_faults(self) -> dict[str, Any]:
+    @handles("admin.faults.replace")
+    @handles("admin.faults.set")
+    def set_faults(self, request: AdminRequest) -> dict[str, Any]:
+        return self._store_faults(FaultConfig.from_json(request.body))
+
+    @handles("admin.faults.clear")
+    def clear_faults(self, request: AdminRequest) -> dict[str, Any]:
+        return self._store_faults(FaultConfig())
+
+    def _store_faults(self, config: FaultConfig) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
-        config = FaultConfig.from_json(self.body())
         state.write_runtime("faults", config.to_json())
         self.layer.sync()
         return self.layer.faults.to_json()
 
-    def clear_faults(self) -> dict[str, Any]:
-        from sowctl.server.testdouble import state
-
-        state.write_runtime("faults", FaultConfig().to_json())
-        self.layer.sync()
-        return self.layer.faults.to_json()
-
-    def get_clock(self) -> dict[str, Any]:
+    @handles("admin.clock.get")
+    def get_clock(self, request: AdminRequest) -> dict[str, Any]:
         return self._clock_json()
 
-    def set_clock(self) -> dict[str, Any]:
+    @handles("admin.clock.set")
+    def set_clock(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
-        body = _object(self.body())
-        if "now" not in body:
-            raise InvalidInput.for_field(
-                "now", 'is required: a timestamp such as "2026-01-01T00:00:00Z", or null'
-            )
-        value = body["now"]
+        value = request.body.now
         if value is not None:
-            if not isinstance(value, str):
-                raise InvalidInput.for_field("now", "must be a timestamp string or null")
             value = clock.format_timestamp(clock.parse_clock(value, "now"))
         state.write_runtime("clock", {"now": value})
         self.layer.sync()
@@ -230,10 +230,11 @@ class AdminApi:
 
     # --- request log -------------------------------------------------------------------------
 
-    def requests(self) -> list[dict[str, Any]]:
+    @handles("admin.requests.list")
+    def requests(self, request: AdminRequest) -> list[dict[str, Any]]:
         from sowctl.server.testdouble import state
 
-        query = self.query()
+        query = request.query
         text = query.get("limit", str(DEFAULT_REQUESTS)).strip()
         keep = self.settings.request_log_size
         # isascii: "²".isdigit() is true but int("²") fails; len: no int() of 5,000 digits
@@ -243,43 +244,49 @@ class AdminApi:
         entries = [entry for entry in state.recent_requests(keep) if not pattern.differences(entry)]
         return entries[-min(int(text), keep) :]
 
-    def clear_requests(self) -> dict[str, Any]:
+    @handles("admin.requests.clear")
+    def clear_requests(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
         return {"deleted": state.clear_requests()}
 
-    def verify(self) -> tuple[int, dict[str, Any]]:
+    @handles("admin.requests.verify")
+    def verify(self, request: AdminRequest) -> tuple[int, dict[str, Any]]:
         from sowctl.server.testdouble import state
 
-        holds, report = verify.verify(self.body(), state.recent_requests(self.settings.request_log_size))
+        holds, report = verify.verify(request.body, state.recent_requests(self.settings.request_log_size))
         return (200 if holds else 409), report
 
     # --- checkpoints ----------------------------------------------------------------------------
 
-    def list_checkpoints(self) -> list[dict[str, Any]]:
+    @handles("admin.checkpoints.list")
+    def list_checkpoints(self, request: AdminRequest) -> list[dict[str, Any]]:
         from sowctl.server.testdouble import checkpoints
 
         return checkpoints.list_checkpoints()
 
-    def save_checkpoint(self) -> tuple[int, dict[str, Any]]:
+    @handles("admin.checkpoints.save")
+    def save_checkpoint(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import checkpoints
 
-        name = checkpoints.check_name(_object(self.body()).get("name"))
         with self.layer.gate.exclusive():  # one consistent state, even on PostgreSQL
-            return 201, checkpoints.save(name)
+            return checkpoints.save(request.body.name)
 
-    def restore_checkpoint(self, name: str) -> dict[str, Any]:
+    @handles("admin.checkpoints.restore")
+    def restore_checkpoint(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import checkpoints
 
         with self.layer.gate.exclusive():
-            restored = checkpoints.restore(name)
+            restored = checkpoints.restore(request.params["name"])
             self.layer.restart()
             self.layer.sync()
         return restored
 
-    def delete_checkpoint(self, name: str) -> dict[str, Any]:
+    @handles("admin.checkpoints.delete")
+    def delete_checkpoint(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import checkpoints
 
+        name = request.params["name"]
         checkpoints.delete(name)
         return {"deleted": name}
 
@@ -288,18 +295,3 @@ def _object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidInput("the request body must be a JSON object", [Issue((), "must be a JSON object")])
     return body
-
-
-@overload
-def _text(body: dict[str, Any], name: str) -> str: ...
-@overload
-def _text(body: dict[str, Any], name: str, *, required: bool) -> str | None: ...
-def _text(body: dict[str, Any], name: str, *, required: bool = True) -> str | None:
-    value = body.get(name)
-    if value is None:
-        if required:
-            raise InvalidInput.for_field(name, "is required")
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput.for_field(name, "must be a non-empty string")
-    return value.strip()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -27,13 +26,13 @@ from typing import Any
 import peewee as pw
 
 from sowctl.foundation.errors import InvalidInput, NotFound
+from sowctl.schemas.admin import CHECKPOINT_NAME, CHECKPOINT_NAME_RULE
 from sowctl.server.testdouble import state
 from sowctl.storage import models as m
 from sowctl.storage.database import SCHEMA_VERSION, write_transaction
 
 PREFIX = "checkpoint:"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
-NAME_RULE = "must be 1 to 48 letters, digits, '.', '_' or '-', starting with a letter or digit"
+NAME, NAME_RULE = CHECKPOINT_NAME, CHECKPOINT_NAME_RULE  # the rule the admin API declares
 
 
 def check_name(name: Any) -> str:
