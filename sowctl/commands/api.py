@@ -9,11 +9,13 @@ import typer
 
 from sowctl.commands._context import app_context
 from sowctl.foundation.errors import NotFound, UsageError, quoted
+from sowctl.output.options import output_options
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 QUERY_METHODS = frozenset({"GET", "DELETE"})  # their -f/-F fields go to the query string
 
 
+@output_options()
 def api_command(
     ctx: typer.Context,
     method: Annotated[str, typer.Argument(help="GET, POST, PUT, PATCH or DELETE.")],

@@ -10,6 +10,7 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.foundation.redaction import secret_hint
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -39,6 +40,7 @@ def create_key(
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
     """List API keys (secrets masked).
 
@@ -51,6 +53,7 @@ def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> 
 
 
 @app.command("revoke")
+@output_options()
 def revoke_key(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="The key's id, or the key itself.")],

@@ -12,6 +12,7 @@ from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, QuietCreate
 from sowctl.foundation.errors import UsageError, quoted
 from sowctl.output import render
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_object, emit_rows
 from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
@@ -63,6 +64,7 @@ LINE_COLUMNS = [
 
 
 @app.command("create")
+@output_options()
 def create_po(
     ctx: typer.Context,
     project: Annotated[str | None, typer.Option("--project", help="Financial project id, e.g. 101.")] = None,
@@ -112,6 +114,7 @@ def create_po(
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_pos(
     ctx: typer.Context,
     project: Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")],
@@ -226,6 +229,7 @@ OPTION_COLUMNS = [
 
 
 @app.command("options")
+@output_options(pager=True)
 def po_options(
     ctx: typer.Context,
     project: Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")],

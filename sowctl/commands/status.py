@@ -9,11 +9,13 @@ import typer
 
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json
+from sowctl.output.options import output_options
 from sowctl.output.render import emit_json, emit_object
 
 HEALTH_TIMEOUT = 3.0  # seconds; status must answer quickly even when the server does not
 
 
+@output_options(columns=True, pager=True)
 def status(ctx: typer.Context, json_: Json = False) -> None:
     """Show the mode, server or database, profile and identity in effect, and whether it answers.
 

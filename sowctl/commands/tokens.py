@@ -10,6 +10,7 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.foundation.redaction import secret_hint
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_rows
 from sowctl.schemas.vocabulary import Role
 
@@ -45,6 +46,7 @@ def create_token(
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
     """List tokens (secrets masked).
 
@@ -57,6 +59,7 @@ def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -
 
 
 @app.command("revoke")
+@output_options()
 def revoke_token(
     ctx: typer.Context,
     token: Annotated[str, typer.Argument(help="The token's id, or the token itself.")],

@@ -101,6 +101,29 @@ def _with_choices_listed(param: Any) -> None:
         param.help = f"{help_text} One of: {', '.join(accepted)}.".strip()
 
 
+_DONE = "_sowctl_plain_metavars"
+
+
+def plain_metavars(command: click.Command) -> None:
+    """Give every parameter of ``command`` (and of a group's commands) sowctl's metavar when
+    click asks for them: that includes those Typer or click add after the command is made (the
+    help option, the completion options). Idempotent."""
+    if getattr(command, _DONE, False):
+        return
+    setattr(command, _DONE, True)
+    for sub in (getattr(command, "commands", None) or {}).values():
+        plain_metavars(sub)
+    get_params = command.get_params
+
+    def plain_params(ctx: click.Context) -> list[click.Parameter]:
+        found = get_params(ctx)
+        for param in found:
+            plain(param)
+        return found
+
+    command.get_params = plain_params  # type: ignore[method-assign]
+
+
 def plain(param: Any) -> None:
     """Give ``param`` sowctl's metavar (if it has none of its own); a flag shows none."""
     if param.metavar is not None:
