@@ -18,6 +18,7 @@ from sowctl.commands._argv import VALUE_OPTION_NAMES, VALUE_OPTIONS, hoist_globa
 from sowctl.commands._context import AppContext, option_source, resolve_mode
 from sowctl.commands._errors import database_error, first_line, usage_error
 from sowctl.commands._lazy import LazyGroup
+from sowctl.output.terminal import Terminal, current
 
 # Names the tests and tools reach for here.
 _VALUE_OPTIONS = VALUE_OPTIONS
@@ -194,16 +195,25 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, terminal: Terminal | None = None) -> int:
     """Run the CLI; every failure becomes one line on stderr (one JSON object with --json,
-    ``sowctl.output.failure``) and an exit code."""
-    from sowctl.foundation.errors import ExitCode, SowctlError
-    from sowctl.output import failure, run_state
+    ``sowctl.output.failure``) and an exit code. ``terminal``: where output goes, and whether
+    it is a terminal (by default stdout and stderr, asked)."""
+    from sowctl.output import failure
+    from sowctl.output.terminal import Terminal, running
 
-    global _json_errors
-    run_state.decided_exit = None  # in process (tests) main runs many times
     args = list(sys.argv[1:] if argv is None else argv)
-    _json_errors = failure.wants_json(args)
+    terminal = terminal if terminal is not None else Terminal()
+    terminal.json_errors = failure.wants_json(args)
+    terminal.decided_exit = None
+    with running(terminal):
+        return _run(args)
+
+
+def _run(args: list[str]) -> int:
+    from sowctl.foundation.errors import ExitCode, SowctlError
+    from sowctl.output import failure
+
     try:
         command = root_command()
         result = command.main(
@@ -216,10 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:  # "no" at a confirmation: a person's choice, not an error or Ctrl-C
-        if _json_errors:
+        if current().json_errors:
             _fail("cancelled: nothing was changed", "aborted", int(ExitCode.CHECK_FAILED))
         else:
-            sys.stderr.write("cancelled: nothing was changed\n")
+            current().err.write("cancelled: nothing was changed\n")
         return int(ExitCode.CHECK_FAILED)
     except typer.TyperException as exc:  # click's usage errors and bad parameters
         return usage_error(exc, _fail)
@@ -238,45 +248,48 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("SOWCTL_DEBUG"):
             raise
-        failed_database = database_error(exc)
-        if failed_database is not None:
-            # The database went away, is busy or locked, cannot store, or refused a statement.
-            _fail(failed_database, "database", int(ExitCode.FAILURE))
-            return int(ExitCode.FAILURE)
+        return _unexpected(exc)
+
+
+def _unexpected(exc: Exception) -> int:
+    """A database error (gone, busy or locked, cannot store, a refused statement) or a bug."""
+    from sowctl.foundation.errors import ExitCode
+
+    failed_database = database_error(exc)
+    if failed_database is not None:
+        _fail(failed_database, "database", int(ExitCode.FAILURE))
+    else:
         _fail(
             f"unexpected error: {type(exc).__name__}: {first_line(exc)} (set SOWCTL_DEBUG=1 for details)",
             "internal",
             int(ExitCode.FAILURE),
         )
-        return int(ExitCode.FAILURE)
+    return int(ExitCode.FAILURE)
 
 
 def _with_more_hint(exc: Any) -> str:
     """A message that counts problems it does not list says where they are listed."""
-    if _json_errors or len(exc.issues) < 2 or "more problem" not in exc.message:
+    if current().json_errors or len(exc.issues) < 2 or "more problem" not in exc.message:
         return exc.message
     return f"{exc.message}; --json lists them"
 
 
 def _reader_left() -> int:
     """The exit code when stdout's reader left early: the command's decided one, else 0."""
-    from sowctl.output import run_state
-
     try:  # later writes and the final flush go nowhere instead of failing again
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, current().out.fileno())
     except (OSError, ValueError, AttributeError):  # stdout is not a real file (captured)
         pass
-    return run_state.decided_exit if run_state.decided_exit is not None else 0
-
-
-_json_errors = False  # set by main from its arguments: failures as JSON objects
+    decided = current().decided_exit
+    return decided if decided is not None else 0
 
 
 def _fail(message: str, code: str, exit_code: int, *, error: Any = None, issues: Any = None) -> None:
     from sowctl.output.failure import report
 
-    report(message, as_json=_json_errors, code=code, exit_code=exit_code, error=error, issues=issues)
+    as_json = current().json_errors
+    report(message, as_json=as_json, code=code, exit_code=exit_code, error=error, issues=issues)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 (its ``json_`` parameter) and adds ``--jq EXPR`` (it implies ``--json``); ``pager=True`` adds
 ``--no-pager`` (commands that only show data, and never ask a question), ``columns=True`` adds
 ``--columns`` (those that show tables or records). Their values reach ``sowctl.output.render``
-through ``sowctl.output.run_state`` for the time the command runs.
+through the run's terminal (``sowctl.output.terminal``) for the time the command runs.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sowctl.output import run_state
+from sowctl.output.terminal import Shape, current
 
 _JSON = "json_"  # the parameter of --json, and of --quiet, in every command (sowctl.commands._options)
 _QUIET = "quiet"
@@ -104,12 +104,12 @@ def _wrapped(callback: Any, json_name: str, quiet_name: str | None) -> Any:
             from sowctl.output.shaping import parse_columns
 
             columns = parse_columns(columns)
-        previous = run_state.current
-        run_state.current = run_state.Shape(jq=expression, columns=columns)
+        terminal = current()
+        previous, terminal.shape = terminal.shape, Shape(jq=expression, columns=columns)
         try:
             with paged(no_pager is False):
                 return callback(**kwargs)
         finally:
-            run_state.current = previous
+            terminal.shape = previous
 
     return run
