@@ -178,12 +178,14 @@ def root_command() -> LazyGroup:
 
 
 def _built_command(name: str, callback: Any) -> Any:
+    """The click command Typer makes of a top-level command's function."""
     app = typer.Typer(add_completion=False)
     app.command(name)(callback)
     return typer.main.get_command(app)
 
 
 def _built_group(name: str, help_text: str) -> Any:
+    """The click group Typer makes of a group's app, named and helped as the registry says."""
     app = typer.Typer(add_completion=False)
     app.add_typer(group_app(name), name=name, help=help_text)
     return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
