@@ -21,6 +21,7 @@ from sowctl.foundation.errors import InvalidInput, UsageError, quoted
 from sowctl.output import render
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_message, emit_object, emit_rows
+from sowctl.output.terminal import current
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
 
@@ -227,7 +228,7 @@ def delete_item(
     result = context.call("items.delete", {"itemId": item_id})
     emit_message(result["message"], json_mode=json_, body=result)
     if went is not None:
-        sys.stderr.write(f"deleted with it: {went}\n")
+        current().err.write(f"deleted with it: {went}\n")
 
 
 @app.command("reorder")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -12,6 +11,7 @@ from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmati
 from sowctl.foundation.redaction import secret_hint
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_rows
+from sowctl.output.terminal import current
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -36,7 +36,7 @@ def create_key(
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys create")
-    sys.stdout.write(credentials.create_key(org).secret + "\n")
+    current().out.write(credentials.create_key(org).secret + "\n")
 
 
 @app.command("list")

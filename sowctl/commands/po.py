@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -14,6 +13,7 @@ from sowctl.foundation.errors import UsageError, quoted
 from sowctl.output import render
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_object, emit_rows
+from sowctl.output.terminal import current
 from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -108,7 +108,7 @@ def create_po(
         raise UsageError(f"missing option {', '.join(missing)} (or give the field in --from-file)")
     order = app_context(ctx).call("finance.create_po", body=body, from_options=from_file is None)
     if quiet and not json_:
-        sys.stdout.write(f"{render.text(order.get('id'))}\n")
+        current().out.write(f"{render.text(order.get('id'))}\n")
         return
     show_order(order, json_)
 

@@ -19,6 +19,7 @@ from sowctl.commands._options import (
 )
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_object, emit_rows
+from sowctl.output.terminal import current
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -116,7 +117,6 @@ def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_:
 
     Example: sowctl sows delete sow-1 --yes
     """
-    import sys
 
     from sowctl.output import render
 
@@ -133,7 +133,7 @@ def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_:
     if json_:
         return  # the body counts what went
     items, deps = result["deletedItems"], result["deletedDependencies"]
-    sys.stderr.write(
+    current().err.write(
         f"deleted with it: {items} item{'' if items == 1 else 's'} and "
         f"{deps} dependenc{'y' if deps == 1 else 'ies'}\n"
     )

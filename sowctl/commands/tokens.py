@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -12,6 +11,7 @@ from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmati
 from sowctl.foundation.redaction import secret_hint
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_rows
+from sowctl.output.terminal import current
 from sowctl.schemas.vocabulary import Role
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -42,7 +42,7 @@ def create_token(
 
     app_context(ctx).open_local_database("tokens create")
     issued = credentials.create_token(user, org, role)
-    sys.stdout.write(issued.secret + "\n")
+    current().out.write(issued.secret + "\n")
 
 
 @app.command("list")
