@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from sowctl.output.terminal import current
+
 Json = Annotated[bool, typer.Option("--json", help="Print exactly the API's JSON body, nothing else.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print ids only, one per line.")]
 # The SOW argument of a command: completed from the database or server in use.
@@ -45,7 +47,7 @@ def emit_created(record: dict, *, json_mode: bool, quiet: bool, id_key: str = "i
     from sowctl.output.render import emit_object, text
 
     if quiet and not json_mode:
-        sys.stdout.write(text(record.get(id_key)) + "\n")
+        current().out.write(text(record.get(id_key)) + "\n")
     else:
         emit_object(record, json_mode=json_mode)
 
@@ -59,8 +61,8 @@ def needs_confirmation(yes: bool) -> bool:
 def confirm(question: str) -> None:
     """Ask ``question`` [y/N] on the terminal; anything but yes stops: "cancelled", exit 1
     (the command did not do what it was asked, so ``&&`` goes no further)."""
-    sys.stderr.write(question + " [y/N] ")
-    sys.stderr.flush()
+    current().err.write(question + " [y/N] ")
+    current().err.flush()
     answer = sys.stdin.readline()
     if answer.strip().lower() not in ("y", "yes"):
         raise typer.Abort()

@@ -10,12 +10,15 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.foundation.budgets import MAX_BODY_BYTES, MAX_DATASET_BYTES
 from sowctl.foundation.errors import NotFound, PayloadTooLarge, UsageError, quoted
+from sowctl.output.options import output_options
+from sowctl.output.terminal import current
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 QUERY_METHODS = frozenset({"GET", "DELETE"})  # their -f/-F fields go to the query string
 DATASET_ROUTE = "/_admin/dataset"  # the one route that takes more than 1 MiB (the admin token's)
 
 
+@output_options()
 def api_command(
     ctx: typer.Context,
     method: Annotated[str, typer.Argument(help="GET, POST, PUT, PATCH or DELETE.")],
@@ -128,13 +131,12 @@ def _local(context: Any, verb: str, route: str, query: dict, body: Any) -> Any:
 
 def _print_head(response: Any) -> None:
     """The status line and headers, as ``curl -i`` shows them (terminal-safe)."""
-    import sys
 
     from sowctl.output.safe import clean
 
     lines = [f"{response.http_version} {response.status_code} {response.reason_phrase}"]
     lines += [f"{name}: {value}" for name, value in response.headers.items()]
-    sys.stdout.write("".join(clean(line) + "\n" for line in lines) + "\n")
+    current().out.write("".join(clean(line) + "\n" for line in lines) + "\n")
 
 
 def _split(path: str) -> tuple[str, dict[str, str]]:

@@ -9,6 +9,7 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet
 from sowctl.output import render
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -78,6 +79,7 @@ LINE_COLUMNS = [
 
 
 @app.command("views")
+@output_options(columns=True, pager=True)
 def views(ctx: typer.Context, project: Project, json_: Json = False, quiet: Quiet = False) -> None:
     """List the budget views of a project.
 
@@ -88,6 +90,7 @@ def views(ctx: typer.Context, project: Project, json_: Json = False, quiet: Quie
 
 
 @app.command("snapshots")
+@output_options(columns=True, pager=True)
 def snapshots(ctx: typer.Context, project: Project, json_: Json = False, quiet: Quiet = False) -> None:
     """List the budget view snapshots of a project (summary form).
 
@@ -98,6 +101,7 @@ def snapshots(ctx: typer.Context, project: Project, json_: Json = False, quiet: 
 
 
 @app.command("snapshot")
+@output_options(columns=True, pager=True)
 def snapshot(
     ctx: typer.Context,
     snapshot_id: Annotated[str, typer.Argument(help="The snapshot's id.")],

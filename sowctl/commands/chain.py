@@ -11,6 +11,7 @@ import typer
 
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, SowArgument
+from sowctl.output.options import output_options
 from sowctl.output.render import (
     Column,
     console,
@@ -76,6 +77,7 @@ def _chain(ctx: typer.Context, sow_id: str, fmt: str, include: str | None = EXTE
 
 
 @app.command("show")
+@output_options(columns=True, pager=True)
 def show(
     ctx: typer.Context,
     sow_id: SowId,
@@ -214,6 +216,7 @@ def _show_tree(report: dict) -> None:
 
 
 @app.command("check")
+@output_options(pager=True)
 def check(
     ctx: typer.Context,
     sow_id: SowId,
@@ -299,6 +302,7 @@ def _readiness(ctx: typer.Context, sow_id: str) -> dict:
 
 
 @app.command("ready")
+@output_options(columns=True, pager=True)
 def ready(ctx: typer.Context, sow_id: SowId, json_: Json = False) -> None:
     """Task items that can start: not completed or cancelled, every prerequisite completed.
 
@@ -328,6 +332,7 @@ def _waits_for(row: dict) -> str:
 
 
 @app.command("blocked")
+@output_options(columns=True, pager=True)
 def blocked(ctx: typer.Context, sow_id: SowId, json_: Json = False) -> None:
     """Task items still waiting, each with what it waits for (the opposite of chain ready).
 

@@ -47,7 +47,7 @@ def _in_github_actions() -> bool:
 def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     """Exit code of the check: 0 passed, 1 failed; an error (exit 2-5) propagates."""
     from sowctl.gate import reports
-    from sowctl.output import run_state
+    from sowctl.output.terminal import current
     from sowctl.services.collector import collector_paused
 
     specs, problem = reports.parse_specs(options.reports)
@@ -61,7 +61,7 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
             for_reports = {**summary, reports.ITEM_TITLES: titles}
             # The verdict is known before anything is printed: a reader of stdout that leaves
             # early (`| head -1`) must not turn a failed check into a pass.
-            run_state.decide_exit(0 if summary["passed"] else 1)
+            current().decide_exit(0 if summary["passed"] else 1)
             # The files first, stdout last: a reader leaving early cannot stop a file's report.
             for spec in sorted(specs, key=lambda spec: spec.to_stdout):
                 reports.write(spec, reports.render(spec.fmt, for_reports))

@@ -7,6 +7,7 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet
 from sowctl.commands.projects import Limit, Offset
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -35,6 +36,7 @@ COLUMNS = [
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_clients(
     ctx: typer.Context,
     limit: Limit = None,

@@ -12,6 +12,7 @@ from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, read_secret
 from sowctl.foundation.errors import NotFound, UsageError, quoted
 from sowctl.foundation.redaction import secret_hint
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -143,6 +144,7 @@ def get_value(
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_profiles(
     ctx: typer.Context,
     show_secrets: ShowSecrets = False,

@@ -9,12 +9,14 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json
 from sowctl.output import render
+from sowctl.output.options import output_options
 from sowctl.output.render import emit_json, emit_object
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
 
 @app.command("show")
+@output_options(columns=True, pager=True)
 def show(
     ctx: typer.Context,
     prime_contract_id: Annotated[str, typer.Argument(help="The prime contract's id.")],

@@ -12,6 +12,7 @@ import typer
 
 from sowctl.commands._context import app_context
 from sowctl.foundation.errors import UsageError
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_rows
 
 # Above this many records an export is written compact: indenting is for people, and
@@ -23,6 +24,7 @@ PROGRESS_FROM = 5_000
 SUMMARY_COLUMNS = [Column("KIND", "kind"), Column("RECORDS", "records", justify="right", kind="number")]
 
 
+@output_options()
 def import_command(
     ctx: typer.Context,
     file: Annotated[

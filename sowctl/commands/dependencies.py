@@ -10,6 +10,7 @@ from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, QuietCreate, Yes, confirm, emit_created, needs_confirmation
 from sowctl.foundation.errors import UsageError
 from sowctl.output import render
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_object, emit_rows
 from sowctl.schemas.vocabulary import DependencyKind, DependencyStatus, DependencyType, RiskLevel
 
@@ -52,6 +53,7 @@ Risk = Annotated[
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_deps(
     ctx: typer.Context,
     item: Annotated[str | None, typer.Option("--item", help="Only dependencies of this source item.")] = None,
@@ -78,6 +80,7 @@ def list_deps(
 
 
 @app.command("get")
+@output_options(columns=True, pager=True)
 def get_dep(
     ctx: typer.Context,
     dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
@@ -91,6 +94,7 @@ def get_dep(
 
 
 @app.command("create")
+@output_options()
 def create_dep(
     ctx: typer.Context,
     source: Annotated[str, typer.Option("--source", help="The item that has the dependency.")],
@@ -140,6 +144,7 @@ def create_dep(
 
 
 @app.command("update")
+@output_options()
 def update_dep(
     ctx: typer.Context,
     dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],
@@ -177,6 +182,7 @@ def update_dep(
 
 
 @app.command("delete")
+@output_options()
 def delete_dep(
     ctx: typer.Context,
     dependency_id: Annotated[str, typer.Argument(help="The dependency's id.")],

@@ -19,7 +19,9 @@ from sowctl.commands._options import (
 )
 from sowctl.foundation.errors import InvalidInput, UsageError, quoted
 from sowctl.output import render
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_message, emit_object, emit_rows
+from sowctl.output.terminal import current
 from sowctl.schemas.vocabulary import ItemStatus
 from sowctl.schemas.vocabulary import ItemType as ItemTypeValue
 
@@ -42,6 +44,7 @@ ItemType = Annotated[
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_items(
     ctx: typer.Context,
     sow_id: SowArgument,
@@ -59,6 +62,7 @@ def list_items(
 
 
 @app.command("get")
+@output_options(columns=True, pager=True)
 def get_item(
     ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
@@ -72,6 +76,7 @@ def get_item(
 
 
 @app.command("create")
+@output_options()
 def create_item(
     ctx: typer.Context,
     sow_id: SowArgument,
@@ -129,6 +134,7 @@ def _chosen_id_refusal(body: dict[str, Any]) -> InvalidInput:
 
 
 @app.command("update")
+@output_options()
 def update_item(
     ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
@@ -182,6 +188,7 @@ def _refuse_calculated_status(context: Any, item_id: str) -> None:
 
 
 @app.command("delete")
+@output_options()
 def delete_item(
     ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(help="The item's id.")],
@@ -219,10 +226,11 @@ def delete_item(
     result = context.call("items.delete", {"itemId": item_id})
     emit_message(result["message"], json_mode=json_, body=result)
     if went is not None:
-        sys.stderr.write(f"deleted with it: {went}\n")
+        current().err.write(f"deleted with it: {went}\n")
 
 
 @app.command("reorder")
+@output_options()
 def reorder_items(
     ctx: typer.Context,
     sow_id: SowArgument,
@@ -265,6 +273,7 @@ def reorder_items(
 
 
 @app.command("tree")
+@output_options(pager=True)
 def tree(
     ctx: typer.Context,
     sow_id: SowArgument,

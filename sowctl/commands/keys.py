@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -10,7 +9,9 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.foundation.redaction import secret_hint
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_rows
+from sowctl.output.terminal import current
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -35,10 +36,11 @@ def create_key(
     from sowctl.services import credentials
 
     app_context(ctx).open_local_database("keys create")
-    sys.stdout.write(credentials.create_key(org).secret + "\n")
+    current().out.write(credentials.create_key(org).secret + "\n")
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
     """List API keys (secrets masked).
 
@@ -52,6 +54,7 @@ def list_keys(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> 
 
 
 @app.command("revoke")
+@output_options()
 def revoke_key(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(help="The key's id, or the key itself.")],

@@ -8,6 +8,7 @@ import typer
 
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_rows
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -20,6 +21,7 @@ COLUMNS = [
 
 
 @app.command("create")
+@output_options()
 def create_org(
     ctx: typer.Context,
     org_id: Annotated[str, typer.Argument(help="The new organization's id.")],
@@ -41,6 +43,7 @@ def create_org(
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_orgs(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
     """List the organizations of the database, with their SOW counts.
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -12,7 +11,9 @@ from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, QuietCreate
 from sowctl.foundation.errors import UsageError, quoted
 from sowctl.output import render
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_object, emit_rows
+from sowctl.output.terminal import current
 from sowctl.schemas.vocabulary import PurchaseOrderStatus
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -63,6 +64,7 @@ LINE_COLUMNS = [
 
 
 @app.command("create")
+@output_options()
 def create_po(
     ctx: typer.Context,
     project: Annotated[str | None, typer.Option("--project", help="Financial project id, e.g. 101.")] = None,
@@ -106,12 +108,13 @@ def create_po(
         raise UsageError(f"missing option {', '.join(missing)} (or give the field in --from-file)")
     order = app_context(ctx).call("finance.create_po", body=body, from_options=from_file is None)
     if quiet and not json_:
-        sys.stdout.write(f"{render.text(order.get('id'))}\n")
+        current().out.write(f"{render.text(order.get('id'))}\n")
         return
     show_order(order, json_)
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_pos(
     ctx: typer.Context,
     project: Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")],
@@ -226,6 +229,7 @@ OPTION_COLUMNS = [
 
 
 @app.command("options")
+@output_options(pager=True)
 def po_options(
     ctx: typer.Context,
     project: Annotated[str, typer.Option("--project", help="Financial project id, e.g. 101.")],

@@ -8,6 +8,7 @@ import typer
 
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_rows
 from sowctl.schemas.vocabulary import ProjectStatus
 
@@ -31,6 +32,7 @@ Offset = Annotated[
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_projects(
     ctx: typer.Context,
     status: Annotated[

@@ -9,8 +9,10 @@ from typing import Annotated
 import typer
 
 from sowctl.commands._context import app_context
+from sowctl.output.options import output_options
 
 
+@output_options()
 def replay(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="A JSON-lines file written by 'sowctl serve --record FILE'.")],

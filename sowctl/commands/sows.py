@@ -17,7 +17,9 @@ from sowctl.commands._options import (
     emit_created,
     needs_confirmation,
 )
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_object, emit_rows
+from sowctl.output.terminal import current
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -31,6 +33,7 @@ COLUMNS = [
 
 
 @app.command("create")
+@output_options()
 def create_sow(
     ctx: typer.Context,
     title: Annotated[str, typer.Argument(help="Title of the SOW.")],
@@ -61,6 +64,7 @@ def create_sow(
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_sows(
     ctx: typer.Context,
     project: Annotated[str | None, typer.Option("--project", help="Only this project's SOWs.")] = None,
@@ -76,6 +80,7 @@ def list_sows(
 
 
 @app.command("get")
+@output_options(columns=True, pager=True)
 def get_sow(ctx: typer.Context, sow_id: SowArgument, json_: Json = False) -> None:
     """Show one SOW with its item count.
 
@@ -85,6 +90,7 @@ def get_sow(ctx: typer.Context, sow_id: SowArgument, json_: Json = False) -> Non
 
 
 @app.command("update")
+@output_options()
 def update_sow(
     ctx: typer.Context,
     sow_id: SowArgument,
@@ -101,6 +107,7 @@ def update_sow(
 
 
 @app.command("delete")
+@output_options()
 def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_: Json = False) -> None:
     """Delete a SOW with all its items and every dependency touching them.
 
@@ -110,7 +117,6 @@ def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_:
 
     Example: sowctl sows delete sow-1 --yes
     """
-    import sys
 
     from sowctl.output import render
 
@@ -127,7 +133,7 @@ def delete_sow(ctx: typer.Context, sow_id: SowArgument, yes: Yes = False, json_:
     if json_:
         return  # the body counts what went
     items, deps = result["deletedItems"], result["deletedDependencies"]
-    sys.stderr.write(
+    current().err.write(
         f"deleted with it: {items} item{'' if items == 1 else 's'} and "
         f"{deps} dependenc{'y' if deps == 1 else 'ies'}\n"
     )

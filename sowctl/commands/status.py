@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import typer
 
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json
+from sowctl.output.options import output_options
 from sowctl.output.render import emit_json, emit_object
+from sowctl.output.terminal import current
 
 HEALTH_TIMEOUT = 3.0  # seconds; status must answer quickly even when the server does not
 
 
+@output_options(columns=True, pager=True)
 def status(ctx: typer.Context, json_: Json = False) -> None:
     """Show the mode, server or database, profile and identity in effect, and whether it answers.
 
@@ -66,7 +68,7 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
             flat.update({f"{group}.{key}": value for key, value in (report.get(group) or {}).items()})
         emit_object({key: value for key, value in flat.items() if value is not None}, json_mode=False)
     if not report["reachable"]:
-        sys.stderr.write(f"error: {report['detail']}\n")
+        current().err.write(f"error: {report['detail']}\n")
         raise typer.Exit(failure)
     refused = [
         f"{name}: {state}"
@@ -74,7 +76,7 @@ def status(ctx: typer.Context, json_: Json = False) -> None:
         if state.startswith("refused")
     ]
     if refused:
-        sys.stderr.write(f"error: the server refused the credentials ({'; '.join(refused)})\n")
+        current().err.write(f"error: the server refused the credentials ({'; '.join(refused)})\n")
         raise typer.Exit(4)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -10,7 +9,9 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, Yes, confirm, needs_confirmation
 from sowctl.foundation.redaction import secret_hint
+from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_message, emit_rows
+from sowctl.output.terminal import current
 from sowctl.schemas.vocabulary import Role
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -41,10 +42,11 @@ def create_token(
 
     app_context(ctx).open_local_database("tokens create")
     issued = credentials.create_token(user, org, role)
-    sys.stdout.write(issued.secret + "\n")
+    current().out.write(issued.secret + "\n")
 
 
 @app.command("list")
+@output_options(columns=True, pager=True)
 def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> None:
     """List tokens (secrets masked).
 
@@ -58,6 +60,7 @@ def list_tokens(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -
 
 
 @app.command("revoke")
+@output_options()
 def revoke_token(
     ctx: typer.Context,
     token: Annotated[str, typer.Argument(help="The token's id, or the token itself.")],

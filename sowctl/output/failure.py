@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
 from sowctl.foundation.errors import RateLimited, SowctlError, error_code
+from sowctl.output.terminal import current
 
 # The coarse category of each exit code.
 CATEGORIES = {
@@ -53,7 +53,7 @@ def report(
     from sowctl.output.safe import clean  # a value quoted in a message is printed safely too
 
     if not as_json:
-        sys.stderr.write("error: " + clean(message) + "\n")
+        current().err.write("error: " + clean(message) + "\n")
     else:
         body: dict[str, Any] = {
             "code": code,
@@ -66,8 +66,8 @@ def report(
             body["issues"] = issues
         if error is not None:
             body.update(_answer(error))
-        sys.stderr.write(json.dumps(body, ensure_ascii=True) + "\n")
-    sys.stderr.flush()
+        current().err.write(json.dumps(body, ensure_ascii=True) + "\n")
+    current().err.flush()
 
 
 def _issues(error: SowctlError | None) -> list[dict[str, Any]]:

@@ -9,12 +9,10 @@ looking, so scripted calls start fast.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sowctl.output import run_state
 from sowctl.output.cells import (
     ID,
     TEXT,
@@ -24,27 +22,29 @@ from sowctl.output.cells import (
     text,
 )
 from sowctl.output.safe import clean, clean_json
+from sowctl.output.terminal import current
 
 
 def is_tty() -> bool:
-    return sys.stdout.isatty()
+    return current().is_tty()
 
 
 def emit_json(data: Any) -> None:
-    if run_state.current.jq is not None:
+    jq = current().shape.jq
+    if jq is not None:
         from sowctl.output.shaping import jq_lines, run_jq
 
-        results = run_jq(run_state.current.jq, data)
-        sys.stdout.write("".join(line + "\n" for line in jq_lines(results, pretty=is_tty())))
+        results = run_jq(jq, data)
+        current().out.write("".join(line + "\n" for line in jq_lines(results, pretty=is_tty())))
         return
     from sowctl.output.json_output import dumps_indented  # imported when used, like Rich
 
-    sys.stdout.write(clean_json(dumps_indented(data)) + "\n")
+    current().out.write(clean_json(dumps_indented(data)) + "\n")
 
 
 def no_columns(view: str) -> None:
     """Refuse --columns for a view that has none (a tree, a diagram), before printing anything."""
-    if run_state.current.columns:
+    if current().shape.columns:
         from sowctl.foundation.errors import UsageError
 
         raise UsageError(f"--columns applies to the table; {view} has no columns")
@@ -52,7 +52,7 @@ def no_columns(view: str) -> None:
 
 def _chosen(columns: Sequence[Column]) -> list[Column]:
     """The columns --columns names (each then essential), or the default ones."""
-    names = run_state.current.columns
+    names = current().shape.columns
     if not names:
         return [col for col in columns if col.default]
     from sowctl.output.shaping import choose
@@ -79,12 +79,12 @@ def emit_rows(
         emit_json(rows if body is None else body)
         return
     if quiet:
-        sys.stdout.write("".join(text(row.get(id_key)) + "\n" for row in rows))
+        current().out.write("".join(text(row.get(id_key)) + "\n" for row in rows))
         return
     columns = _chosen(columns)
     if not is_tty():
         for row in rows:
-            sys.stdout.write("\t".join(text(col.get(row)) for col in columns) + "\n")
+            current().out.write("\t".join(text(col.get(row)) for col in columns) + "\n")
         return
     from sowctl.output.table import print_table
 
@@ -97,12 +97,13 @@ def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | 
         emit_json(data)
         return
     keys = list(fields) if fields else list(data)
-    if run_state.current.columns:
+    columns = current().shape.columns
+    if columns:
         from sowctl.output.shaping import choose
 
-        keys = [keys[i] for i in choose(run_state.current.columns, keys)]
+        keys = [keys[i] for i in choose(columns, keys)]
     if not is_tty():
-        sys.stdout.write("".join(f"{text(key)}\t{text(data.get(key))}\n" for key in keys))
+        current().out.write("".join(f"{text(key)}\t{text(data.get(key))}\n" for key in keys))
         return
     from sowctl.output.table import print_record
 
@@ -136,13 +137,13 @@ def emit_message(message: str, *, json_mode: bool = False, body: Any = None) -> 
     if json_mode:
         emit_json(body if body is not None else {"message": message})
     else:
-        sys.stdout.write(clean(message) + "\n")
+        current().out.write(clean(message) + "\n")
 
 
 def emit_line(message: str, style: str | None = None) -> None:
     """One line of text: styled on a TTY (never read as markup), plain when piped."""
     if not is_tty():
-        sys.stdout.write(clean(message) + "\n")
+        current().out.write(clean(message) + "\n")
         return
     from rich.text import Text
 
@@ -152,10 +153,12 @@ def emit_line(message: str, style: str | None = None) -> None:
 def console():
     from rich.console import Console
 
-    global _console
-    if _console is None:
-        _console = Console(soft_wrap=False)
-    return _console
+    if _console is not None:  # one a test installed
+        return _console
+    terminal = current()
+    if terminal.rich is None:
+        terminal.rich = Console(file=terminal.stdout, width=terminal.columns, soft_wrap=False)
+    return terminal.rich
 
 
 def deepest_tree_level() -> int:
@@ -167,7 +170,8 @@ def deepest_tree_level() -> int:
 def error_console():
     from rich.console import Console
 
-    return Console(stderr=True)
+    terminal = current()
+    return Console(file=terminal.stderr, stderr=terminal.stderr is None, width=terminal.columns)
 
 
 _console = None

@@ -226,9 +226,6 @@ def test_every_command_with_json_has_jq():
 
 
 def _commands(root):
-    from sowctl.output.options import install
-
-    install(root)
     stack = [(root, "sowctl")]
     while stack:
         command, path = stack.pop()
@@ -304,17 +301,19 @@ def test_help_shows_plain_metavars(cli):
 
 
 def test_a_process_builds_each_command_once_and_its_runs_stay_independent(cli):
-    # main() reuses the click command it built for the same command (sowctl.cli._command):
-    # the output options of one run must not reach the next.
+    # main() reuses the click commands it built (sowctl.cli.root_command): the output options
+    # of one run must not reach the next.
     assert cli("sows", "create", "S", "--id", "s-1", "-q").exit_code == 0
     assert cli("items", "create", "s-1", "--title", "A", "--id", "a", "-q").exit_code == 0
     plain = cli("items", "list", "s-1").stdout
-    built = cli_module._command.cache_info().misses
+    root = cli_module.root_command()
+    built = root.commands["items"]
     assert cli("items", "list", "s-1", "--jq", ".[].id").stdout == "a\n"
     assert cli("items", "list", "s-1", "--columns", "id").stdout == "a\n"
     assert [item["id"] for item in cli("items", "list", "s-1", "--json").json()] == ["a"]
     assert cli("items", "list", "s-1").stdout == plain
-    assert cli_module._command.cache_info().misses == built
+    assert cli_module.root_command() is root
+    assert root.commands["items"] is built
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,8 @@ import io
 import json
 import sys
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +45,8 @@ def run_main(*args: str, input: str | None = None, catch_exceptions: bool = Fals
     if input is not None:
         sys.stdin = io.StringIO(input)
     try:
-        raising = nullcontext() if catch_exceptions else _unexpected_errors_raised()
-        with redirect_stdout(out), redirect_stderr(err), raising:
-            code = main([str(a) for a in args])
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main([str(a) for a in args], catch_exceptions=catch_exceptions)
     finally:
         sys.stdin = stdin
     assert "Traceback" not in err.getvalue(), err.getvalue()
@@ -56,28 +55,6 @@ def run_main(*args: str, input: str | None = None, catch_exceptions: bool = Fals
 
         json_output.check([str(a) for a in args], out.getvalue())
     return CliResult(code, out.getvalue(), err.getvalue())
-
-
-@contextmanager
-def _unexpected_errors_raised() -> Iterator[None]:
-    """While inside, ``sowctl.cli.main`` raises the exceptions it would report as unexpected.
-    main asks ``_database_error`` about every exception no other handler took; one that is not
-    the database's is unexpected."""
-    from sowctl import cli as cli_module
-
-    database_error = cli_module._database_error
-
-    def database_error_or_raise(exc: BaseException) -> str | None:
-        found = database_error(exc)
-        if found is None:
-            raise exc
-        return found
-
-    cli_module._database_error = database_error_or_raise
-    try:
-        yield
-    finally:
-        cli_module._database_error = database_error
 
 
 @pytest.fixture
