@@ -19,7 +19,6 @@ auth_file = $config/userlist.txt
 pool_mode = transaction
 default_pool_size = 20
 max_client_conn = 500
-ignore_startup_parameters = extra_float_digits,options
 INI
 printf '"%s" "%s"\n' "$DB_USER" "$DB_PASSWORD" >"$config/userlist.txt"
 exec pgbouncer "$config/pgbouncer.ini"

@@ -90,8 +90,6 @@ auth_file = $run_dir/userlist.txt
 pool_mode = transaction
 default_pool_size = 10
 max_client_conn = 200
-; sowctl reads the server's clock and sets nothing per session, so no parameter to track.
-ignore_startup_parameters = extra_float_digits,options
 EOF
 printf '"%s" ""\n' "$db_user" >"$run_dir/userlist.txt"
 chmod 644 "$run_dir/pgbouncer.ini" "$run_dir/userlist.txt"

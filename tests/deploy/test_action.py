@@ -221,3 +221,20 @@ def test_every_action_the_action_and_the_docs_use_is_pinned_by_a_full_commit() -
     ]
     assert unpinned == []
     assert any("uses: " in line for line in texts["README.md"].splitlines())
+
+
+def test_the_guide_s_workflow_passes_the_action_only_inputs_it_declares_and_the_token_by_env() -> None:
+    guide = (ROOT / "docs" / "ci-gate.md").read_text()
+    workflows = [yaml.safe_load(part.split("```", 1)[0]) for part in guide.split("```yaml\n")[1:]]
+    steps = [
+        step
+        for workflow in workflows
+        for job in workflow.get("jobs", {}).values()
+        for step in job["steps"]
+        if "/sowctl@" in step.get("uses", "")
+    ]
+    assert len(steps) == 1
+    (step,) = steps
+    assert set(step["with"]) <= set(ACTION["inputs"])
+    assert {name for name, spec in ACTION["inputs"].items() if spec.get("required")} <= set(step["with"])
+    assert step["env"] == {"SOWCTL_TOKEN": "${{ secrets.SOWCTL_TOKEN }}"}
