@@ -12,7 +12,11 @@ from typing import Annotated
 
 import typer
 
-from sowctl.foundation.errors import ExitCode, SowctlError
+from sowctl.foundation.errors import ExitCode, SowctlError, UsageError
+from sowctl.gate.verdict import parse_accepted, parse_baseline
+from sowctl.services.dataset import import_dataset
+from sowctl.services.dataset.source import open_dataset
+from sowctl.storage.database import open_database
 
 # What sowctl chain check --write-baseline puts first: how a baseline tells itself apart.
 _BASELINE_MARK = re.compile(rb'"tool"\s*:\s*"sowctl chain check"')
@@ -76,8 +80,6 @@ def _check(file: Path, kind: FileKind) -> None:
     if kind is FileKind.dataset:
         _check_dataset(file)
         return
-    from sowctl.gate.verdict import parse_accepted, parse_baseline
-
     text = _read_text(file)
     if kind is FileKind.baseline:
         parse_baseline(text, option="baseline")
@@ -86,8 +88,6 @@ def _check(file: Path, kind: FileKind) -> None:
 
 
 def _read_text(file: Path) -> str:
-    from sowctl.foundation.errors import UsageError
-
     try:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -97,10 +97,6 @@ def _read_text(file: Path) -> str:
 def _check_dataset(file: Path) -> None:
     """Import the file into a new in-memory database, thrown away afterwards: every rule of
     sowctl import applies, except clashes with the records of a database that holds some."""
-    from sowctl.services.dataset import import_dataset
-    from sowctl.services.dataset.source import open_dataset
-    from sowctl.storage.database import open_database
-
     source = open_dataset(file)
     database = open_database(":memory:")
     try:
