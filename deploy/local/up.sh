@@ -25,6 +25,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+PATH="$PATH:/usr/sbin:/sbin"  # where Debian puts haproxy and pgbouncer
 database_url=${SOWCTL_DEPLOY_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}
 instances=${SOWCTL_DEPLOY_INSTANCES:-2}
 workers=${SOWCTL_DEPLOY_WORKERS:-1}
@@ -115,7 +116,8 @@ for n in $(seq 1 "$instances"); do
   # The first alone until ready, so that one instance applies the migrations.
   if [ "$n" = 1 ] || [ "$n" = "$instances" ]; then
     for m in $(seq 1 "$n"); do
-      "$sowctl" wait "http://127.0.0.1:${instance_ports[$((m - 1))]}" --timeout 60 2>/dev/null
+      "$sowctl" wait "http://127.0.0.1:${instance_ports[$((m - 1))]}" --timeout 60 2>/dev/null ||
+        { echo "up.sh: instance $m is not ready (its log: $run_dir/instance-$m.log)" >&2; exit 1; }
     done
   fi
 done
@@ -161,7 +163,8 @@ setsid haproxy -db -f "$run_dir/haproxy.cfg" >"$run_dir/haproxy.log" 2>&1 &
 echo $! >"$run_dir/haproxy.pid"
 
 url="http://127.0.0.1:$front_port"
-"$sowctl" wait "$url" --timeout 60 2>/dev/null
+"$sowctl" wait "$url" --timeout 60 2>/dev/null ||
+  { echo "up.sh: HAProxy does not answer (its log: $run_dir/haproxy.log)" >&2; exit 1; }
 
 cat >"$run_dir/env" <<EOF
 SOWCTL_URL=$url
