@@ -71,6 +71,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.serve", "serve", "serve"),
     ("sowctl.commands.status", "status", "status"),
     ("sowctl.commands.wait", "wait", "wait"),
+    ("sowctl.commands.validate", "validate", "validate"),
     ("sowctl.commands.replay", "replay", "replay"),
     ("sowctl.commands.api", "api_command", "api"),
     ("sowctl.commands.schema", "schema", "schema"),

@@ -69,7 +69,8 @@ ADMIN_OPERATIONS = {
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys", "mcp",
-    "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status", "tokens", "wait",
+    "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status", "tokens",
+    "validate", "wait",
 }  # fmt: skip
 
 

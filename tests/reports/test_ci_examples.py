@@ -33,7 +33,15 @@ def sowctl_commands(lines: list[str]) -> list[str]:
     return [line for line in lines if line.startswith("sowctl ")]
 
 
-GITHUB, GITLAB = (yaml.safe_load(text) for text in blocks("yaml"))
+EXAMPLES = [yaml.safe_load(text) for text in blocks("yaml")]
+# The GitHub workflow in plain steps (the one through action.yml: tests/deploy/test_action.py)
+# and the GitLab job.
+(GITHUB,) = [
+    example
+    for example in EXAMPLES
+    if any("run" in step for job in example.get("jobs", {}).values() for step in job["steps"])
+]
+(GITLAB,) = [example for example in EXAMPLES if "script" in example.get("chain-check", {})]
 
 
 def github_steps() -> list[dict]:
