@@ -8,7 +8,8 @@ from urllib.parse import parse_qsl, urlsplit
 import typer
 
 from sowctl.commands._context import app_context
-from sowctl.foundation.errors import NotFound, UsageError, quoted
+from sowctl.foundation.budgets import MAX_BODY_BYTES, MAX_DATASET_BYTES
+from sowctl.foundation.errors import NotFound, PayloadTooLarge, UsageError, quoted
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 QUERY_METHODS = frozenset({"GET", "DELETE"})  # their -f/-F fields go to the query string
@@ -82,15 +83,11 @@ def api_command(
 
 def _body_limit(route: str) -> int:
     """The most a body for ``route`` may hold, as the server counts it: read no further."""
-    from sowctl.foundation.budgets import MAX_BODY_BYTES, MAX_DATASET_BYTES
-
     return MAX_DATASET_BYTES if route == DATASET_ROUTE else MAX_BODY_BYTES
 
 
 def _read_bounded(handle: Any, limit: int) -> str:
     """At most ``limit`` bytes of text: a longer one is refused as the server would (413)."""
-    from sowctl.foundation.errors import PayloadTooLarge
-
     text = handle.read(limit + 1)  # characters: never fewer than the bytes they encode to
     if len(text) > limit or len(text.encode("utf-8")) > limit:
         raise PayloadTooLarge.over(limit)
