@@ -22,6 +22,12 @@ class LogFormat(StrEnum):
     json = "json"
 
 
+class ContractMode(StrEnum):
+    off = "off"
+    report = "report"
+    strict = "strict"
+
+
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
@@ -147,6 +153,15 @@ def serve(
             "--export-on-exit", metavar="FILE", help="Write the whole database to FILE as a dataset on stop."
         ),
     ] = None,
+    contract: Annotated[
+        ContractMode,
+        typer.Option(
+            "--contract",
+            help="report: name in the X-Sowctl-Contract header what a request relies on beyond the "
+            "service's description (sowctl's own routes, parameters, values, leniencies); strict: "
+            "refuse such a request with 400.",
+        ),
+    ] = ContractMode.off,
 ) -> None:
     """Serve the HTTP API until Ctrl-C or SIGTERM.
 
@@ -161,7 +176,8 @@ def serve(
     As a test double: --admin-token (or --admin) enables /_admin (reset, datasets,
     tokens, keys, faults, clock, request log); --latency and --fault-* inject delays
     and failures; --seed and --clock make ids and timestamps reproducible; --record
-    FILE keeps every successful write for 'sowctl replay'.
+    FILE keeps every successful write for 'sowctl replay'; --contract report|strict
+    tells a client under test what would break against the real service.
 
     For operators: GET /healthz answers while the server is up, GET /readyz once the
     database answers with the schema this sowctl needs (503 otherwise; 'sowctl wait URL'
@@ -195,6 +211,7 @@ def serve(
         fixed_clock=fixed_clock,
         record=record,
     )
+    double["contract"] = contract.value
     buffer_cap = _buffer_cap()  # checked before anything is loaded or written
     if export_on_exit is not None:
         serve_exec.check_export_target(export_on_exit)

@@ -110,6 +110,9 @@ class ServerSettings:
     record_path: str | None = None
     # Rows kept in the request log (GET /_admin/requests), oldest pruned first.
     request_log_size: int = 1000
+    # Contract mode: "report" marks each request that relies on more than the service's
+    # description (a response header); "strict" refuses one with 400; "off" does neither.
+    contract: str = "off"
 
     @property
     def test_double(self) -> bool:
@@ -120,4 +123,5 @@ class ServerSettings:
             or self.fixed_now is not None
             or self.seed is not None
             or self.record_path
+            or self.contract != "off"
         )

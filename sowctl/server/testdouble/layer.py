@@ -43,6 +43,7 @@ from sowctl.server.console import is_console_path
 from sowctl.server.envelopes import HttpStatusError, envelope, group_of_path
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
+from sowctl.server.testdouble import contract_mode
 from sowctl.server.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
 from sowctl.server.testdouble.host import HostApp, WSGIApp
 from sowctl.server.testdouble.recorder import MUTATING, Recorder
@@ -61,6 +62,7 @@ from sowctl.storage import failures
 ADMIN_PREFIX = "/_admin"
 # The operator's pages: probes and scrapes see the server as it is, and are never logged.
 NEVER_FAULTED = ("/healthz", "/readyz", "/metrics")
+CONTRACT_NOTE = "contract mode (strict): refused"
 
 
 def install(app: HostApp) -> TestDouble:
@@ -201,6 +203,12 @@ class TestDouble:
     def _api(
         self, environ: dict, start_response: Callable[..., Any], path: str, method: str, started: float
     ) -> Iterable[bytes]:
+        refused: SowctlError | None = None
+        if self.settings.contract != "off":
+            found = contract_mode.judge(environ, path, method, self.settings.max_body_bytes)
+            if found:
+                start_response = contract_mode.reporting(start_response, found)
+                refused = contract_mode.refusal(found) if self.settings.contract == "strict" else None
         fault: dict[str, Any] | None = None
         faults = self._faults
         if faults.active and method != "OPTIONS" and faults.matches(method, path):
@@ -213,12 +221,15 @@ class TestDouble:
         log = self.shared
         record = self.recorder is not None and method in MUTATING
         if not (log or record):
+            if refused is not None:
+                return self._answer(environ, start_response, group_of_path(path), refused, CONTRACT_NOTE)
             if fault is None:
                 return self.inner(environ, start_response)
             if fault["mode"] == "drop":
                 self._drop(environ)
             return self._fault_response(environ, start_response, group_of_path(path), faults.status)
-        return self._observed(environ, start_response, path, method, fault, started, log, record)
+        how = (log, record, refused)
+        return self._observed(environ, start_response, path, method, fault, started, how)
 
     def _observed(
         self,
@@ -228,10 +239,11 @@ class TestDouble:
         method: str,
         fault: dict[str, Any] | None,
         started: float,
-        log: bool,
-        record: bool,
+        how: tuple[bool, bool, SowctlError | None],
     ) -> Iterable[bytes]:
-        """Run the request while keeping what the request log and the recorder need."""
+        """Run the request while keeping what the request log and the recorder need (``how``:
+        whether to log, whether to record, and contract mode's refusal, if any)."""
+        log, record, refused = how
         group = group_of_path(path)
         at = clock.format_timestamp(clock.now())
         tee = CapturingInput(environ.get("wsgi.input"), self.settings.max_body_bytes + 1)
@@ -252,6 +264,8 @@ class TestDouble:
             self._drop(environ)
         if fault is not None:
             body: Iterable[bytes] = self._fault_response(environ, capture, group, fault["status"])
+        elif refused is not None:
+            body = self._answer(environ, capture, group, refused, CONTRACT_NOTE)
         else:
             body = self.inner(environ, capture)
 

@@ -1,0 +1,83 @@
+"""serve --contract: report names what a request relies on beyond the service's description;
+strict refuses it with 400 in the group's envelope and runs nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from sowctl.storage import models as m
+from tests.support.doubles import ADMIN, ORG, SOW, bearer, external, in_process, load
+
+pytestmark = pytest.mark.database
+
+
+def _session(db_url: str, mode: str):
+    client = in_process(db_url, contract=mode)
+    credentials = load(client)
+    return client, bearer(credentials["token"]), external(credentials["key"])
+
+
+def test_report_mode_serves_the_request_and_names_each_departure(db_url: str) -> None:
+    client, token, _ = _session(db_url, "report")
+    listed = client.get("/api/sows", headers=token)
+    assert listed.status_code == 200
+    assert listed.headers["X-Sowctl-Contract"] == "route.extension"
+    created = client.post(
+        f"/api/sow/{SOW}/items",
+        json={"title": "T", "type": "task_item", "id": "mine", "x": 1},
+        headers=token,
+    )
+    assert created.status_code == 201, created.text
+    assert created.headers["X-Sowctl-Contract"] == "body.extension, body.unknown"
+    described = client.get(f"/api/sow/{SOW}/items", params={"type": "task_item"}, headers=token)
+    assert described.status_code == 200
+    assert "X-Sowctl-Contract" not in described.headers
+
+
+def test_strict_mode_refuses_an_extension_in_the_group_s_envelope_and_writes_nothing(db_url: str) -> None:
+    client, token, key = _session(db_url, "strict")
+    before = m.Item.select().count()
+    refused = client.post(
+        f"/api/sow/{SOW}/items", json={"title": "T", "type": "task_item", "id": "mine"}, headers=token
+    )
+    assert refused.status_code == 400
+    assert "contract mode (strict)" in refused.json()["error"]
+    assert "body field id (body.extension)" in refused.json()["error"]
+    assert refused.headers["X-Sowctl-Contract"] == "body.extension"
+    assert m.Item.select().count() == before
+    swapped = {**key, "organization-id": ORG}
+    swapped.pop("x-organization-id")
+    budget = client.get("/api/external/budget-views", params={"project_id": "1"}, headers=swapped)
+    assert budget.status_code == 400
+    assert "header organization-id" in budget.json()["error"]
+    logged = client.get("/_admin/requests", headers=ADMIN).json()
+    assert any(
+        row["status"] == 400 and row["path"] == "/api/external/budget-views" for row in logged
+    )
+
+
+def test_strict_mode_serves_what_the_description_covers_and_what_it_leaves_open(db_url: str) -> None:
+    client, token, _ = _session(db_url, "strict")
+    plain = client.post(f"/api/sow/{SOW}/items", json={"title": "T", "type": "task_item"}, headers=token)
+    assert plain.status_code == 201, plain.text
+    assert "X-Sowctl-Contract" not in plain.headers
+    tree = client.get("/api/dependencies/chain", params={"sowId": SOW, "format": "tree"}, headers=token)
+    assert tree.status_code == 200
+    assert tree.headers["X-Sowctl-Contract"] == "answer.tree_shape"
+
+
+def test_group_c_refusals_use_group_c_s_envelope(db_url: str) -> None:
+    client, token, _ = _session(db_url, "strict")
+    refused = client.get("/projects", params={"page": "2"}, headers=token)
+    assert refused.status_code == 400
+    body = refused.json()
+    assert body["code"] == "BAD_REQUEST"
+    assert body["issues"] == [{"path": ["query.unknown"], "message": "leniency: query parameter page"}]
+
+
+def test_off_is_the_default_and_marks_nothing(db_url: str) -> None:
+    client = in_process(db_url)
+    credentials = load(client)
+    listed = client.get("/api/sows", headers=bearer(credentials["token"]))
+    assert listed.status_code == 200
+    assert "X-Sowctl-Contract" not in listed.headers
