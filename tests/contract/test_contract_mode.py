@@ -51,9 +51,7 @@ def test_strict_mode_refuses_an_extension_in_the_group_s_envelope_and_writes_not
     assert budget.status_code == 400
     assert "header organization-id" in budget.json()["error"]
     logged = client.get("/_admin/requests", headers=ADMIN).json()
-    assert any(
-        row["status"] == 400 and row["path"] == "/api/external/budget-views" for row in logged
-    )
+    assert any(row["status"] == 400 and row["path"] == "/api/external/budget-views" for row in logged)
 
 
 def test_strict_mode_serves_what_the_description_covers_and_what_it_leaves_open(db_url: str) -> None:
