@@ -1,10 +1,11 @@
 """The service as its specification describes it, written by hand as an OpenAPI 3.1 document.
 
-Written from ``service-interface.md`` and the contract alone, never generated from
-sowctl's models: sowctl's own ``/openapi.json`` describes sowctl, so it drifts with
-the code and cannot catch the drift. This document does not move when the code
-does. ``tests/support/wire_guard.py`` validates every HTTP response the suite receives
-against it, and ``tests/wire/test_generated_client.py`` generates a client from it.
+Written from the service's published description alone, never generated from sowctl's
+models: sowctl's own ``/openapi.json`` describes sowctl, so it drifts with the code and
+cannot catch the drift. This document does not move when the code does.
+``sowctl conformance`` checks a server's answers against it
+(``sowctl.conformance.checks``); the test suite checks every HTTP response it receives
+against it too, and generates a client from it.
 
 What it holds, and why:
 

@@ -1,0 +1,151 @@
+"""``sowctl conformance``'s run, kept out of the command module so that stays thin.
+
+Resolves each server's settings as every command does (option > environment > profile),
+runs the scenario of ``sowctl.conformance`` against it (and the second server), and prints
+the summary: one line per difference, or ``--json``, and the ``--report`` files.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sowctl.backends.remote import RemoteBackend
+from sowctl.commands._context import app_context
+from sowctl.conformance import compare
+from sowctl.conformance import run as play
+from sowctl.conformance.scenario import Plan
+from sowctl.foundation import json_input
+from sowctl.foundation.errors import InvalidInput, UsageError
+from sowctl.gate import reports
+from sowctl.gate.reports import conformance as conformance_reports
+from sowctl.output import run_state
+from sowctl.output.render import emit_json, text
+
+REPORT_FORMATS = ("junit", "markdown")
+
+
+@dataclass(frozen=True)
+class Options:
+    against: str | None
+    compare: str | None
+    allow_writes: bool
+    sow: str | None
+    project: int | None
+    prime_contract: int | None
+    purchase_order: Path | None
+    reports: list[str]
+    json_: bool
+
+
+def run(ctx: typer.Context, options: Options) -> int:
+    """0: no difference; 1: differences; a run that cannot happen raises (exit 2-5)."""
+    specs = _report_specs(options)
+    given = app_context(ctx).options
+    first = _settings(given, options.against or given.server, "--against")
+    plan = Plan(
+        token=first.token,
+        api_key=first.api_key,
+        org=first.org,
+        company=first.company,
+        sow=options.sow,
+        project=options.project,
+        prime_contract=options.prime_contract,
+        purchase_order=_body(options.purchase_order),
+        writes=options.allow_writes,
+    )
+    if not (plan.token or plan.api_key):
+        raise UsageError("conformance needs credentials: --token (Groups A and C) and/or --api-key (Group B)")
+    runs = []
+    for settings in [first] + ([_settings(given, options.compare, "--compare")] if options.compare else []):
+        backend = RemoteBackend(settings)
+        try:
+            runs.append(play(backend, plan))
+        finally:
+            backend.close()
+    summary = _summary(runs, compare.compare(*runs) if len(runs) == 2 else [], plan)
+    run_state.decide_exit(0 if summary["passed"] else 1)
+    for spec in sorted(specs, key=lambda spec: spec.to_stdout):
+        reports.write(spec, _render(spec.fmt, summary))
+    if not any(spec.to_stdout for spec in specs):
+        _show(summary, options.json_)
+    return 0 if summary["passed"] else 1
+
+
+def _report_specs(options: Options) -> list:
+    specs, problem = reports.parse_specs(options.reports)
+    wrong = next((spec for spec in specs if spec.fmt not in REPORT_FORMATS), None)
+    if problem is None and wrong is not None:
+        problem = InvalidInput.for_field(
+            "--report", f"format {wrong.fmt!r} is not offered here (choose from junit, markdown)"
+        )
+    if problem is not None:
+        raise problem
+    if options.json_ and any(spec.to_stdout for spec in specs):
+        raise InvalidInput.for_field("--report", "- (stdout) cannot be combined with --json")
+    return specs
+
+
+def _settings(given: Any, server: str | None, option: str) -> Any:
+    """The settings of one server: the global options with it as --server, the profile filled in."""
+    if not server:
+        raise UsageError(f"{option} URL is missing (or give --server, or a profile with a server)")
+    return replace(given, server=server, db=None).with_profile().check()
+
+
+def _body(path: Path | None) -> Any:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InvalidInput.for_field("--purchase-order", f"cannot read {path}: {reason}") from None
+    try:
+        return json_input.loads(text)
+    except ValueError as exc:  # JsonTooDeep among them
+        raise InvalidInput.for_field("--purchase-order", f"{path} is not JSON: {exc}") from None
+
+
+def _summary(runs: list, compared: list, plan: Any) -> dict[str, Any]:
+    differences = [
+        {"server": one.server, **difference.as_dict()} for one in runs for difference in one.differences
+    ]
+    differences += [{"server": "comparison", **difference.as_dict()} for difference in compared]
+    counts = Counter(difference["kind"] for difference in differences)
+    return {
+        "servers": [one.server for one in runs],
+        "readOnly": not plan.writes,
+        "requests": [len(one.exchanges) for one in runs],
+        "counts": dict(sorted(counts.items())),
+        "differences": differences,
+        "skipped": list(dict.fromkeys(reason for one in runs for reason in one.skipped)),
+        "passed": not differences,
+    }
+
+
+def _render(fmt: str, summary: dict[str, Any]) -> str:
+    return conformance_reports.junit(summary) if fmt == "junit" else conformance_reports.markdown(summary)
+
+
+def _show(summary: dict[str, Any], json_: bool) -> None:
+    if json_:
+        emit_json(summary)
+        return
+    write = sys.stdout.write
+    for difference in summary["differences"]:
+        where = f"{difference['method']} {difference['path']}"
+        write(
+            f"{difference['kind']}\t{text(where)}\t{text(difference['where'])}\t{text(difference['detail'])}"
+            f"\t{text(difference['server'])}\n"
+        )
+    for reason in summary["skipped"]:
+        write(f"skipped\t{text(reason)}\n")
+    requests = " + ".join(str(count) for count in summary["requests"])
+    verdict = "passed" if summary["passed"] else f"failed ({len(summary['differences'])} differences)"
+    write(f"result\t{verdict}\t{requests} requests\n")
