@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from sowctl.commands._options import Json
 from sowctl.foundation.errors import UsageError
 
 
@@ -32,8 +31,8 @@ def conformance(
         bool,
         typer.Option(
             "--allow-writes",
-            help="Also create, change and delete items and dependencies (in --sow) and send the refused "
-            "requests with a body. Without it the run only reads.",
+            help="Also create, change and delete items and dependencies (in the SOW read) and send the "
+            "requests with a body the server must refuse. Without it the run only reads.",
         ),
     ] = False,
     sow: Annotated[
@@ -45,7 +44,9 @@ def conformance(
     project: Annotated[
         int | None,
         typer.Option(
-            "--project", metavar="ID", help="The financial project to read (Group B; skipped without it)."
+            "--project",
+            metavar="ID",
+            help="The financial project whose budgets and prime contract to read (skipped without it).",
         ),
     ] = None,
     prime_contract: Annotated[
@@ -69,15 +70,16 @@ def conformance(
             help="Also write a report: junit or markdown; PATH - for stdout.",
         ),
     ] = None,
-    json_: Json = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print the summary as JSON, nothing else.")] = False,
 ) -> None:
     """Check a server's answers against the service's description: every route of the three
     groups, the documented refusals (401, 404, 400 for a missing field, a dependency cycle),
     and pagination; each answer's status, headers, shape, types, formats and error envelope.
 
-    Credentials are the CLI's (--token for Groups A and C; --api-key, --org and --company for
-    Group B; or a --profile). Read-only unless --allow-writes. Exit 0: no difference; 1: a
-    difference; 2-5: the run could not happen (usage, credentials refused, server unreachable).
+    Credentials are the CLI's (--token for dependencies, items, projects and clients; --api-key,
+    --org and --company for purchase orders, budgets and prime contracts; or a --profile).
+    Read-only unless --allow-writes. Exit 0: no difference; 1: a difference; 2-5: the run
+    could not happen (usage, credentials refused, server unreachable).
     Needs the jsonschema package: pip install 'sowctl[conformance]'.
 
     Example: sowctl --token "$TOKEN" conformance --against https://api.example.com --sow sow-1

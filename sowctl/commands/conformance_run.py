@@ -60,7 +60,10 @@ def run(ctx: typer.Context, options: Options) -> int:
         writes=options.allow_writes,
     )
     if not (plan.token or plan.api_key):
-        raise UsageError("conformance needs credentials: --token (Groups A and C) and/or --api-key (Group B)")
+        raise UsageError(
+            "conformance needs credentials: --token (dependencies, items, projects, clients) and/or "
+            "--api-key with --org and --company (purchase orders, budgets, prime contracts)"
+        )
     runs = []
     for settings in [first] + ([_settings(given, options.compare, "--compare")] if options.compare else []):
         backend = RemoteBackend(settings)

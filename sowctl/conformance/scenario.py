@@ -127,12 +127,12 @@ class Scenario:
             self.group_c()
             self.group_a()
         else:
-            self.run.skipped.append("Groups A and C (dependencies, items, projects, clients): no --token")
+            self.run.skipped.append("dependencies, items, projects and clients: no --token")
         if plan.api_key and plan.org and plan.company:
             self.group_b()
         else:
             self.run.skipped.append(
-                "Group B (purchase orders, budgets, prime contracts): needs --api-key, --org and --company"
+                "purchase orders, budgets and prime contracts: they need --api-key, --org and --company"
             )
         if not plan.writes:
             self.run.skipped.append(READ_ONLY_SKIPS)

@@ -100,9 +100,19 @@ def conformance(demo: dict[str, Any], *args: str, reads: bool = True) -> Any:
     return run_main(*credentials, "conformance", "--against", FIRST, *data, *args)
 
 
-def item_count(db: str) -> int:
+def row_count(db: str, table: str) -> int:
     with sqlite3.connect(db) as connection:
-        return connection.execute("select count(*) from item").fetchone()[0]
+        return connection.execute(f"select count(*) from {table}").fetchone()[0]
+
+
+PURCHASE_ORDER = {
+    "project_id": PROJECT,
+    "commitment_id": "5001",
+    "title": "Conformance order",
+    "vendor_id": 7,
+    "status": "draft",
+    "line_items": [{"description": "Bolts", "amount": "10.50", "cost_code_id": 3}],
+}
 
 
 # --- sowctl conforms -------------------------------------------------------------------------
@@ -119,17 +129,34 @@ def test_sowctl_answers_as_described_read_only(demo: dict[str, Any], servers: Ca
     assert any("--allow-writes" in reason for reason in summary["skipped"])
 
 
-def test_sowctl_answers_as_described_with_writes_and_leaves_no_trace(
-    demo: dict[str, Any], servers: Callable
+def test_sowctl_answers_as_described_with_writes(
+    demo: dict[str, Any], servers: Callable, tmp_path: Path
 ) -> None:
+    """Items and dependencies it creates are deleted again; the purchase order given is created."""
     servers({FIRST: demo["app"]})
-    before = item_count(demo["db"])
-    result = conformance(demo, "--allow-writes", "--sow", SOW, "--json")
+    order = tmp_path / "order.json"
+    order.write_text(json.dumps(PURCHASE_ORDER))
+    items, orders = row_count(demo["db"], "item"), row_count(demo["db"], "purchase_order")
+    result = conformance(demo, "--allow-writes", "--sow", SOW, "--purchase-order", str(order), "--json")
     assert result.exit_code == 0, result.stdout + result.stderr
     summary = result.json()
     assert summary["readOnly"] is False and summary["differences"] == []
     assert not any("--allow-writes" in reason for reason in summary["skipped"])
-    assert item_count(demo["db"]) == before
+    assert row_count(demo["db"], "item") == items
+    assert row_count(demo["db"], "purchase_order") == orders + 1
+
+
+def test_read_only_sends_nothing_that_writes(demo: dict[str, Any], servers: Callable) -> None:
+    sent: list[str] = []
+
+    def record(method: str, path: str, status: int, data: Any) -> tuple[int, Any]:
+        sent.append(method)
+        return status, data
+
+    servers({FIRST: Altered(demo["app"], record)})
+    result = conformance(demo)
+    assert result.exit_code == 0, result.stdout
+    assert sent and set(sent) == {"GET"}
 
 
 def test_sowctl_serve_in_a_subprocess_conforms(db_url: str, tmp_path: Path) -> None:
