@@ -46,8 +46,9 @@ EXTENSIONS = {
 }
 
 COMMANDS = {
-    "budgets", "chain", "clients", "config", "contracts", "deps", "export", "import", "items", "keys", "mcp",
-    "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status", "tokens", "wait",
+    "budgets", "chain", "clients", "config", "conformance", "contracts", "deps", "export", "import", "items",
+    "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status",
+    "tokens", "wait",
 }  # fmt: skip
 
 
