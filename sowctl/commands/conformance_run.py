@@ -47,7 +47,7 @@ def run(ctx: typer.Context, options: Options) -> int:
     """0: no difference; 1: differences; a run that cannot happen raises (exit 2-5)."""
     specs = _report_specs(options)
     given = app_context(ctx).options
-    first = _settings(given, options.against or given.server, "--against")
+    first = _settings(given, options.against or given.with_profile().server, "--against")
     plan = Plan(
         token=first.token,
         api_key=first.api_key,

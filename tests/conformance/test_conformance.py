@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import httpx
 import pytest
 from junitparser import JUnitXml
 
+from sowctl.conformance.scenario import READ_ONLY_SKIPS as READ_ONLY_SKIP
 from tests.support.cli import run_main
 from tests.support.client import transport
 from tests.support.server import Server, seed_demo
@@ -240,6 +242,35 @@ def test_reports_in_junit_and_markdown(demo: dict[str, Any], servers: Callable, 
     assert "| status |" in markdown.read_text() and "/clients" in markdown.read_text()
 
 
+def test_an_offset_answering_the_same_record_again_is_a_pagination_difference(
+    demo: dict[str, Any], servers: Callable
+) -> None:
+    def offset_ignored(environ: dict, start_response: Callable) -> Any:
+        environ["QUERY_STRING"] = environ.get("QUERY_STRING", "").replace("offset=1", "offset=0")
+        return demo["app"](environ, start_response)
+
+    servers({FIRST: offset_ignored})
+    result = conformance(demo, "--json")
+    assert result.exit_code == 1
+    found = [(d["kind"], d["path"]) for d in result.json()["differences"]]
+    assert found == [
+        ("pagination", "/projects?limit=1&offset=1"),
+        ("pagination", "/clients?limit=1&offset=1"),
+    ]
+
+
+def test_credentials_and_server_come_from_a_profile(demo: dict[str, Any], servers: Callable) -> None:
+    servers({FIRST: demo["app"]})
+    for key, value in (("server", FIRST), ("token", demo["token"]), ("api_key", demo["key"])):
+        assert run_main("config", "set", key, value, "--profile", "pds").exit_code == 0
+    result = run_main("--profile", "pds", *DEMO_SCOPE, "conformance", "--project", PROJECT, "--json")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.json()["skipped"] == [
+        "a prime contract's details: give --prime-contract",
+        READ_ONLY_SKIP,
+    ]
+
+
 # --- two servers ----------------------------------------------------------------------------
 
 
@@ -250,6 +281,28 @@ def test_two_sowctl_servers_on_the_same_data_answer_alike(demo: dict[str, Any], 
     result = conformance(demo, "--compare", SECOND, "--json")
     assert result.exit_code == 0, result.stdout
     assert result.json()["requests"][0] == result.json()["requests"][1]
+
+
+def other_ids_and_times(method: str, path: str, status: int, data: Any) -> tuple[int, Any]:
+    if path != "/projects" or not isinstance(data, dict) or "projects" not in data:
+        return status, data
+    projects = [
+        {
+            **project,
+            "id": str(uuid.uuid4()),
+            "organizationId": "org-other",
+            "createdAt": "2001-02-03T04:05:06Z",
+            "updatedAt": "2001-02-03T04:05:07Z",
+        }
+        for project in data["projects"]
+    ]
+    return status, {**data, "projects": projects}
+
+
+def test_compare_ignores_ids_and_timestamps(demo: dict[str, Any], servers: Callable) -> None:
+    servers({FIRST: demo["app"], SECOND: Altered(demo["app"], other_ids_and_times)})
+    result = conformance(demo, "--compare", SECOND, "--json")
+    assert result.exit_code == 0, result.stdout
 
 
 def test_compare_reports_where_two_servers_answer_differently(
