@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from sowctl.backends import remote
 from sowctl.backends.remote import RemoteBackend
 from sowctl.conformance.checks import Answer
 from sowctl.conformance.scenario import Plan, Run, Scenario
@@ -26,17 +27,31 @@ def run(backend: RemoteBackend, plan: Plan) -> Run:
 
 def _sender(backend: RemoteBackend) -> Any:
     def send(method: str, path: str, headers: dict[str, str], body: Any) -> Answer:
-        url = backend.base_url + path
-        try:
-            response = backend.client.request(method, url, headers=headers, json=body)
-        except httpx.TimeoutException:
-            raise ServiceUnavailable(
-                f"server at {backend.shown_url} did not answer {method} {path} within {backend.timeout:g} s"
-            ) from None
-        except httpx.TransportError as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ServiceUnavailable(f"cannot reach server at {backend.shown_url}: {reason}") from None
+        attempt = 0
+        while True:
+            response = _request(backend, method, path, headers, body)
+            # A rate limit (or a busy server, for a read) says nothing of conformance: wait as
+            # the remote backend does, and ask again.
+            busy = response.status_code == 429 or (response.status_code == 503 and method == "GET")
+            if not busy or attempt >= backend.retries:
+                break
+            remote._sleep(remote.retry_after_delay(response, attempt))  # the wait tests replace
+            attempt += 1
         headers_seen = {name.lower(): value for name, value in response.headers.items()}
         return Answer(response.status_code, headers_seen, response.content)
 
     return send
+
+
+def _request(
+    backend: RemoteBackend, method: str, path: str, headers: dict[str, str], body: Any
+) -> httpx.Response:
+    try:
+        return backend.client.request(method, backend.base_url + path, headers=headers, json=body)
+    except httpx.TimeoutException:
+        raise ServiceUnavailable(
+            f"server at {backend.shown_url} did not answer {method} {path} within {backend.timeout:g} s"
+        ) from None
+    except httpx.TransportError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ServiceUnavailable(f"cannot reach server at {backend.shown_url}: {reason}") from None

@@ -271,6 +271,30 @@ def test_credentials_and_server_come_from_a_profile(demo: dict[str, Any], server
     ]
 
 
+def test_a_rate_limit_is_waited_out_not_reported(
+    demo: dict[str, Any], servers: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sowctl.backends import remote
+
+    limited = {"/api/external/budget-views": 1}
+
+    def rate_limited_once(environ: dict, start_response: Callable) -> Any:
+        if limited.get(environ["PATH_INFO"], 0) > 0:
+            limited[environ["PATH_INFO"]] -= 1
+            start_response(
+                "429 Too Many Requests", [("Content-Type", "application/json"), ("Retry-After", "2")]
+            )
+            return [b'{"error": "rate limit exceeded"}']
+        return demo["app"](environ, start_response)
+
+    waits: list[float] = []
+    monkeypatch.setattr(remote, "_sleep", waits.append)
+    servers({FIRST: rate_limited_once})
+    result = conformance(demo, "--json")
+    assert result.exit_code == 0, result.stdout
+    assert waits == [2.0]
+
+
 # --- two servers ----------------------------------------------------------------------------
 
 
