@@ -161,14 +161,12 @@ def test_read_only_sends_nothing_that_writes(demo: dict[str, Any], servers: Call
     assert sent and set(sent) == {"GET"}
 
 
-def test_sowctl_serve_in_a_subprocess_conforms(db_url: str, tmp_path: Path) -> None:
+@pytest.mark.slow  # a real server
+def test_sowctl_serve_in_a_subprocess_conforms(db_url: str, serve: Callable[..., Server]) -> None:
     token, key = seed_demo(db_url)
-    server = Server(db_url)
-    try:
-        credentials = ("--token", token, "--api-key", key, *DEMO_SCOPE)
-        result = run_main(*credentials, "conformance", "--against", server.url, "--project", PROJECT)
-    finally:
-        server.stop()
+    server = serve(db_url)
+    credentials = ("--token", token, "--api-key", key, *DEMO_SCOPE)
+    result = run_main(*credentials, "conformance", "--against", server.url, "--project", PROJECT)
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1].startswith("result\tpassed\t")
 
