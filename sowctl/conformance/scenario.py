@@ -19,14 +19,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from sowctl.conformance.checks import Answer, Difference, differences, route_of
 from sowctl.foundation.errors import Unauthorized
 
 _UNKNOWN_NUMBER = 987654321  # a Group B id no record has (ids there are numbers)
 
-READ_ONLY_SKIPS = (
+READ_ONLY_SKIPPED = (
     "creating, changing, reordering and deleting items and dependencies, the refused dependency cycle "
     "and the refusals of a body without a required field (read-only: give --allow-writes against "
     "a server whose data may change)"
@@ -71,6 +71,11 @@ class Run:
 
 # Sends one request: (method, path with query, headers, JSON body or None) -> the answer.
 Send = Callable[[str, str, dict[str, str], Any], Answer]
+
+
+def segment(value: Any) -> str:
+    """A path segment: an id as the server gave it (or the caller did), made safe for a URL."""
+    return quote(str(value), safe="")
 
 
 class Scenario:
@@ -135,7 +140,7 @@ class Scenario:
                 "purchase orders, budgets and prime contracts: they need --api-key, --org and --company"
             )
         if not plan.writes:
-            self.run.skipped.append(READ_ONLY_SKIPS)
+            self.run.skipped.append(READ_ONLY_SKIPPED)
         return self.run
 
     # --- Group C ----------------------------------------------------------------------------
@@ -180,8 +185,8 @@ class Scenario:
                 "/api/dependencies?page=1&limit=2",
                 f"limit=2 answered {len(listed)} dependencies",
             )
-        self.ask("dependency: unknown id", "GET", f"/api/dependencies/{unknown}", 404)
-        self.ask("item: unknown id", "GET", f"/api/items/{unknown}", 404)
+        self.ask("dependency: unknown id", "GET", f"/api/dependencies/{segment(unknown)}", 404)
+        self.ask("item: unknown id", "GET", f"/api/items/{segment(unknown)}", 404)
         self.ask("chain: without sowId", "GET", "/api/dependencies/chain", 400)
         sow = self.plan.sow or self._sow_of(listed)
         if sow is None:
@@ -199,14 +204,15 @@ class Scenario:
     def _sow_of(self, listed: Any) -> str | None:
         if not isinstance(listed, list) or not listed or not isinstance(listed[0], dict):
             return None
-        dependency = self.ask("dependency: by id", "GET", f"/api/dependencies/{listed[0].get('id')}", 200)
+        path = f"/api/dependencies/{segment(listed[0].get('id'))}"
+        dependency = self.ask("dependency: by id", "GET", path, 200)
         source = (dependency or {}).get("sourceItemId")
-        item = self.ask("item: by id", "GET", f"/api/items/{source}", 200) if source else None
+        item = self.ask("item: by id", "GET", f"/api/items/{segment(source)}", 200) if source else None
         sow = (item or {}).get("sowId")
         return sow if isinstance(sow, str) and sow else None
 
     def _items_pages(self, sow: str) -> None:
-        path = f"/api/sow/{sow}/items"
+        path = f"/api/sow/{segment(sow)}/items"
         pages = []
         for page in (1, 2):
             step = f"items: page {page} of limit=2"
@@ -223,7 +229,7 @@ class Scenario:
             )
 
     def group_a_writes(self, sow: str) -> None:
-        items = f"/api/sow/{sow}/items"
+        items = f"/api/sow/{segment(sow)}/items"
         first = self.ask(
             "item: create", "POST", items, 201, body={"title": "Conformance A", "type": "requirement"}
         )
@@ -249,10 +255,11 @@ class Scenario:
                 body={"items": [{"id": created[1], "orderIndex": 0}, {"id": created[0], "orderIndex": 1}]},
             )
         for item_id in created:
-            self.ask("item: by id", "GET", f"/api/items/{item_id}", 200)
-            self.ask("item: update", "PUT", f"/api/items/{item_id}", 200, body={"status": "in_progress"})
+            path = f"/api/items/{segment(item_id)}"
+            self.ask("item: by id", "GET", path, 200)
+            self.ask("item: update", "PUT", path, 200, body={"status": "in_progress"})
         for item_id in reversed(created):
-            self.ask("item: delete", "DELETE", f"/api/items/{item_id}", 200)
+            self.ask("item: delete", "DELETE", f"/api/items/{segment(item_id)}", 200)
 
     def _dependencies_between(self, first: str, second: str) -> None:
         body = {
@@ -266,7 +273,7 @@ class Scenario:
         self.ask("dependency: create closing a cycle", "POST", "/api/dependencies", 400, body=reverse)
         if not isinstance(created, dict) or "id" not in created:
             return
-        path = f"/api/dependencies/{created['id']}"
+        path = f"/api/dependencies/{segment(created['id'])}"
         self.ask("dependency: by id", "GET", path, 200)
         self.ask("dependency: update", "PUT", path, 200, body={"riskLevel": "high"})
         self.ask("dependency: delete", "DELETE", path, 200)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from junitparser import JUnitXml
 
-from sowctl.conformance.scenario import READ_ONLY_SKIPS as READ_ONLY_SKIP
+from sowctl.conformance.scenario import READ_ONLY_SKIPPED
 from tests.support.cli import run_main
 from tests.support.client import transport
 from tests.support.server import Server, seed_demo
@@ -265,7 +265,7 @@ def test_credentials_and_server_come_from_a_profile(demo: dict[str, Any], server
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.json()["skipped"] == [
         "a prime contract's details: give --prime-contract",
-        READ_ONLY_SKIP,
+        READ_ONLY_SKIPPED,
     ]
 
 
