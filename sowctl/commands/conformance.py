@@ -35,6 +35,16 @@ def conformance(
             "requests with a body the server must refuse. Without it the run only reads.",
         ),
     ] = False,
+    admin_token: Annotated[
+        str | None,
+        typer.Option(
+            "--admin-token",
+            envvar="SOWCTL_ADMIN_TOKEN",
+            metavar="TOKEN",
+            help="The admin token of a sowctl test double (serve --admin): when each server accepts it on "
+            "/_admin, writes are allowed as with --allow-writes.",
+        ),
+    ] = None,
     sow: Annotated[
         str | None,
         typer.Option(
@@ -95,6 +105,15 @@ def conformance(
         ) from None
 
     options = Options(
-        against, compare, allow_writes, sow, project, prime_contract, purchase_order, report or [], json_
+        against,
+        compare,
+        allow_writes,
+        admin_token,
+        sow,
+        project,
+        prime_contract,
+        purchase_order,
+        report or [],
+        json_,
     )
     raise typer.Exit(run(ctx, options))

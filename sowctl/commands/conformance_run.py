@@ -17,7 +17,7 @@ import typer
 
 from sowctl.backends.remote import RemoteBackend
 from sowctl.commands._context import app_context
-from sowctl.conformance import compare
+from sowctl.conformance import admin_answer, compare
 from sowctl.conformance import run as play
 from sowctl.conformance.scenario import Plan
 from sowctl.foundation import json_input
@@ -35,6 +35,7 @@ class Options:
     against: str | None
     compare: str | None
     allow_writes: bool
+    admin_token: str | None
     sow: str | None
     project: int | None
     prime_contract: int | None
@@ -48,28 +49,29 @@ def run(ctx: typer.Context, options: Options) -> int:
     specs = _report_specs(options)
     given = app_context(ctx).options
     first = _settings(given, options.against or given.with_profile().server, "--against")
-    plan = Plan(
-        token=first.token,
-        api_key=first.api_key,
-        org=first.org,
-        company=first.company,
-        sow=options.sow,
-        project=options.project,
-        prime_contract=options.prime_contract,
-        purchase_order=_body(options.purchase_order),
-        writes=options.allow_writes,
-    )
-    if not (plan.token or plan.api_key):
-        raise UsageError(
-            "conformance needs credentials: --token (dependencies, items, projects, clients) and/or "
-            "--api-key with --org and --company (purchase orders, budgets, prime contracts)"
+    servers = [first] + ([_settings(given, options.compare, "--compare")] if options.compare else [])
+    backends = [RemoteBackend(settings) for settings in servers]
+    try:
+        writes = options.allow_writes or _test_doubles(backends, options.admin_token)
+        plan = Plan(
+            token=first.token,
+            api_key=first.api_key,
+            org=first.org,
+            company=first.company,
+            sow=options.sow,
+            project=options.project,
+            prime_contract=options.prime_contract,
+            purchase_order=_body(options.purchase_order),
+            writes=writes,
         )
-    runs = []
-    for settings in [first] + ([_settings(given, options.compare, "--compare")] if options.compare else []):
-        backend = RemoteBackend(settings)
-        try:
-            runs.append(play(backend, plan))
-        finally:
+        if not (plan.token or plan.api_key):
+            raise UsageError(
+                "conformance needs credentials: --token (dependencies, items, projects, clients) and/or "
+                "--api-key with --org and --company (purchase orders, budgets, prime contracts)"
+            )
+        runs = [play(backend, plan) for backend in backends]
+    finally:
+        for backend in backends:
             backend.close()
     summary = _summary(runs, compare.compare(*runs) if len(runs) == 2 else [], plan)
     run_state.decide_exit(0 if summary["passed"] else 1)
@@ -78,6 +80,22 @@ def run(ctx: typer.Context, options: Options) -> int:
     if not any(spec.to_stdout for spec in specs):
         _show(summary, options.json_)
     return 0 if summary["passed"] else 1
+
+
+def _test_doubles(backends: list[RemoteBackend], admin_token: str | None) -> bool:
+    """Whether every server is a sowctl test double with ``admin_token`` (writes are then safe);
+    a server that is not is a usage error, rather than a run quietly left read-only."""
+    if not admin_token:
+        return False
+    for backend in backends:
+        status = admin_answer(backend, admin_token)
+        if status != 200:
+            answered = "no answer" if status is None else f"HTTP {status}"
+            raise UsageError(
+                f"--admin-token: {backend.shown_url} is not a sowctl test double with this admin token "
+                f"(GET /_admin/faults: {answered}); without it the run only reads"
+            )
+    return True
 
 
 def _report_specs(options: Options) -> list:

@@ -25,6 +25,16 @@ def run(backend: RemoteBackend, plan: Plan) -> Run:
     return Scenario(_sender(backend), plan, backend.shown_url).play()
 
 
+def admin_answer(backend: RemoteBackend, admin_token: str) -> int | None:
+    """The status ``GET /_admin/faults`` answers with ``admin_token``: 200 from a sowctl test
+    double that has this admin token (None: no answer at all)."""
+    url = backend.base_url + "/_admin/faults"
+    try:
+        return backend.client.get(url, headers={"Authorization": f"Bearer {admin_token}"}).status_code
+    except httpx.HTTPError:
+        return None
+
+
 def _sender(backend: RemoteBackend) -> Any:
     def send(method: str, path: str, headers: dict[str, str], body: Any) -> Answer:
         attempt = 0

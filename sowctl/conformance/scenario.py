@@ -29,7 +29,7 @@ _UNKNOWN_NUMBER = 987654321  # a Group B id no record has (ids there are numbers
 READ_ONLY_SKIPPED = (
     "creating, changing, reordering and deleting items and dependencies, the refused dependency cycle "
     "and the refusals of a body without a required field (read-only: give --allow-writes against "
-    "a server whose data may change)"
+    "a server whose data may change, or a test double's --admin-token)"
 )
 
 

@@ -171,6 +171,32 @@ def test_sowctl_serve_in_a_subprocess_conforms(db_url: str, serve: Callable[...,
     assert result.stdout.splitlines()[-1].startswith("result\tpassed\t")
 
 
+def test_a_test_double_with_its_admin_token_is_written_to(migrated_db_url: str, servers: Callable) -> None:
+    from sowctl.server.app import create_app
+    from sowctl.server.configuration import ServerSettings
+
+    token, key = seed_demo(migrated_db_url)
+    demo = {"token": token, "key": key}
+    servers({FIRST: create_app(migrated_db_url, ServerSettings(admin_token="admin-secret"))})
+    items = row_count(migrated_db_url, "item")
+    result = conformance(demo, "--admin-token", "admin-secret", "--json")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.json()["readOnly"] is False
+    assert row_count(migrated_db_url, "item") == items
+    wrong = conformance(demo, "--admin-token", "not-the-admin-token")
+    assert wrong.exit_code == 2
+    assert "is not a sowctl test double with this admin token" in wrong.stderr
+
+
+def test_an_admin_token_does_not_make_another_server_writable(
+    demo: dict[str, Any], servers: Callable
+) -> None:
+    servers({FIRST: demo["app"]})  # no admin API
+    result = conformance(demo, "--admin-token", "admin-secret")
+    assert result.exit_code == 2
+    assert "(GET /_admin/faults: HTTP 404)" in result.stderr
+
+
 # --- an altered server ------------------------------------------------------------------------
 
 
