@@ -50,9 +50,14 @@ def run(ctx: typer.Context, options: Options) -> int:
     given = app_context(ctx).options
     first = _settings(given, options.against or given.with_profile().server, "--against")
     servers = [first] + ([_settings(given, options.compare, "--compare")] if options.compare else [])
+    if not (first.token or first.api_key):
+        raise UsageError(
+            "conformance needs credentials: --token (dependencies, items, projects, clients) and/or "
+            "--api-key with --org and --company (purchase orders, budgets, prime contracts)"
+        )
+    order = _body(options.purchase_order)
     backends = [RemoteBackend(settings) for settings in servers]
     try:
-        writes = options.allow_writes or _test_doubles(backends, options.admin_token)
         plan = Plan(
             token=first.token,
             api_key=first.api_key,
@@ -61,14 +66,9 @@ def run(ctx: typer.Context, options: Options) -> int:
             sow=options.sow,
             project=options.project,
             prime_contract=options.prime_contract,
-            purchase_order=_body(options.purchase_order),
-            writes=writes,
+            purchase_order=order,
+            writes=options.allow_writes or _test_doubles(backends, options.admin_token),
         )
-        if not (plan.token or plan.api_key):
-            raise UsageError(
-                "conformance needs credentials: --token (dependencies, items, projects, clients) and/or "
-                "--api-key with --org and --company (purchase orders, budgets, prime contracts)"
-            )
         runs = [play(backend, plan) for backend in backends]
     finally:
         for backend in backends:
