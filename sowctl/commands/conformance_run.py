@@ -25,7 +25,8 @@ from sowctl.foundation.errors import InvalidInput, UsageError
 from sowctl.gate import reports
 from sowctl.gate.reports import conformance as conformance_reports
 from sowctl.output import run_state
-from sowctl.output.render import emit_json, text
+from sowctl.output.cells import styled
+from sowctl.output.render import console, emit_json, is_tty, text
 
 REPORT_FORMATS = ("junit", "markdown")
 
@@ -157,7 +158,14 @@ def _render(fmt: str, summary: dict[str, Any]) -> str:
 def _show(summary: dict[str, Any], json_: bool) -> None:
     if json_:
         emit_json(summary)
-        return
+    elif is_tty():
+        _table(summary)
+    else:
+        _lines(summary)
+
+
+def _lines(summary: dict[str, Any]) -> None:
+    """Piped: KIND REQUEST WHERE DETAIL SERVER per difference, ``skipped`` lines, then the result."""
     write = sys.stdout.write
     for difference in summary["differences"]:
         where = f"{difference['method']} {difference['path']}"
@@ -167,6 +175,28 @@ def _show(summary: dict[str, Any], json_: bool) -> None:
         )
     for reason in summary["skipped"]:
         write(f"skipped\t{text(reason)}\n")
-    requests = " + ".join(str(count) for count in summary["requests"])
-    verdict = "passed" if summary["passed"] else f"failed ({len(summary['differences'])} differences)"
-    write(f"result\t{verdict}\t{requests} requests\n")
+    write(f"result\t{_verdict(summary)}\t{' + '.join(map(str, summary['requests']))} requests\n")
+
+
+def _verdict(summary: dict[str, Any]) -> str:
+    return "passed" if summary["passed"] else f"failed ({len(summary['differences'])} differences)"
+
+
+def _table(summary: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    out = console()
+    title = styled(f"Conformance of {' and '.join(summary['servers'])}")
+    table = Table(title=title, header_style="bold")
+    compared = len(summary["servers"]) > 1
+    for header in ("KIND", "REQUEST", "WHERE", "DIFFERENCE", *(["SERVER"] if compared else [])):
+        table.add_column(header)
+    for d in summary["differences"]:
+        cells = [(d["kind"], "red"), f"{d['method']} {d['path']}", d["where"], d["detail"]]
+        table.add_row(*(styled(cell) for cell in cells + ([d["server"]] if compared else [])))
+    if summary["differences"]:
+        out.print(table)
+    for reason in summary["skipped"]:
+        out.print(styled(("not checked: " + reason, "dim")))
+    style = "bold green" if summary["passed"] else "bold red"
+    out.print(styled((_verdict(summary), style), f" ({' + '.join(map(str, summary['requests']))} requests)"))

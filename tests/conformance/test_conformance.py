@@ -255,6 +255,20 @@ def test_a_renamed_field_says_which_field_went_missing(demo: dict[str, Any], ser
     assert lines[-1].startswith("result\tfailed (")
 
 
+def test_on_a_terminal_the_differences_are_a_table(
+    demo: dict[str, Any], servers: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sowctl.commands import conformance_run
+
+    monkeypatch.setattr(conformance_run, "is_tty", lambda: True)
+    servers({FIRST: Altered(demo["app"], clients_created)})
+    result = conformance(demo)
+    assert result.exit_code == 1
+    assert "DIFFERENCE" in result.stdout and "GET /clients" in result.stdout
+    assert "expected 200, got 201" in result.stdout
+    assert "failed (3 differences) (31 requests)" in result.stdout  # the list and two pages
+
+
 def test_reports_in_junit_and_markdown(demo: dict[str, Any], servers: Callable, tmp_path: Path) -> None:
     servers({FIRST: Altered(demo["app"], clients_created)})
     junit, markdown = tmp_path / "conformance.xml", tmp_path / "conformance.md"
