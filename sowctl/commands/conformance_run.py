@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.table import Table
 
 from sowctl.backends.remote import RemoteBackend
 from sowctl.commands._context import app_context
@@ -183,8 +184,6 @@ def _verdict(summary: dict[str, Any]) -> str:
 
 
 def _table(summary: dict[str, Any]) -> None:
-    from rich.table import Table
-
     out = console()
     title = styled(f"Conformance of {' and '.join(summary['servers'])}")
     table = Table(title=title, header_style="bold")
