@@ -175,7 +175,7 @@ def local() -> Caller:
 @pytest.fixture(autouse=True)
 def wire_guard() -> Iterator[None]:
     """Every response of the service's routes must match the service's own description
-    (tests/support/service_spec.py): statuses, shapes, types, no extra fields, no stray null."""
+    (sowctl/conformance/description.py): statuses, shapes, types, no extra fields, no stray null."""
     from tests.support import wire_guard
 
     wire_guard.install()

@@ -77,6 +77,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("sowctl.commands.schema", "schema", "schema"),
     ("sowctl.commands.skill", "skill", "skill"),
     ("sowctl.commands.mcp", "mcp", "mcp"),
+    ("sowctl.commands.conformance", "conformance", "conformance"),
 ]
 GROUP_NAMES = frozenset(name for name, _ in GROUPS)
 # A group whose command name is an abbreviation lives in the module named for the resource.

@@ -40,6 +40,7 @@ SOURCES: dict[str, str] = {
     "deps delete": "op:deps.delete",
     "chain show": "op:chain.get",
     "chain check": "model:cli_output.ChainCheck",
+    "conformance": "model:cli_output.Conformance",
     "chain ready": "model:cli_output.ChainReady",
     "chain blocked": "model:cli_output.ChainWaiting",
     "po create": "op:finance.create_po",

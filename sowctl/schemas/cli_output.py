@@ -8,7 +8,7 @@ output version (``sowctl.output.json_schemas.OUTPUT_VERSION``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -93,6 +93,27 @@ class ChainCheck(CamelModel):
     issues: dict[str, list[Any]]
     findings: list[Finding]
     uses_baseline: bool
+    passed: bool
+
+
+class ConformanceDifference(CamelModel):
+    server: str = Field(description='the server\'s URL, or "comparison" for where two servers differ')
+    step: str = Field(description="the scenario's name for the request")
+    method: str
+    path: str = Field(description="the path as sent, query included")
+    route: str = Field(description="the description's path template")
+    kind: Literal["status", "headers", "envelope", "shape", "type", "format", "pagination", "comparison"]
+    where: str = Field(description="the field (a/0/b), the header, or status")
+    detail: str
+
+
+class Conformance(CamelModel):
+    servers: list[str]
+    read_only: bool
+    requests: list[int] = Field(description="the requests each server was asked")
+    counts: dict[str, int] = Field(description="differences by kind")
+    differences: list[ConformanceDifference]
+    skipped: list[str] = Field(description="what was not checked, and why")
     passed: bool
 
 

@@ -28,6 +28,11 @@ def commands_with_json() -> set[str]:
     return found
 
 
+# The schema of `sowctl conformance --json` (a model in sowctl.schemas.cli_output, its entry in
+# sowctl.output.json_schemas) comes with the integration of the change that owns those modules;
+# remove this set then.
+
+
 def test_every_command_with_json_output_has_a_schema() -> None:
     assert commands_with_json() == set(json_schemas.commands())
 

@@ -20,7 +20,17 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("sowctl.schemas",)),
     ("domain core", ("sowctl.services",)),
     ("API declaration", ("sowctl.operations",)),
-    ("surfaces", ("sowctl.engine", "sowctl.server", "sowctl.backends", "sowctl.testing", "sowctl.mcp")),
+    (
+        "surfaces",
+        (
+            "sowctl.engine",
+            "sowctl.server",
+            "sowctl.backends",
+            "sowctl.testing",
+            "sowctl.mcp",
+            "sowctl.conformance",
+        ),
+    ),
     ("output", ("sowctl.output",)),
     ("CI gate", ("sowctl.gate",)),
     ("CLI", ("sowctl.__main__", "sowctl.cli", "sowctl.commands")),
@@ -38,6 +48,7 @@ SIBLING_RULES: dict[str, tuple[str, ...]] = {
         "sowctl.backends",
         "sowctl.testing",
         "sowctl.mcp",
+        "sowctl.conformance",
     ),
     # The API app does not know the test double that may wrap it, nor the CLI's backends.
     "sowctl.server": ("sowctl.backends", "sowctl.server.testdouble"),
@@ -48,6 +59,8 @@ SIBLING_RULES: dict[str, tuple[str, ...]] = {
     "sowctl.testing": ("sowctl.server", "sowctl.backends.local"),
     # The MCP server runs operations through the CLI's backends, never the HTTP server's code.
     "sowctl.mcp": ("sowctl.server",),
+    # Conformance judges any server from outside, over HTTP: it never reaches into sowctl's own.
+    "sowctl.conformance": ("sowctl.server", "sowctl.backends.local", "sowctl.services", "sowctl.storage"),
 }
 EXEMPT = {"sowctl.server": ("sowctl.server.testdouble",)}
 # The one deliberate exception: create_app is the composition root that puts the test

@@ -2,7 +2,7 @@
 
 ``install()`` wraps httpx's WSGI and HTTP transports, so the in-process app, the
 CLI's remote backend and real ``sowctl serve`` processes are all covered. Each
-response to a route of the specification (``tests/support/service_spec.py``) must have a
+response to a route of the specification (``sowctl/conformance/description.py``) must have a
 status the operation lists, a JSON body of the documented shape for that status
 (types, formats, no field the spec does not list, no null where it shows none),
 and an unknown route or method must answer 404 or 405 in its group's envelope.
@@ -18,58 +18,20 @@ with ``include=`` (extensions, by request), failures injected by the test double
 from __future__ import annotations
 
 import json
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
-from jsonschema import Draft202012Validator, FormatChecker
 
-from tests.support import service_spec
+from sowctl.conformance import description as service_spec
+from sowctl.conformance.checks import group_of, route_of, validator
 
-_DOCUMENT = service_spec.document()
-_COMPONENTS = _DOCUMENT["components"]
 _EXTENSION_ROUTES = ("/api/sows", "/api/external/purchase-orders", "/api/external/purchase-order-options")
 _FAULT_HEADER = "x-sowctl-fault"
 _MAX_BODY = 8 * 1024 * 1024  # larger bodies (bulk tests) are left to the other checks
-
-
-def _template_regex(template: str) -> re.Pattern:
-    pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template))
-    return re.compile(f"^{pattern}$")
-
-
-# Literal paths first, so /api/dependencies/chain never matches /api/dependencies/{id}.
-_ROUTES = sorted(
-    ((_template_regex(path), path, spec) for path, spec in _DOCUMENT["paths"].items()),
-    key=lambda route: route[1].count("{"),
-)
-_VALIDATORS: dict[str, Draft202012Validator] = {}
 _lock = threading.Lock()
-
-
-def _validator(schema: dict) -> Draft202012Validator:
-    key = json.dumps(schema, sort_keys=True)
-    with _lock:
-        found = _VALIDATORS.get(key)
-        if found is None:
-            found = Draft202012Validator(
-                {**schema, "components": _COMPONENTS}, format_checker=FormatChecker()
-            )
-            _VALIDATORS[key] = found
-    return found
-
-
-def group_of(path: str) -> str | None:
-    if path in ("/projects", "/clients") or path.startswith(("/projects/", "/clients/")):
-        return "C"
-    if path == "/api/external" or path.startswith("/api/external/"):
-        return "B"
-    if path == "/api" or path.startswith("/api/"):
-        return "A"
-    return None
 
 
 def problems(
@@ -81,7 +43,7 @@ def problems(
         return []
     if path.startswith(_EXTENSION_ROUTES) or (group := group_of(path)) is None:
         return []
-    route = next(((path_, spec) for regex, path_, spec in _ROUTES if regex.match(path)), None)
+    route = route_of(path)
     found: list[str] = []
     if route is None and status < 400:
         return []  # a route of sowctl's or of a test's own
@@ -113,7 +75,7 @@ def _body_problems(schema: dict, headers: httpx.Headers, body: bytes) -> list[st
         data = json.loads(body)
     except ValueError as exc:
         return [f"body is not JSON ({exc}): {body[:200]!r}"]
-    errors = sorted(_validator(schema).iter_errors(data), key=lambda error: list(error.absolute_path))
+    errors = sorted(validator(schema).iter_errors(data), key=lambda error: list(error.absolute_path))
     return [
         f"at {'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message[:300]}"
         for error in errors[:5]

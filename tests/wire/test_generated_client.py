@@ -2,7 +2,7 @@
 
 Two clients, one scenario: one generated from the ``/openapi.json`` the running
 server serves (sowctl's own description must stay generator-friendly and true),
-one generated from ``tests/support/service_spec.py``, the service described from its
+one generated from ``sowctl/conformance/description.py``, the service described from its
 specification alone (what a team that never heard of sowctl would generate).
 Each runs the same scenario across Groups A, B and C against a real
 ``sowctl serve`` process, and every answer must parse into the generated models:
@@ -26,8 +26,8 @@ from uuid import UUID
 
 import pytest
 
+from sowctl.conformance import description as service_spec
 from sowctl.services import demo_data
-from tests.support import service_spec
 from tests.support.doubles import ADMIN_TOKEN, load
 from tests.support.server import Server
 

@@ -13,9 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
+from sowctl.conformance import description as service_spec
 from sowctl.services import demo_data
 from sowctl.storage import models as m
-from tests.support import service_spec, wire_guard
+from tests.support import wire_guard
 from tests.support.doubles import bearer, dataset, in_process, load
 
 SOW = demo_data.DEMO_SOW

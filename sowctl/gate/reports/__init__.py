@@ -8,6 +8,7 @@ a stale green. This package only formats; the rules live in the services.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,8 +66,6 @@ def parse_specs(values: list[str] | None) -> tuple[list[ReportSpec], InvalidInpu
 
 
 def _module(fmt: str) -> Any:
-    import importlib
-
     return importlib.import_module(f"sowctl.gate.reports.{fmt}")
 
 

@@ -1,23 +1,24 @@
 """The service as its specification describes it, written by hand as an OpenAPI 3.1 document.
 
-Written from ``service-interface.md`` and the contract alone, never generated from
-sowctl's models: sowctl's own ``/openapi.json`` describes sowctl, so it drifts with
-the code and cannot catch the drift. This document does not move when the code
-does. ``tests/support/wire_guard.py`` validates every HTTP response the suite receives
-against it, and ``tests/wire/test_generated_client.py`` generates a client from it.
+Written from the service's published description alone, never generated from sowctl's
+models: sowctl's own ``/openapi.json`` describes sowctl, so it drifts with the code and
+cannot catch the drift. This document does not move when the code does.
+``sowctl conformance`` checks a server's answers against it
+(``sowctl.conformance.checks``); the test suite checks every HTTP response it receives
+against it too, and generates a client from it.
 
 What it holds, and why:
 
 * every field the spec lists, with the spec's type; no other field
   (``additionalProperties: false``), so an extension that leaks into a spec
   endpoint fails;
-* ``null`` only where the spec or contract shows it (an external dependency's
+* ``null`` only where the description shows it (an external dependency's
   ``targetItemId``, a top-level item's ``parentItemId``, ``endDate`` and
   ``pinnedAt`` of projects and clients);
-* timestamps in the contract's exact shape ``YYYY-MM-DDThh:mm:ssZ``, dates
+* timestamps in the exact shape ``YYYY-MM-DDThh:mm:ssZ``, dates
   ``YYYY-MM-DD``, Group C ids as uuids;
-* per operation, only the statuses of the group's table plus those the contract
-  adds (405, 413, 429 for Group B, 503), each with the group's error envelope;
+* per operation, only the statuses of the group's table plus those any route
+  may answer (405, 413, 429 for Group B, 503), each with the group's error envelope;
   Group C's ``code`` and ``message`` fixed per status.
 """
 
@@ -69,7 +70,7 @@ def array(items: dict) -> dict:
     return {"type": "array", "items": items}
 
 
-# --- resources (spec section 2) ------------------------------------------------------------
+# --- resources ---------------------------------------------------------------------------
 
 CHAIN_ENTRY = obj(
     {
@@ -132,7 +133,7 @@ SCHEMAS: dict[str, dict] = {
     "ReorderResult": obj({"message": STRING, "items": array(obj({"id": STRING, "orderIndex": NUMBER}))}),
     "ChainEntry": CHAIN_ENTRY,
     "ChainFlat": obj({"sowId": STRING, "dependencies": array(ref("ChainEntry")), "issues": CHAIN_ISSUES}),
-    # format=tree: "not shown" by the spec; the contract says it nests each item's
+    # format=tree: "not shown" by the description; the service nests each item's
     # dependencies under it. The entries keep the flat format's shape.
     "ChainTree": obj(
         {"sowId": STRING, "items": array({"type": "object"}), "issues": CHAIN_ISSUES},
@@ -286,7 +287,7 @@ SCHEMAS["SnapshotDetail"]["properties"].update(
 SCHEMAS["SnapshotDetail"]["required"] += ["line_items", "totals"]
 
 # Group C: the codes of the spec's table, with their fixed texts, are all a client may meet
-# too: the statuses the contract adds carry the nearest of them.
+# too: the statuses beyond the table carry the nearest of them.
 GROUP_C_CODES = {
     400: ("BAD_REQUEST", "invalid input data"),
     401: ("UNAUTHORIZED", "authorization not provided"),
@@ -365,7 +366,7 @@ REQUESTS: dict[str, dict] = {
 }
 
 
-# --- operations (spec section 4) -------------------------------------------------------------
+# --- operations ----------------------------------------------------------------------------
 
 GROUP_ERRORS = {
     "A": [400, 401, 403, 404, 413, 500, 503],
