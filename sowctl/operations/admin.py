@@ -24,6 +24,8 @@ from sowctl.schemas.admin import (
     CheckpointOut,
     ClockOut,
     ClockSet,
+    ContractModeSet,
+    ContractReport,
     Dataset,
     DatasetImported,
     DatasetLoadQuery,
@@ -120,6 +122,22 @@ _declare(
     write=True,
 )
 _declare("admin.faults.get", "GET", "/faults", "Show the latency and fault config", response=FaultConfigOut)
+_declare(
+    "admin.contract.get",
+    "GET",
+    "/contract",
+    "Show contract mode and what the logged requests relied on beyond the service's description",
+    response=ContractReport,
+)
+_declare(
+    "admin.contract.set",
+    "PUT",
+    "/contract",
+    "Set contract mode: off, report (mark) or strict (refuse extensions and leniencies)",
+    body=ContractModeSet,
+    response=ContractReport,
+    write=True,
+)
 for _method, _name in (("PUT", "admin.faults.replace"), ("POST", "admin.faults.set")):
     _declare(
         _name,

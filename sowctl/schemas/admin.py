@@ -205,6 +205,33 @@ class ClockOut(AdminModel):
     frozen: bool
 
 
+ContractModeName = Literal["off", "report", "strict"]
+
+
+class ContractMark(AdminModel):
+    code: str = Field(description="The departure's code (docs: contract mode)")
+    kind: Literal["extension", "leniency", "unspecified"]
+    detail: str = Field(description="This request's instance: the route, parameter, field or header")
+
+
+class ContractModeSet(AdminModel):
+    mode: ContractModeName
+
+
+class ContractDeparture(AdminModel):
+    code: str
+    kind: Literal["extension", "leniency", "unspecified"]
+    requests: int = Field(description="Requests in the request log that rely on it")
+    example: str = Field(description="One request's instance of it")
+
+
+class ContractReport(AdminModel):
+    mode: ContractModeName
+    departures: list[ContractDeparture] = Field(
+        description="What the requests in the request log relied on, most requests first"
+    )
+
+
 class LoggedRequest(AdminModel):
     id: int
     at: str
@@ -222,6 +249,9 @@ class LoggedRequest(AdminModel):
     responseBodyTruncated: bool
     fault: dict[str, Any] | None
     headers: dict[str, str]
+    contract: list[ContractMark] = Field(
+        description="What contract mode found the request relies on beyond the service's description"
+    )
 
 
 class Deleted(AdminModel):

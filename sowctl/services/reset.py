@@ -12,7 +12,7 @@ from sowctl.storage.database import write_transaction
 
 # The Meta rows holding run-time settings (the test double's faults and clock): a reset
 # forgets them; the schema version stays.
-RUNTIME_KEYS = ("faults", "clock")
+RUNTIME_KEYS = ("faults", "clock", "contract")
 
 
 def data_tables() -> list[type[m.BaseModel]]:

@@ -152,6 +152,16 @@ def _v9_item_tallies(database: pw.Database) -> None:
 
 
 # Append new steps here; never edit a released one. Each runs in the migration transaction.
+def _v10_request_log_contract(database: pw.Database) -> None:
+    """``RequestLog.contract``: what contract mode found a request relies on."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.RequestLog._meta.table_name
+    if "contract" not in {column.name for column in database.get_columns(table)}:
+        migrator = SchemaMigrator.from_database(database)
+        migrate(migrator.add_column(table, "contract", pw.TextField(null=True)))
+
+
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
@@ -162,6 +172,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v7_item_list_order_index,
     _v8_dependency_list_order,
     _v9_item_tallies,
+    _v10_request_log_contract,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

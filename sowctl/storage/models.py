@@ -448,6 +448,7 @@ class RequestLog(BaseModel):
     response_truncated = pw.BooleanField(default=False)
     fault = pw.TextField(null=True)  # JSON object: the injected fault, if any
     headers = pw.TextField(null=True)  # JSON object: request headers, never a credential one (v5)
+    contract = pw.TextField(null=True)  # JSON array: contract mode's marks, when it is on (v10)
 
 
 # Created by migration v2 (``db._v2_request_log``), not by v1: v1 is released and

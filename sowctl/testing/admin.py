@@ -136,6 +136,17 @@ class AdminClient:
         """The service clock: ``{"now": timestamp, "frozen": bool}``."""
         return self._send("admin.clock.get")
 
+    # --- contract mode ------------------------------------------------------------------------
+
+    def set_contract_mode(self, mode: str) -> dict[str, Any]:
+        """``off``, ``report`` (mark what relies on more than the service's description) or
+        ``strict`` (refuse it); returns what ``contract()`` does."""
+        return self._send("admin.contract.set", json={"mode": mode})
+
+    def contract(self) -> dict[str, Any]:
+        """Contract mode and, by departure, how many logged requests relied on it."""
+        return self._send("admin.contract.get")
+
     # --- checkpoints --------------------------------------------------------------------------
 
     def checkpoint(self, name: str) -> dict[str, Any]:

@@ -79,3 +79,27 @@ def test_off_is_the_default_and_marks_nothing(db_url: str) -> None:
     listed = client.get("/api/sows", headers=bearer(credentials["token"]))
     assert listed.status_code == 200
     assert "X-Sowctl-Contract" not in listed.headers
+
+
+def test_the_admin_api_sets_the_mode_at_run_time_and_sums_up_the_request_log(db_url: str) -> None:
+    client, token, _ = _session(db_url, "off")
+    assert client.get("/_admin/contract", headers=ADMIN).json() == {"mode": "off", "departures": []}
+    assert "X-Sowctl-Contract" not in client.get("/api/sows", headers=token).headers
+    set_to = client.put("/_admin/contract", json={"mode": "report"}, headers=ADMIN)
+    assert set_to.status_code == 200 and set_to.json()["mode"] == "report"
+    for _ in range(2):
+        assert client.get("/api/sows", headers=token).headers["X-Sowctl-Contract"] == "route.extension"
+    client.get(f"/api/sow/{SOW}/items", params={"status": "x", "color": "y"}, headers=token)
+    logged = client.get("/_admin/requests", params={"limit": 1}, headers=ADMIN).json()[0]
+    assert [mark["code"] for mark in logged["contract"]] == ["query.unknown", "query.unknown"]
+    summary = client.get("/_admin/contract", headers=ADMIN).json()
+    assert summary["departures"] == [
+        {"code": "route.extension", "kind": "extension", "requests": 2, "example": "GET /api/sows"},
+        {"code": "query.unknown", "kind": "leniency", "requests": 1, "example": "query parameter color"},
+    ]
+    assert client.put("/_admin/contract", json={"mode": "strict"}, headers=ADMIN).status_code == 200
+    assert client.get("/api/sows", headers=token).status_code == 400
+    refused = client.put("/_admin/contract", json={"mode": "loose"}, headers=ADMIN)
+    assert refused.status_code == 400 and "mode" in refused.json()["error"]
+    assert client.post("/_admin/reset", headers=ADMIN).status_code == 200
+    assert client.get("/_admin/contract", headers=ADMIN).json()["mode"] == "off"  # the start-up mode

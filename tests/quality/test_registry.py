@@ -58,6 +58,8 @@ ADMIN_OPERATIONS = {
     ("admin.faults.clear", "DELETE", "/_admin/faults"),
     ("admin.clock.get", "GET", "/_admin/clock"),
     ("admin.clock.set", "POST", "/_admin/clock"),
+    ("admin.contract.get", "GET", "/_admin/contract"),
+    ("admin.contract.set", "PUT", "/_admin/contract"),
     ("admin.requests.list", "GET", "/_admin/requests"),
     ("admin.requests.clear", "DELETE", "/_admin/requests"),
     ("admin.requests.verify", "POST", "/_admin/requests/verify"),

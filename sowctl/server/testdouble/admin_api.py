@@ -210,6 +210,20 @@ class AdminApi:
         self.layer.sync()
         return self.layer.faults.to_json()
 
+    @handles("admin.contract.get")
+    def get_contract(self, request: AdminRequest) -> dict[str, Any]:
+        from sowctl.server.testdouble import state
+
+        return {"mode": self.layer.contract_mode, "departures": state.contract_departures()}
+
+    @handles("admin.contract.set")
+    def set_contract(self, request: AdminRequest) -> dict[str, Any]:
+        from sowctl.server.testdouble import state
+
+        state.write_runtime("contract", {"mode": request.body.mode})
+        self.layer.sync()
+        return self.get_contract(request)
+
     @handles("admin.clock.get")
     def get_clock(self, request: AdminRequest) -> dict[str, Any]:
         return self._clock_json()

@@ -64,6 +64,7 @@ ADMIN_PREFIX = "/_admin"
 # The operator's pages: probes and scrapes see the server as it is, and are never logged.
 NEVER_FAULTED = ("/healthz", "/readyz", "/metrics")
 CONTRACT_NOTE = "contract mode (strict): refused"
+CONTRACT_MARKS_KEY = "sowctl.contract_marks"
 
 
 def install(app: HostApp) -> TestDouble:
@@ -101,6 +102,8 @@ class TestDouble:
         self._count_left: int | None = None  # a start-up config's count, kept in this process
         self._now = self.settings.fixed_now
         self._clock_raw: str | None = None
+        self._contract = self.settings.contract
+        self._contract_raw: str | None = None
         # Reset, replace and restore wait for requests in flight (sowctl.server.testdouble.reset_gate).
         self.gate = Gate(app.dispatcher.database)
         self.restart()
@@ -113,6 +116,7 @@ class TestDouble:
         self._faults, self._faults_raw = self.start_faults, None
         self._count_left = None
         self._now, self._clock_raw = self.settings.fixed_now, None
+        self._contract, self._contract_raw = self.settings.contract, None
         clock.set_fixed_now(self._now)
 
     # --- shared state ------------------------------------------------------------------
@@ -120,6 +124,11 @@ class TestDouble:
     @property
     def faults(self) -> FaultConfig:
         return self._faults
+
+    @property
+    def contract_mode(self) -> str:
+        """Contract mode now: the start-up option, or what /_admin/contract set."""
+        return self._contract
 
     @property
     def fixed_now(self) -> datetime | None:
@@ -141,6 +150,10 @@ class TestDouble:
         if faults_raw != self._faults_raw:
             self._faults = _stored_faults(faults_raw, self.start_faults)
             self._faults_raw = faults_raw
+        contract_raw = raw.get("contract")
+        if contract_raw != self._contract_raw:
+            self._contract = _stored_contract(contract_raw, self.settings.contract)
+            self._contract_raw = contract_raw
         clock_raw = raw.get("clock")
         if clock_raw != self._clock_raw:
             self._now = _stored_clock(clock_raw, self.settings.fixed_now)
@@ -205,11 +218,12 @@ class TestDouble:
         self, environ: dict, start_response: Callable[..., Any], path: str, method: str, started: float
     ) -> Iterable[bytes]:
         refused: SowctlError | None = None
-        if self.settings.contract != "off":
+        if self._contract != "off":
             found = contract_mode.judge(environ, path, method, self.settings.max_body_bytes)
             if found:
+                environ[CONTRACT_MARKS_KEY] = found  # for the request log
                 start_response = contract_mode.reporting(start_response, found)
-                refused = contract_mode.refusal(found) if self.settings.contract == "strict" else None
+                refused = contract_mode.refusal(found) if self._contract == "strict" else None
         fault: dict[str, Any] | None = None
         faults = self._faults
         if faults.active and method != "OPTIONS" and faults.matches(method, path):
@@ -384,6 +398,9 @@ class TestDouble:
                 "response_truncated": response_truncated,
                 "fault": json_or_none(fault),
                 "headers": json_or_none(request_headers(environ)),
+                "contract": json_or_none(
+                    [mark.as_dict() for mark in environ.get(CONTRACT_MARKS_KEY, ())] or None
+                ),
             }
             self.app.dispatcher.ensure_connection()
             state.log_request(entry, self.settings.request_log_size)
@@ -445,6 +462,16 @@ def _stored_faults(raw: str | None, default: FaultConfig) -> FaultConfig:
         return FaultConfig.from_json(json.loads(raw))
     except Exception:
         return default
+
+
+def _stored_contract(raw: str | None, default: str) -> str:
+    if raw is None:
+        return default
+    try:
+        mode = json.loads(raw).get("mode")
+    except Exception:
+        return default
+    return mode if mode in contract_mode.MODES else default
 
 
 def _stored_clock(raw: str | None, default: datetime | None) -> datetime | None:

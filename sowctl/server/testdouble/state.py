@@ -125,6 +125,22 @@ def clear_requests() -> int:
     return m.RequestLog.delete().execute()
 
 
+def contract_departures() -> list[dict[str, Any]]:
+    """What the logged requests relied on beyond the service's description, by departure:
+    how many requests, and one instance (the log is bounded, so is this)."""
+    counted: dict[str, dict[str, Any]] = {}
+    for (text,) in tuples(
+        m.RequestLog.select(m.RequestLog.contract).where(m.RequestLog.contract.is_null(False))
+    ):
+        for mark in {mark["code"]: mark for mark in json.loads(text)}.values():  # once a request
+            entry = counted.setdefault(
+                mark["code"],
+                {"code": mark["code"], "kind": mark["kind"], "requests": 0, "example": mark["detail"]},
+            )
+            entry["requests"] += 1
+    return sorted(counted.values(), key=lambda entry: (-entry["requests"], entry["code"]))
+
+
 def _entry_out(row: m.RequestLog) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -143,4 +159,5 @@ def _entry_out(row: m.RequestLog) -> dict[str, Any]:
         "responseBodyTruncated": row.response_truncated,
         "fault": json.loads(row.fault) if row.fault else None,
         "headers": json.loads(row.headers) if row.headers else {},
+        "contract": json.loads(row.contract) if row.contract else [],
     }
