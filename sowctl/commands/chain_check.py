@@ -18,7 +18,7 @@ from typing import Any
 import typer
 
 from sowctl.foundation.errors import ExitCode, InvalidInput, SowctlError
-from sowctl.output.render import console, emit_json, is_tty, text
+from sowctl.output.render import console, emit_summary, text
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
         _report_failure(sow_id, specs, exc)
         raise
     if not any(spec.to_stdout for spec in specs):
-        _show(summary, options.json_)
+        emit_summary(summary, json_=options.json_, table=_table, lines=_lines)
     if _in_github_actions():
         from sowctl.gate.reports.github import annotations
 
@@ -163,15 +163,6 @@ def _verdict(summary: dict[str, Any], kind: str) -> str:
     if kind not in summary["failOn"]:
         return "ignored"
     return "fail" if any(f["fails"] for f in summary["findings"] if f["kind"] == kind) else "pass"
-
-
-def _show(summary: dict[str, Any], json_: bool) -> None:
-    if json_:
-        emit_json(summary)
-    elif is_tty():
-        _table(summary)
-    else:
-        _lines(summary)
 
 
 def _lines(summary: dict[str, Any]) -> None:

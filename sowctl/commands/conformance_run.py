@@ -26,7 +26,7 @@ from sowctl.foundation.errors import InvalidInput, UsageError
 from sowctl.gate import reports
 from sowctl.gate.reports import conformance as conformance_reports
 from sowctl.output.cells import styled
-from sowctl.output.render import console, emit_json, is_tty, text
+from sowctl.output.render import console, emit_summary, text
 from sowctl.output.terminal import current
 
 REPORT_FORMATS = ("junit", "markdown")
@@ -80,7 +80,7 @@ def run(ctx: typer.Context, options: Options) -> int:
     for spec in sorted(specs, key=lambda spec: spec.to_stdout):
         reports.write(spec, _render(spec.fmt, summary))
     if not any(spec.to_stdout for spec in specs):
-        _show(summary, options.json_)
+        emit_summary(summary, json_=options.json_, table=_table, lines=_lines)
     return 0 if summary["passed"] else 1
 
 
@@ -154,15 +154,6 @@ def _summary(runs: list, compared: list, plan: Any) -> dict[str, Any]:
 
 def _render(fmt: str, summary: dict[str, Any]) -> str:
     return conformance_reports.junit(summary) if fmt == "junit" else conformance_reports.markdown(summary)
-
-
-def _show(summary: dict[str, Any], json_: bool) -> None:
-    if json_:
-        emit_json(summary)
-    elif is_tty():
-        _table(summary)
-    else:
-        _lines(summary)
 
 
 def _lines(summary: dict[str, Any]) -> None:

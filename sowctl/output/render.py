@@ -9,7 +9,7 @@ looking, so scripted calls start fast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -89,6 +89,18 @@ def emit_rows(
     from sowctl.output.table import print_table
 
     print_table(console(), rows, columns, title=title, footer=footer, footer_source=footer_source)
+
+
+def emit_summary(
+    summary: Any, *, json_: bool, table: Callable[[Any], None], lines: Callable[[Any], None]
+) -> None:
+    """A report's summary: the JSON body with --json, ``table`` for a person, ``lines`` piped."""
+    if json_:
+        emit_json(summary)
+    elif is_tty():
+        table(summary)
+    else:
+        lines(summary)
 
 
 def emit_object(data: dict, *, json_mode: bool = False, fields: Sequence[str] | None = None) -> None:

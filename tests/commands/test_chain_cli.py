@@ -9,6 +9,7 @@ import pytest
 from sowctl import operations
 from sowctl.foundation import clock
 from sowctl.gate import risks
+from sowctl.output import render
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.services import items, sows
@@ -193,9 +194,8 @@ def test_annotations_are_capped_per_kind(risky) -> None:
 
 
 def test_check_summary_table_on_a_terminal(cli, risky, monkeypatch) -> None:
-    import sowctl.commands.chain_check as command
 
-    monkeypatch.setattr(command, "is_tty", lambda: True)
+    monkeypatch.setattr(render, "is_tty", lambda: True)  # a person reads the summary
     result = cli("chain", "check", risky["sow"])
     assert result.exit_code == 1
     assert "FAILS THE CHECK" in result.stdout and result.stdout.rstrip().endswith("failed")

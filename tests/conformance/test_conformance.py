@@ -21,6 +21,7 @@ import pytest
 from junitparser import JUnitXml
 
 from sowctl.conformance.scenario import READ_ONLY_SKIPPED
+from sowctl.output import render
 from tests.support.cli import run_main
 from tests.support.client import transport
 from tests.support.server import Server, seed_demo
@@ -258,9 +259,8 @@ def test_a_renamed_field_says_which_field_went_missing(demo: dict[str, Any], ser
 def test_on_a_terminal_the_differences_are_a_table(
     demo: dict[str, Any], servers: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sowctl.commands import conformance_run
 
-    monkeypatch.setattr(conformance_run, "is_tty", lambda: True)
+    monkeypatch.setattr(render, "is_tty", lambda: True)  # a person reads the summary
     servers({FIRST: Altered(demo["app"], clients_created)})
     result = conformance(demo)
     assert result.exit_code == 1
