@@ -1,3 +1,3 @@
 """sowctl's version, the one place (the wheel's metadata, ``sowctl --version``, OpenAPI, SARIF)."""
 
-VERSION = "0.2.0"
+VERSION = "0.3.0"
