@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -191,11 +192,7 @@ def serve(
 
     Example: sowctl serve --demo
     """
-    from functools import partial
-
-    from sowctl.server.app import create_app
     from sowctl.server.configuration import ServerSettings
-    from sowctl.server.runner import serve as run_server
     from sowctl.storage.database import close_database
 
     double = _test_double_options(
@@ -215,26 +212,7 @@ def serve(
     buffer_cap = _buffer_cap()  # checked before anything is loaded or written
     if export_on_exit is not None:
         serve_exec.check_export_target(export_on_exit)
-    context = app_context(ctx)
-    if context.settings.remote:
-        context.open_local_database("serve")  # says why serve cannot run against --server
-    # A file that cannot be read, or is not a dataset, is refused before the database exists.
-    source = serve_exec.open_load(load) if load is not None else None
-    created = new_sqlite_file(context.settings.database)
-    context.open_local_database("serve")  # opens and migrates
-    db_url = context.settings.database
-    if double["fixed_now"] is not None:
-        from sowctl.foundation import clock
-
-        clock.set_fixed_now(double["fixed_now"])  # --demo data is stamped with it too
-    if load is not None:
-        try:
-            loaded = serve_exec.load_file(load, source)
-        except SowctlError:
-            if created is not None:  # nothing starts, and nothing is left behind
-                remove_sqlite_file(created)
-            raise
-        sys.stderr.write(f"loaded {sum(loaded.values()):,} records from {load}\n")
+    db_url = _prepared_database(app_context(ctx), load, double)
     credentials = _demo_access() if demo else None
     if double["admin_token"]:
         from sowctl.server.testdouble.state import clear_runtime
@@ -258,54 +236,109 @@ def serve(
         max_buffered_bytes=buffer_cap,
         **double,
     )
+    server = _Server(db_url, settings, host, port, workers, threads, quiet)
+    banner = _Banner(exec_command is not None, admin, credentials)
+    if exec_command is None:
+        server.run(banner.show)
+        code = 0
+    else:
+        code = serve_exec.serve_and_exec(exec_command, lambda also: server.run(banner.show, also), exec_env)
+    if export_on_exit is not None:
+        serve_exec.export_file(db_url, export_on_exit)
+    if code:
+        raise typer.Exit(code)
 
-    def ready(url: str) -> None:
-        if exec_command is not None:
-            # CMD's stdout is often a CI log: no banner, no secrets; CMD has them in its environment.
+
+def _prepared_database(context: Any, load: Path | None, double: dict[str, Any]) -> str:
+    """The database opened and migrated, with the --clock set and the --load dataset in it;
+    a refused dataset leaves nothing behind (not even the SQLite file it would have made)."""
+    if context.settings.remote:
+        context.open_local_database("serve")  # says why serve cannot run against --server
+    # A file that cannot be read, or is not a dataset, is refused before the database exists.
+    source = serve_exec.open_load(load) if load is not None else None
+    created = new_sqlite_file(context.settings.database)
+    context.open_local_database("serve")  # opens and migrates
+    if double["fixed_now"] is not None:
+        from sowctl.foundation import clock
+
+        clock.set_fixed_now(double["fixed_now"])  # --demo data is stamped with it too
+    if load is not None:
+        try:
+            loaded = serve_exec.load_file(load, source)
+        except SowctlError:
+            if created is not None:  # nothing starts, and nothing is left behind
+                remove_sqlite_file(created)
+            raise
+        sys.stderr.write(f"loaded {sum(loaded.values()):,} records from {load}\n")
+    return str(context.settings.database)
+
+
+@dataclass(frozen=True)
+class _Banner:
+    """What is printed once the server listens: the URL, and the demo's or admin's access."""
+
+    for_a_command: bool  # --exec: CMD's stdout is often a CI log, so no banner and no secrets
+    admin: bool
+    credentials: tuple[str, str, bool] | None
+
+    def show(self, url: str, settings: Any) -> None:
+        if self.for_a_command:
             sys.stderr.write(
                 f"sowctl: serving on {url} while the command runs (credentials in its environment)\n"
             )
             sys.stderr.flush()
             return
-        if admin:
+        if self.admin:
             _print(f"Admin token: {settings.admin_token}")
         _print(f"Listening on {url}")
-        if credentials is not None:
-            _print(_demo_text(url, *credentials, admin_token=settings.admin_token if admin else None))
+        if self.credentials is not None:
+            admin_token = settings.admin_token if self.admin else None
+            _print(_demo_text(url, *self.credentials, admin_token=admin_token))
 
-    def run(also_ready: Callable[[str], None] | None = None) -> None:
+
+@dataclass(frozen=True)
+class _Server:
+    db_url: str
+    settings: Any  # ServerSettings
+    host: str
+    port: int
+    workers: int
+    threads: int
+    quiet: bool
+
+    def run(
+        self, banner: Callable[[str, Any], None], also_ready: Callable[[str], None] | None = None
+    ) -> None:
+        """Serve until stopped; ``banner`` and then ``also_ready`` are told the URL once it listens."""
+        from functools import partial
+
+        from sowctl.server.app import create_app
+        from sowctl.server.runner import serve as run_server
+
         def on_ready(url: str) -> None:
-            ready(url)
+            banner(url, self.settings)
             if also_ready is not None:
                 also_ready(url)
 
         try:
             run_server(
-                partial(create_app, db_url, settings),
-                host=host,
-                port=port,
-                workers=workers,
-                threads=threads,
+                partial(create_app, self.db_url, self.settings),
+                host=self.host,
+                port=self.port,
+                workers=self.workers,
+                threads=self.threads,
                 on_ready=on_ready,
-                access_log=not quiet,
-                settings=settings,
+                access_log=not self.quiet,
+                settings=self.settings,
             )
         except KeyboardInterrupt:  # Ctrl-C is how a foreground server is meant to stop
             pass
         except OSError as exc:  # the port is taken, the host is not ours...
             from sowctl.foundation.errors import ServiceUnavailable
 
-            raise ServiceUnavailable(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-
-    if exec_command is None:
-        run()
-        code = 0
-    else:
-        code = serve_exec.serve_and_exec(exec_command, run, exec_env)
-    if export_on_exit is not None:
-        serve_exec.export_file(db_url, export_on_exit)
-    if code:
-        raise typer.Exit(code)
+            raise ServiceUnavailable(
+                f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from None
 
 
 def _demo_access() -> tuple[str, str, bool]:
