@@ -55,6 +55,8 @@ class ToolSpec:
     description: str
     input_schema: dict[str, Any]
     operation: Operation
+    # The CI gate's check (``sowctl chain check``) on the operation's chain report.
+    gate: bool = False
 
     @property
     def write(self) -> bool:
@@ -78,9 +80,40 @@ def tools(*, allow_writes: bool, admin: bool = False) -> list[ToolSpec]:
         for op in registry.values()
         if allow_writes or not op.write
     ]
+    specs.append(_chain_check_tool(registry["chain.get"]))
     if admin and allow_writes:
         specs += [ToolSpec(tool_name(op), describe(op), input_schema(op), op) for op in admin_operations()]
     return specs
+
+
+def _chain_check_tool(chain: Operation) -> ToolSpec:
+    from sowctl.gate.risks import DEFAULT_DUE_WITHIN_DAYS, DEFAULT_FAIL_ON, RISK_KINDS
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "sowId": {"type": "string", "minLength": 1, "description": "the SOW whose chain to check"},
+            "failOn": {
+                "type": "string",
+                "default": ",".join(DEFAULT_FAIL_ON),
+                "description": "the risk kinds that fail the check, comma-separated: "
+                + ", ".join(RISK_KINDS),
+            },
+            "dueWithin": {
+                "type": "string",
+                "default": f"{DEFAULT_DUE_WITHIN_DAYS}d",
+                "description": "how soon an SLA date counts as due soon: 14d, 2w",
+            },
+        },
+        "required": ["sowId"],
+        "additionalProperties": False,
+    }
+    description = (
+        "Check a SOW's dependency chain for risks, as `sowctl chain check` does in CI: the "
+        "counts by kind, each finding, and whether the check passed (passed: false when a kind "
+        "in failOn is found)."
+    )
+    return ToolSpec("chain_check", description, schema, chain, gate=True)
 
 
 def admin_operations() -> list[Operation]:
@@ -147,6 +180,8 @@ def call(
     unknown = sorted(set(args) - set(spec.input_schema["properties"]))
     if unknown:
         raise InvalidInput.for_field(unknown[0], f"is not an argument of {spec.name}")
+    if spec.gate:
+        return _chain_check(backend, args)
     params = {name: _text(args.pop(name, None), name) for name in op.path_params}
     body = args.pop("body", None)
     if op.body is not None and body is None:
@@ -163,6 +198,19 @@ def call(
     if op.list_key and args.get("limit") is None:
         args["limit"] = DEFAULT_PAGE_SIZE
     return backend.call(op.name, params, args, body, all_pages=False)
+
+
+def _chain_check(backend: Backend, args: dict[str, Any]) -> dict[str, Any]:
+    from sowctl.gate import risks
+
+    fail_on = risks.parse_fail_on(_optional_text(args.get("failOn"), "failOn"))
+    days = risks.parse_due_within(_optional_text(args.get("dueWithin"), "dueWithin"))
+    query = {"sowId": _text(args.get("sowId"), "sowId"), "format": "flat", "include": risks.INCLUDE}
+    return risks.check_chain(backend.call("chain.get", {}, query), fail_on, days)
+
+
+def _optional_text(value: Any, name: str) -> str | None:
+    return None if value is None else _text(value, name)
 
 
 def _call_admin(

@@ -70,14 +70,14 @@ def call(backend: Any, name: str, arguments: dict[str, Any], *, allow_writes: bo
 def test_read_only_by_default_one_tool_per_read_operation(local: LocalBackend) -> None:
     tools = listed_tools(local, allow_writes=False)
     reads = {op.name.replace(".", "_") for op in operations.load_all().values() if not op.write}
-    assert {tool.name for tool in tools} == reads
+    assert {tool.name for tool in tools} == reads | {"chain_check"}
     assert all(tool.annotations.read_only_hint for tool in tools)
     assert "items_list" in reads and "chain_get" in reads
 
 
 def test_allow_writes_offers_every_operation_with_valid_schemas(local: LocalBackend) -> None:
     tools = listed_tools(local, allow_writes=True)
-    assert len(tools) == len(operations.load_all()) == len({tool.name for tool in tools})
+    assert len(tools) == len(operations.load_all()) + 1 == len({tool.name for tool in tools})  # + chain_check
     for tool in tools:
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         assert tool.description
@@ -205,3 +205,20 @@ def test_the_users_guide_lists_every_tool() -> None:
         line.split("`")[1] for line in guide.splitlines() if line.startswith("| `") and "| yes |" in line
     }
     assert writes == {spec.name for spec in mcp_tools.tools(allow_writes=True) if spec.write}
+
+
+@pytest.mark.parametrize("mode", ["local", "remote"])
+def test_chain_check_gives_the_ci_gate_s_verdict(mode: str, request: pytest.FixtureRequest) -> None:
+    from sowctl.gate import risks
+
+    backend = request.getfixturevalue(mode)
+    report = backend.call("chain.get", {}, {"sowId": SOW, "format": "flat", "include": risks.INCLUDE})
+    expected = risks.check_chain(report, ("critical",), 7)
+    result = call(backend, "chain_check", {"sowId": SOW, "failOn": "critical", "dueWithin": "1w"})
+    assert not result.is_error, result.content
+    assert result.structured_content == expected
+    assert expected["failOn"] == ["critical"] and "passed" in expected
+    wrong = call(backend, "chain_check", {"sowId": SOW, "failOn": "nothing"})
+    assert wrong.is_error and "unknown issue kind 'nothing'" in wrong.content[0].text
+    missing = call(backend, "chain_check", {"sowId": "no-such-sow"})
+    assert missing.is_error and "not found" in missing.content[0].text.lower()

@@ -27,12 +27,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "sowctl.server",
             "sowctl.backends",
             "sowctl.testing",
-            "sowctl.mcp",
             "sowctl.conformance",
         ),
     ),
     ("output", ("sowctl.output",)),
     ("CI gate", ("sowctl.gate",)),
+    # The MCP server hands an agent the registry's operations and the CI gate's check.
+    ("agents", ("sowctl.mcp",)),
     ("CLI", ("sowctl.__main__", "sowctl.cli", "sowctl.commands")),
 ]
 # Inside the surfaces layer: who may not import whom (a module under an exempt folder is not held).
