@@ -4,7 +4,6 @@ read them, and without a database or a server of the user's."""
 
 from __future__ import annotations
 
-import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -12,15 +11,7 @@ from typing import Annotated
 
 import typer
 
-from sowctl.foundation.errors import ExitCode, SowctlError, UsageError
-from sowctl.gate.verdict import parse_accepted, parse_baseline
-from sowctl.services.dataset import import_dataset
-from sowctl.services.dataset.source import open_dataset
-from sowctl.storage.database import open_database
-
-# What sowctl chain check --write-baseline puts first: how a baseline tells itself apart.
-_BASELINE_MARK = re.compile(rb'"tool"\s*:\s*"sowctl chain check"')
-_SNIFFED_BYTES = 4096
+from sowctl.foundation.errors import ExitCode, SowctlError
 
 
 class FileKind(StrEnum):
@@ -50,11 +41,13 @@ def validate(
 
     Example: sowctl validate datasets/tower-a.json .sowctl/baseline.json .sowctl/accepted-risks.toml
     """
+    from sowctl.commands import validate_files  # the import machinery: only when a file is checked
+
     refused = 0
     for file in files:
-        chosen = _kind_of(file) if kind is FileKind.auto else kind
+        chosen = FileKind(validate_files.kind_of(file)) if kind is FileKind.auto else kind
         try:
-            _check(file, chosen)
+            validate_files.check(file, chosen.value)
         except SowctlError as exc:
             refused += 1
             problems = [issue.describe() for issue in exc.issues] if len(exc.issues) > 1 else [exc.message]
@@ -63,43 +56,3 @@ def validate(
         sys.stdout.write(f"ok\t{chosen.value}\t{file}\n")
     if refused:
         raise typer.Exit(int(ExitCode.INVALID_INPUT))
-
-
-def _kind_of(file: Path) -> FileKind:
-    if file.suffix.lower() == ".toml":
-        return FileKind.accepted_risks
-    try:
-        with open(file, "rb") as handle:
-            start = handle.read(_SNIFFED_BYTES)
-    except OSError:
-        return FileKind.dataset  # the dataset's reader says why it cannot be read
-    return FileKind.baseline if _BASELINE_MARK.search(start) else FileKind.dataset
-
-
-def _check(file: Path, kind: FileKind) -> None:
-    if kind is FileKind.dataset:
-        _check_dataset(file)
-        return
-    text = _read_text(file)
-    if kind is FileKind.baseline:
-        parse_baseline(text, option="baseline")
-    else:
-        parse_accepted(text, option="accepted risks")
-
-
-def _read_text(file: Path) -> str:
-    try:
-        return file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-
-
-def _check_dataset(file: Path) -> None:
-    """Import the file into a new in-memory database, thrown away afterwards: every rule of
-    sowctl import applies, except clashes with the records of a database that holds some."""
-    source = open_dataset(file)
-    database = open_database(":memory:")
-    try:
-        import_dataset(source)
-    finally:
-        database.close()

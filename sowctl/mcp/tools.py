@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sowctl import operations
 from sowctl.foundation.budgets import MAX_PAGE_SIZE
 from sowctl.foundation.errors import InvalidInput, RemoteError, SowctlError, error_code
+from sowctl.gate import risks
 from sowctl.operations.admin import ADMIN
 from sowctl.testing.admin import AdminClient, AdminError, VerificationError
 
@@ -87,21 +88,19 @@ def tools(*, allow_writes: bool, admin: bool = False) -> list[ToolSpec]:
 
 
 def _chain_check_tool(chain: Operation) -> ToolSpec:
-    from sowctl.gate.risks import DEFAULT_DUE_WITHIN_DAYS, DEFAULT_FAIL_ON, RISK_KINDS
-
     schema = {
         "type": "object",
         "properties": {
             "sowId": {"type": "string", "minLength": 1, "description": "the SOW whose chain to check"},
             "failOn": {
                 "type": "string",
-                "default": ",".join(DEFAULT_FAIL_ON),
+                "default": ",".join(risks.DEFAULT_FAIL_ON),
                 "description": "the risk kinds that fail the check, comma-separated: "
-                + ", ".join(RISK_KINDS),
+                + ", ".join(risks.RISK_KINDS),
             },
             "dueWithin": {
                 "type": "string",
-                "default": f"{DEFAULT_DUE_WITHIN_DAYS}d",
+                "default": f"{risks.DEFAULT_DUE_WITHIN_DAYS}d",
                 "description": "how soon an SLA date counts as due soon: 14d, 2w",
             },
         },
@@ -201,8 +200,6 @@ def call(
 
 
 def _chain_check(backend: Backend, args: dict[str, Any]) -> dict[str, Any]:
-    from sowctl.gate import risks
-
     fail_on = risks.parse_fail_on(_optional_text(args.get("failOn"), "failOn"))
     days = risks.parse_due_within(_optional_text(args.get("dueWithin"), "dueWithin"))
     query = {"sowId": _text(args.get("sowId"), "sowId"), "format": "flat", "include": risks.INCLUDE}
