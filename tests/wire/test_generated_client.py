@@ -85,8 +85,9 @@ def generate(document: dict, package: str, where: Path) -> None:
 
 
 @pytest.fixture
-def server(db_url: str):
-    served = Server(db_url, "--admin-token", ADMIN_TOKEN)
+def server(db_url: str, request: pytest.FixtureRequest):
+    contract = getattr(request, "param", "off")  # serve --contract: off, or strict for a client of the spec
+    served = Server(db_url, "--admin-token", ADMIN_TOKEN, "--contract", contract)
     served.client.headers["Authorization"] = f"Bearer {ADMIN_TOKEN}"
     credentials = load(served.client, demo_data.demo_dataset(datetime.date.today()))
     yield served, credentials
@@ -140,7 +141,13 @@ def packages(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sys.path.remove(str(where))
 
 
-@pytest.mark.parametrize("kind", ["served", "spec"])
+@pytest.mark.parametrize(
+    ("kind", "server"),
+    # A client made from the service's description alone uses nothing sowctl adds: strict
+    # contract mode, which refuses whatever relies on more, lets its whole scenario through.
+    [("served", "off"), ("spec", "off"), ("spec", "strict")],
+    indirect=["server"],
+)
 def test_a_generated_client_runs_the_whole_scenario(server, packages: Path, kind: str) -> None:
     served, credentials = server
     if kind == "served":
@@ -280,3 +287,12 @@ def test_a_generated_client_runs_the_whole_scenario(server, packages: Path, kind
 
     status, deleted = api.call("delete_item", item_id=requirement.id)
     assert status == 200 and requirement.id in deleted.message
+
+    # The server's contract mode was what the parameter says: an extension is refused under strict.
+    mode = served.client.get("/_admin/contract").json()["mode"]
+    extension = served.client.get("/api/sows", headers={"Authorization": f"Bearer {credentials['token']}"})
+    assert extension.status_code == (400 if mode == "strict" else 200), extension.text
+    if mode == "strict":  # nothing the scenario sent relied on more than the description
+        logged = served.client.get("/_admin/requests", params={"limit": 1000}).json()
+        marks = {mark["code"] for row in logged if row["path"] != "/api/sows" for mark in row["contract"]}
+        assert marks <= {"answer.tree_shape", "answer.filter_rules"}, marks
