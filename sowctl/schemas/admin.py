@@ -144,6 +144,9 @@ class RequestPattern(AdminModel):
     status: int | str | None = None
     group: Literal["A", "B", "C"] | None = None
     caller: str | None = None
+    contract: str | None = Field(
+        None, description="What contract mode marked: a departure's code, any (at least one) or none"
+    )
     exactly: int | None = Field(None, ge=0)
     atLeast: int | None = Field(None, ge=0)
     atMost: int | None = Field(None, ge=0)

@@ -103,3 +103,24 @@ def test_the_admin_api_sets_the_mode_at_run_time_and_sums_up_the_request_log(db_
     assert refused.status_code == 400 and "mode" in refused.json()["error"]
     assert client.post("/_admin/reset", headers=ADMIN).status_code == 200
     assert client.get("/_admin/contract", headers=ADMIN).json()["mode"] == "off"  # the start-up mode
+
+
+def test_a_verification_can_require_that_no_request_relied_on_more_than_the_description(db_url: str) -> None:
+    client, token, _ = _session(db_url, "report")
+    client.get(f"/api/sow/{SOW}/items", headers=token)
+    clean = client.post("/_admin/requests/verify", json={"contract": "any", "exactly": 0}, headers=ADMIN)
+    assert clean.status_code == 200, clean.text
+    client.get("/api/sows", headers=token)
+    caught = client.post("/_admin/requests/verify", json={"contract": "any", "exactly": 0}, headers=ADMIN)
+    assert caught.status_code == 409
+    assert caught.json()["requests"][-1]["path"] == "/api/sows"
+    by_code = client.post("/_admin/requests/verify", json={"contract": "route.extension"}, headers=ADMIN)
+    assert by_code.status_code == 200 and by_code.json()["matched"] == 1
+    missing = client.post(
+        "/_admin/requests/verify",
+        json={"path": "/api/sow/*/items", "contract": "route.extension"},
+        headers=ADMIN,
+    )
+    assert missing.status_code == 409
+    differences = [text for near in missing.json()["closest"] for text in near["differences"]]
+    assert "contract: expected route.extension, got none" in differences

@@ -10,7 +10,10 @@ A pattern (``GET /_admin/requests`` query, or the body of ``POST
 * ``headers``: request headers that must be present with these values (names in
   any case; credential headers are never recorded, so never matched);
 * ``body``: a subset of the request body (objects match when every given key
-  matches, lists element by element, other values by equality).
+  matches, lists element by element, other values by equality);
+* ``contract``: what contract mode found the request relies on: a departure's code
+  (``route.extension``), ``any`` (at least one) or ``none``; ``{"contract": "any",
+  "exactly": 0}`` says no request relied on more than the service's description.
 
 A verification adds one count: ``{"exactly": n}``, ``{"atLeast": n}`` or
 ``{"atMost": n}`` (default: at least 1). When it does not hold, the report
@@ -31,7 +34,7 @@ from sowctl.foundation.redaction import MASK, is_secret_field, is_secret_header,
 from sowctl.operations.groups import Group
 
 COUNTS = ("exactly", "atLeast", "atMost")
-FIELDS = ("method", "path", "status", "group", "caller", "query", "headers", "body")
+FIELDS = ("method", "path", "status", "group", "caller", "query", "headers", "body", "contract")
 CLOSEST = 3
 
 
@@ -46,6 +49,7 @@ class Pattern:
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     has_body: bool = False
+    contract: str | None = None  # a departure's code, "any" or "none"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Pattern:
@@ -53,7 +57,9 @@ class Pattern:
         if unknown:
             expected = ", ".join((*FIELDS, *COUNTS))
             raise InvalidInput.for_field(unknown[0], f"unknown field (expected: {expected})")
-        text = {name: _text(data, name) for name in ("method", "path", "status", "group", "caller")}
+        text = {
+            name: _text(data, name) for name in ("method", "path", "status", "group", "caller", "contract")
+        }
         if text["group"] is not None and text["group"].upper() not in tuple(Group):
             raise InvalidInput.for_field("group", "must be A, B or C")
         status = text["status"]
@@ -82,6 +88,7 @@ class Pattern:
             headers={str(k).lower(): str(v) for k, v in headers.items()},
             body=data.get("body"),
             has_body="body" in data,
+            contract=text["contract"],
         )
 
     def describe(self) -> str:
@@ -93,7 +100,7 @@ class Pattern:
             parts.append("with headers " + ", ".join(f"{k}: {_shown(k, v)}" for k, v in self.headers.items()))
         if self.has_body:
             parts.append(f"with body {json.dumps(redact_value(self.body), ensure_ascii=False)}")
-        for name in ("status", "group", "caller"):
+        for name in ("status", "group", "caller", "contract"):
             value = getattr(self, name)
             if value is not None:
                 parts.append(f"{name} {value}")
@@ -124,7 +131,18 @@ class Pattern:
                 found.append(f"headers.{name}: expected {_shown(name, value)!r}, got {got}")
         if self.has_body:
             found.extend(_subset("body", self.body, entry.get("requestBody")))
+        if self.contract is not None and not _contract_matches(self.contract, entry.get("contract") or []):
+            codes = ", ".join(mark["code"] for mark in entry.get("contract") or []) or "none"
+            found.append(f"contract: expected {self.contract}, got {codes}")
         return found
+
+
+def _contract_matches(expected: str, marks: list[dict[str, Any]]) -> bool:
+    if expected == "any":
+        return bool(marks)
+    if expected == "none":
+        return not marks
+    return any(mark["code"] == expected for mark in marks)
 
 
 def filter_query(query: dict[str, str]) -> Pattern:
