@@ -44,6 +44,11 @@ GROUPS: list[tuple[str, str]] = [
     ("projects", "Projects of the organization.\n\nExample: sowctl projects list --status active"),
     ("clients", "Clients of the organization and their contacts.\n\nExample: sowctl clients list"),
     (
+        "contract",
+        "Contract mode of a sowctl test double: what clients relied on beyond the service's "
+        "description.\n\nExample: sowctl --server http://127.0.0.1:8000 contract report",
+    ),
+    (
         "orgs",
         "Organizations (local mode only): create one on purpose, list them."
         "\n\nExample: sowctl orgs create org-2",

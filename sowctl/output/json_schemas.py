@@ -41,6 +41,8 @@ SOURCES: dict[str, str] = {
     "chain show": "op:chain.get",
     "chain check": "model:cli_output.ChainCheck",
     "conformance": "model:cli_output.Conformance",
+    "contract report": "model:admin.ContractReport",
+    "contract mode": "model:admin.ContractReport",
     "chain ready": "model:cli_output.ChainReady",
     "chain blocked": "model:cli_output.ChainWaiting",
     "po create": "op:finance.create_po",

@@ -70,9 +70,9 @@ ADMIN_OPERATIONS = {
 }
 
 COMMANDS = {
-    "budgets", "chain", "clients", "config", "conformance", "contracts", "deps", "export", "import", "items",
-    "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill", "sows", "status",
-    "tokens", "validate", "wait",
+    "budgets", "chain", "clients", "config", "conformance", "contract", "contracts", "deps", "export",
+    "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill",
+    "sows", "status", "tokens", "validate", "wait",
 }  # fmt: skip
 
 
