@@ -14,7 +14,7 @@ from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, NotFound, Unauthorized
 from sowctl.foundation.redaction import KEY_PREFIX, TOKEN_PREFIX, secret_hint  # one list of secret prefixes
 from sowctl.schemas.cli_output import KeyListed, TokenListed
-from sowctl.schemas.common import from_row
+from sowctl.schemas.rows import from_row
 from sowctl.schemas.vocabulary import ROLES
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup, hydrate

@@ -24,9 +24,9 @@ import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.errors import CycleDetected, InvalidInput, NotFound
-from sowctl.schemas.common import from_row
 from sowctl.schemas.dependencies import DependencyCreate, DependencyOut, DependencyUpdate
 from sowctl.schemas.items import Message
+from sowctl.schemas.rows import from_row
 from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DependencyKind, DependencyStatus
 from sowctl.services import dependency_rules as rules
 from sowctl.services import graph

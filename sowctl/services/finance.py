@@ -15,7 +15,6 @@ from typing import Any
 
 from sowctl.foundation import clock, money
 from sowctl.foundation.errors import NotFound
-from sowctl.schemas.common import from_row, row_values
 from sowctl.schemas.finance import (
     MAX_ID,
     BudgetViewList,
@@ -39,6 +38,7 @@ from sowctl.schemas.finance import (
     UserRef,
     VendorRef,
 )
+from sowctl.schemas.rows import from_row, row_values
 from sowctl.services.access import Caller, organization_exists, organization_not_found
 from sowctl.services.lookup import Lookup, hydrate
 from sowctl.storage import models as m

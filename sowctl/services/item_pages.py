@@ -24,8 +24,8 @@ from typing import Any, NamedTuple, cast
 
 import peewee as pw
 
-from sowctl.schemas.common import row_dumper
 from sowctl.schemas.items import ItemOut
+from sowctl.schemas.rows import row_dumper
 from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m

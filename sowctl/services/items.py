@@ -11,7 +11,6 @@ import peewee as pw
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
 from sowctl.foundation.errors import HierarchyViolation, InvalidInput, Issue, NotFound
-from sowctl.schemas.common import from_row
 from sowctl.schemas.items import (
     ItemCreate,
     ItemOut,
@@ -21,6 +20,7 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
+from sowctl.schemas.rows import from_row
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemType
 from sowctl.services import bulk, item_pages
 from sowctl.services.access import Caller, item_for, sow_for

@@ -21,8 +21,8 @@ from typing import TypeVar
 
 import peewee as pw
 
-from sowctl.schemas.common import from_row
 from sowctl.schemas.listing import ClientOut, ContactOut, ProjectOut
+from sowctl.schemas.rows import from_row
 from sowctl.services.access import Caller
 from sowctl.storage import models as m
 from sowctl.storage.peewee_compat import tuples

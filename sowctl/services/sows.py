@@ -6,7 +6,7 @@ import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, NotFound, UsageError
-from sowctl.schemas.common import from_row
+from sowctl.schemas.rows import from_row
 from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
 from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
 from sowctl.storage import models as m

@@ -16,8 +16,9 @@ from pydantic import BaseModel
 
 from sowctl import operations
 from sowctl.foundation import clock
-from sowctl.schemas.common import CamelOut, Timestamp, dump, row_dumper
+from sowctl.schemas.common import CamelOut, Timestamp, dump
 from sowctl.schemas.items import ItemOut
+from sowctl.schemas.rows import row_dumper
 from sowctl.services import item_pages
 from sowctl.services.access import Caller
 from sowctl.services.lookup import Lookup
