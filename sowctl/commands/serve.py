@@ -14,6 +14,7 @@ import typer
 
 from sowctl.commands import serve_exec
 from sowctl.commands._context import app_context
+from sowctl.commands.serve_options import buffer_cap, test_double_options
 from sowctl.foundation.errors import SowctlError
 from sowctl.storage.created_files import new_sqlite_file, remove_sqlite_file
 
@@ -195,7 +196,7 @@ def serve(
     from sowctl.server.configuration import ServerSettings
     from sowctl.storage.database import close_database
 
-    double = _test_double_options(
+    double = test_double_options(
         workers=workers,
         admin_token=admin_token,
         admin=admin,
@@ -209,7 +210,7 @@ def serve(
         record=record,
     )
     double["contract"] = contract.value
-    buffer_cap = _buffer_cap()  # checked before anything is loaded or written
+    buffer_bytes = buffer_cap()  # checked before anything is loaded or written
     if export_on_exit is not None:
         serve_exec.check_export_target(export_on_exit)
     db_url = _prepared_database(app_context(ctx), load, double)
@@ -233,7 +234,7 @@ def serve(
         write_slots=max(1, threads - 1),
         # Likewise whole-SOW reports (the chain): /healthz and ordinary requests find a thread.
         report_slots=max(1, threads - 1),
-        max_buffered_bytes=buffer_cap,
+        max_buffered_bytes=buffer_bytes,
         **double,
     )
     server = _Server(db_url, settings, host, port, workers, threads, quiet)
@@ -396,7 +397,6 @@ def _sowctl_command() -> str:
     A sowctl inside a virtual environment is on PATH only where that environment is
     active, which another shell usually is not.
     """
-    import os
     import shlex
     import shutil
 
@@ -413,90 +413,3 @@ def _sowctl_command() -> str:
 def _print(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
-
-
-def _test_double_options(
-    *,
-    workers: int,
-    admin_token: str | None,
-    admin: bool,
-    latency: str | None,
-    fault_rate: float,
-    fault_status: int,
-    fault_mode: str,
-    fault_route: list[str],
-    seed: int | None,
-    fixed_clock: str | None,
-    record: Path | None,
-) -> dict[str, Any]:
-    """ServerSettings fields of the test-double options (``sowctl.server.testdouble.layer``);
-    exit 2 when wrong."""
-    from sowctl.foundation import clock
-    from sowctl.foundation.errors import InvalidInput, UsageError
-    from sowctl.server.testdouble.faults import FaultConfig, parse_latency
-
-    if admin and admin_token is not None:
-        raise UsageError("use --admin (a generated token) or --admin-token TOKEN, not both")
-    if admin_token is not None and not admin_token.strip():
-        raise UsageError("--admin-token must not be empty")
-    if seed is not None and workers > 1:
-        raise UsageError(
-            "--seed needs a single worker: each worker would generate the same ids and tokens "
-            f"(got --workers {workers})"
-        )
-    try:
-        latency_ms = parse_latency(latency) if latency is not None else None
-    except ValueError as exc:
-        raise UsageError(f"--latency: {exc}") from None
-    try:
-        faults = FaultConfig(
-            latency_ms=latency_ms,
-            rate=fault_rate,
-            status=fault_status,
-            mode=fault_mode,
-            routes=tuple(fault_route),
-        )
-    except InvalidInput as exc:
-        option = {"latencyMs": "--latency", "mode": "--fault-mode"}.get(
-            str(exc.issues[0].path[0]), "--fault-route"
-        )
-        raise UsageError(f"{option}: {exc.issues[0].message}") from None
-    fixed_now = clock.parse_clock(fixed_clock, "--clock") if fixed_clock is not None else None
-    record_path = None
-    if record is not None:
-        from sowctl.server.testdouble.recorder import check_writable
-
-        try:
-            check_writable(str(record))
-        except OSError as exc:
-            raise UsageError(f"--record: cannot write {record}: {exc.strerror or exc}") from None
-        record_path = str(record.resolve())
-    if admin:
-        from sowctl.foundation.redaction import ADMIN_TOKEN_PREFIX
-
-        admin_token = clock.new_secret(ADMIN_TOKEN_PREFIX)
-    return {
-        "admin_token": admin_token.strip() if admin_token else None,
-        "faults": faults if faults.active else None,
-        "fixed_now": fixed_now,
-        "seed": seed,
-        "record_path": record_path,
-    }
-
-
-ENV_BUFFER_CAP = "SOWCTL_SERVE_BUFFER_MIB"
-
-
-def _buffer_cap() -> int:
-    """Bytes of large request bodies one worker buffers at once (``SOWCTL_SERVE_BUFFER_MIB``)."""
-    from sowctl.foundation.errors import UsageError, quoted
-    from sowctl.server.configuration import MIB, ServerSettings
-
-    text = os.environ.get(ENV_BUFFER_CAP, "").strip()
-    if not text:
-        return ServerSettings.max_buffered_bytes
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1_000_000:
-        raise UsageError(
-            f"{ENV_BUFFER_CAP} must be a whole number of MiB from 1 to 1000000, not {quoted(text)}"
-        )
-    return int(text) * MIB
