@@ -34,6 +34,10 @@ MAX_SNAPSHOT_LINES = 10_000
 # Route patterns of one fault config of the test double (``/_admin/faults``, ``serve
 # --fault-route``): every request is matched against each.
 MAX_FAULT_ROUTES = 100
+# Contract mode names at most this many instances of one departure per request (a request of
+# thousands of unknown fields is marked, not stored thousands of times), each clipped.
+MAX_MARKS_PER_DEPARTURE = 5
+MAX_MARK_DETAIL_CHARS = 200
 # Levels of the item hierarchy: a top-level item is at level 1. Bounds what one caller can
 # make every later reader walk and encode (a chain tree nests two JSON levels per item).
 MAX_HIERARCHY_DEPTH = 100

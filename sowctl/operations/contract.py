@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sowctl.foundation.budgets import MAX_MARK_DETAIL_CHARS, MAX_MARKS_PER_DEPARTURE
+from sowctl.foundation.errors import clipped
 from sowctl.operations import Operation
 
 EXTENSION, LENIENCY, UNSPECIFIED = "extension", "leniency", "unspecified"
@@ -169,7 +171,13 @@ def marks(request: Request) -> list[Mark]:
     for check in _CHECKS:
         found.extend(check(request, op))
     order = {departure.code: index for index, departure in enumerate(DEPARTURES)}
-    return sorted(found, key=lambda mark: order[mark.code])
+    kept: list[Mark] = []
+    per_code: dict[str, int] = {}
+    for mark in sorted(found, key=lambda mark: order[mark.code]):
+        per_code[mark.code] = per_code.get(mark.code, 0) + 1
+        if per_code[mark.code] <= MAX_MARKS_PER_DEPARTURE:
+            kept.append(mark)
+    return kept
 
 
 def refused_in_strict_mode(found: list[Mark]) -> list[Mark]:
@@ -177,7 +185,7 @@ def refused_in_strict_mode(found: list[Mark]) -> list[Mark]:
 
 
 def _mark(code: str, detail: str) -> Mark:
-    return Mark(code, BY_CODE[code].kind, detail)
+    return Mark(code, BY_CODE[code].kind, clipped(detail, MAX_MARK_DETAIL_CHARS))
 
 
 def _route(request: Request, op: Operation) -> list[Mark]:

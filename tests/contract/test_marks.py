@@ -145,3 +145,14 @@ def test_the_docs_print_the_table_the_judge_uses() -> None:
     page = (Path(__file__).parents[2] / "docs" / "contract-mode.md").read_text(encoding="utf-8")
     for departure in DEPARTURES:
         assert f"| `{departure.code}` | {departure.kind} | {departure.what} |" in page
+
+
+def test_a_flood_of_unknown_names_is_marked_a_few_times_each_clipped() -> None:
+    from sowctl.foundation.budgets import MAX_MARK_DETAIL_CHARS, MAX_MARKS_PER_DEPARTURE
+
+    query = {f"p{n}": "x" for n in range(5_000)}
+    body = {"title": "T", **{f"k{n}" * 100: 1 for n in range(3_000)}}
+    found = judged("POST", "/api/sow/s/items", query, body)
+    by_code = [code for code, _ in found]
+    assert by_code == ["query.unknown"] * MAX_MARKS_PER_DEPARTURE + ["body.unknown"] * MAX_MARKS_PER_DEPARTURE
+    assert all(len(detail) <= MAX_MARK_DETAIL_CHARS for _, detail in found)
