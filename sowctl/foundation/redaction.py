@@ -460,25 +460,6 @@ def redact_text(text: str) -> str:
     return mask_text(text)
 
 
-class RedactingStream:
-    """A log stream (a WSGI ``wsgi.errors``) that writes every text through ``mask_text``:
-    whatever the application, Bottle or the test double writes there (a traceback quoting
-    a request) is masked like the access log."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-
-    def write(self, text: str) -> Any:
-        return self.stream.write(mask_text(text))
-
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-
 def redact_target(path: str, query: str) -> str:
     """A request target for a log: the path masked as text (judged percent-decoded too:
     ``sowt%5F...`` is a secret), and the query as a form: the value of every parameter with

@@ -21,7 +21,7 @@ import peewee as pw
 
 from sowctl import operations
 from sowctl.foundation.errors import InvalidInput, PayloadTooLarge, RateLimited, SowctlError
-from sowctl.foundation.redaction import RedactingStream, mask_text
+from sowctl.foundation.redaction import mask_text
 from sowctl.operations import Operation
 from sowctl.operations.groups import Group, as_group
 from sowctl.schemas.common import build_deferred_models
@@ -46,6 +46,7 @@ from sowctl.server.metrics import Metrics
 from sowctl.server.observed import Observation, ObservedBody
 from sowctl.server.responses import (
     REQUEST_ID_KEY,
+    RedactingStream,
     error_response,
     json_response,
     log_exception,

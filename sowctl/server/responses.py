@@ -10,17 +10,37 @@ import secrets
 import sys
 import traceback
 from collections.abc import Iterable
+from typing import Any
 
 import bottle
 
 from sowctl.foundation.errors import SowctlError
-from sowctl.foundation.redaction import RedactingStream, redact
+from sowctl.foundation.redaction import mask_text, redact
 from sowctl.operations.groups import Group
 from sowctl.server.envelopes import envelope
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes
 from sowctl.storage import failures
 
 REQUEST_ID_KEY = "sowctl.request_id"
+
+
+class RedactingStream:
+    """A log stream (a WSGI ``wsgi.errors``) that writes every text through ``mask_text``:
+    whatever the application, Bottle or the test double writes there (a traceback quoting
+    a request) is masked like the access log."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> Any:
+        return self.stream.write(mask_text(text))
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def new_request_id() -> str:

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from sowctl.conformance import description as service_spec
+from sowctl.conformance import records as spec_records
 from sowctl.conformance.checks import group_of, route_of, validator
 
 _EXTENSION_ROUTES = ("/api/sows", "/api/external/purchase-orders", "/api/external/purchase-order-options")
@@ -51,9 +51,9 @@ def problems(
         if route is not None and status != 405:
             found.append(f"{status} for a method the route does not have (expected 405)")
             return found
-        if status not in service_spec.GROUP_C_CODES:
+        if status not in spec_records.GROUP_C_CODES:
             return [f"status {status} is not one the service answers"]
-        schema = service_spec.group_c_error(status) if group == "C" else service_spec.ref("ErrorA")
+        schema = spec_records.group_c_error(status) if group == "C" else spec_records.ref("ErrorA")
         return found + _body_problems(schema, headers, body)
     operation = route[1][method]
     listed = operation["responses"].get(str(status))
