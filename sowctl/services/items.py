@@ -22,7 +22,7 @@ from sowctl.schemas.items import (
 )
 from sowctl.schemas.rows import from_row
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemType
-from sowctl.services import bulk, item_pages
+from sowctl.services import bulk, events, item_pages
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import depth_problem, shown_status
 from sowctl.storage import models as m
@@ -172,7 +172,9 @@ def create_item(caller: Caller, sow_id: str, data: ItemCreate) -> ItemOut:
         )
         if parent is not None and data.type == "task_item":
             tallies.add_to_ancestors(parent.id, tallies.one_task("pending"))
-    return to_out(item, sow.id)
+        created = to_out(item, sow.id)
+        events.record(sow.project.organization_id, "item", "created", item.id, created)
+    return created
 
 
 def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:

@@ -17,7 +17,7 @@ RUNTIME_KEYS = ("faults", "clock", "contract")
 
 def data_tables() -> list[type[m.BaseModel]]:
     """Every table but Meta, children before parents (the order rows can be deleted in)."""
-    return [*m.V2_MODELS, *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta)]
+    return [*m.V11_MODELS, *m.V2_MODELS, *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta)]
 
 
 def reset_database() -> None:

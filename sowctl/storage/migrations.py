@@ -162,6 +162,11 @@ def _v10_request_log_contract(database: pw.Database) -> None:
         migrate(migrator.add_column(table, "contract", pw.TextField(null=True)))
 
 
+def _v11_events(database: pw.Database) -> None:
+    """The events outbox (``models.Event``): the changes feed and webhooks read it."""
+    database.create_tables(models.V11_MODELS, safe=True)
+
+
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
@@ -173,6 +178,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v8_dependency_list_order,
     _v9_item_tallies,
     _v10_request_log_contract,
+    _v11_events,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

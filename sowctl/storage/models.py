@@ -455,3 +455,29 @@ class RequestLog(BaseModel):
 # creates exactly ALL_MODELS. Tables that hold no dataset records (neither exported
 # nor imported), but are emptied by ``POST /_admin/reset``.
 V2_MODELS: list[type[BaseModel]] = [RequestLog]
+
+
+# --- schema v11: the outbox of events (``services.events``) -------------------------
+
+
+class Event(BaseModel):
+    """One committed change, written in the transaction that made it (a transactional
+    outbox): the changes feed and the webhook deliveries read these rows.
+
+    ``id`` orders the events of one organization in commit order: every write that records
+    one holds the organization's event lock until it commits (``services.events``).
+    """
+
+    id = pw.AutoField()
+    organization_id = pw.CharField(max_length=64)
+    type = pw.CharField(max_length=48)  # "item.created", "dependency.deleted", ...
+    resource_id = pw.CharField(max_length=64)
+    occurred_at = pw.DateTimeField()  # the service clock's time of the change
+    payload = pw.TextField()  # the event as the feed and deliveries show it (JSON)
+
+    class Meta:
+        indexes = ((("organization_id", "id"), False),)
+
+
+# Tables of the event machinery: not dataset records, emptied by ``POST /_admin/reset``.
+V11_MODELS: list[type[BaseModel]] = [Event]

@@ -4,6 +4,7 @@ database refused for a reason that may not recur (a lock, a serialization failur
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import random
 import time
 import zlib
@@ -72,6 +73,10 @@ def _lock_id(lock_key: str) -> int:
     return zlib.crc32(lock_key.encode()) ^ _MIGRATION_LOCK
 
 
+# The lock key of this thread's outermost write transaction, if one is open.
+_held_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("sowctl_write_lock", default=None)
+
+
 def hold_lock(lock_key: str) -> None:
     """Inside a write transaction, also take ``lock_key``'s lock until commit.
 
@@ -79,6 +84,8 @@ def hold_lock(lock_key: str) -> None:
     importer). PostgreSQL only: SQLite's transaction already excludes every writer.
     Take several keys in sorted order, so that two such writers cannot deadlock.
     """
+    if _held_key.get() == lock_key:
+        return  # the transaction was opened with this lock
     database = models.database_proxy.obj
     if has_advisory_locks(database):
         database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
@@ -92,8 +99,14 @@ def write_transaction(lock_key: str = "global") -> Iterator[None]:
     until commit, so two requests that would together close a cycle run one after
     the other and the second sees the first's row.
     """
-    with _serialised(models.database_proxy.obj, lock_key):
-        yield
+    outermost = _held_key.get() is None
+    token = _held_key.set(lock_key) if outermost else None
+    try:
+        with _serialised(models.database_proxy.obj, lock_key):
+            yield
+    finally:
+        if token is not None:
+            _held_key.reset(token)
 
 
 def with_retries(operation: Callable[[], T], attempts: int = 5) -> T:
