@@ -14,11 +14,15 @@ what was expected, what was found, and how the closest recorded requests differe
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
 
 from sowctl.operations.admin import ADMIN, path_of
+from sowctl.testing.matching import differences, no_match_message
+
+EVENT_POLL_SECONDS = 0.1
 
 
 class AdminError(Exception):
@@ -220,6 +224,41 @@ class AdminClient:
             raise AdminError(message, response.status_code)
         report = response.json()
         raise VerificationError(near_miss_message(report), report)
+
+    # --- events ------------------------------------------------------------------------------
+
+    def events(self, since: str | None = None, limit: int = 100, **filters: Any) -> dict[str, Any]:
+        """A page of the events feed: ``{"events": [...], "lastEventId": ..., "hasMore": ...}``."""
+        query = {"limit": str(limit), **{k: str(v) for k, v in filters.items() if v is not None}}
+        if since is not None:
+            query["since"] = since
+        response = self._http.get("/_admin/events", params=query)
+        if response.status_code != 200:
+            raise AdminError(f"GET /_admin/events: HTTP {response.status_code}: {_error_text(response)}")
+        return response.json()
+
+    def wait_for_event(
+        self, type: str | None = None, *, timeout: float = 5.0, organization: str | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """The first event in the feed matching ``type`` and ``fields`` (each a subset of the
+        event: ``resourceId=...``, ``data={"status": "done"}``), waiting up to ``timeout``
+        seconds; AssertionError with the closest events when none comes."""
+        __tracebackhide__ = True
+        pattern = {**({"type": type} if type is not None else {}), **fields}
+        seen: list[dict[str, Any]] = []
+        since: str | None = None
+        deadline = time.monotonic() + timeout
+        while True:
+            page = self.events(since=since, limit=1000, organization=organization)
+            for event in page["events"]:
+                if not differences(pattern, event):
+                    return event
+            seen = (seen + page["events"])[-1000:]
+            since = page.get("lastEventId") or since
+            if not page.get("hasMore"):
+                if time.monotonic() >= deadline:
+                    raise AssertionError(no_match_message("event", pattern, seen, timeout))
+                time.sleep(EVENT_POLL_SECONDS)
 
 
 def near_miss_message(report: dict[str, Any]) -> str:

@@ -11,6 +11,11 @@ Fixtures (used only by the tests that ask for them):
   checkpoints, ``verify``...). The state is a dataset load the first time, and a
   checkpoint restore for every later test with the same dataset (milliseconds).
 
+* ``sowctl_receiver`` (per test): a ``WebhookReceiver`` on a free local port that collects
+  webhook deliveries and checks their Standard Webhooks signature with its ``secret`` (give it
+  to the subscription); ``respond(500, 500)`` makes the next deliveries fail, and
+  ``wait_for("item.created", data={...})`` waits for a matching event, failing with the closest.
+
 Markers: ``sowctl_dataset(path_or_dict, user=, org=, company=, role=)`` (a path is
 relative to the test file), ``sowctl_faults(**config)`` (the ``/_admin/faults`` JSON),
 ``sowctl_latency(ms)`` or ``sowctl_latency(min_ms, max_ms)``, ``sowctl_clock(timestamp)``.
@@ -35,6 +40,7 @@ import pytest
 
 if TYPE_CHECKING:  # imported when a test asks for a fixture: pytest runs without sowctl stay fast
     from sowctl.testing.admin import AdminClient
+    from sowctl.testing.receiver import WebhookReceiver
     from sowctl.testing.server import SowctlServer
 
 CHECKPOINT_PREFIX = "pytest-"
@@ -179,6 +185,19 @@ def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) 
         yield Service(sowctl_server.url, token, api_key, org, company, client, admin)
     finally:
         client.close()
+
+
+@pytest.fixture
+def sowctl_receiver() -> Iterator[WebhookReceiver]:
+    """A local webhook receiver with a fresh signing secret, closed after the test."""
+    import base64
+    import secrets
+
+    from sowctl.testing.receiver import WebhookReceiver
+
+    secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    with WebhookReceiver(secret) as receiver:
+        yield receiver
 
 
 def _dataset(request: pytest.FixtureRequest) -> tuple[dict[str, Any] | None, dict[str, Any]]:
