@@ -172,3 +172,29 @@ def test_load_timings_are_recorded(tab: Tab, served: SimpleNamespace) -> None:
     )
     (ARTIFACTS / "console-timings.json").write_text(json.dumps(timing, indent=2))
     assert timing["load"] > 0
+
+
+def test_emulator_sets_contract_mode_and_shows_the_marks(tab: Tab, served: SimpleNamespace) -> None:
+    tab.open_link()
+    page = tab.page
+    page.click("#nav-emulator")
+    page.wait_for_selector("#contract-departures")
+    page.select_option("#contract-mode", "report")
+    page.click("#card-contract-mode ~ form button[type=submit]")
+    page.wait_for_selector("text=Contract mode is report.")
+    try:
+        assert served.admin.get("/_admin/contract").json()["mode"] == "report"
+        # /api/sows is a sowctl extension: in report mode its request is served and marked.
+        assert served.api.get("/api/sows").status_code == 200
+        page.click("#card-contract-mode ~ form button:text('Refresh')")
+        departure = page.locator("#contract-departures tr", has_text="route.extension")
+        departure.wait_for()
+        assert int(departure.locator("td.count").text_content()) >= 1
+        # The live log shows the marked request (the console's own /api/sows calls are too).
+        row = page.locator("#request-log tr.entry", has_text="route.extension").first
+        row.wait_for()
+        assert "/api/sows" in row.locator("td.path").text_content()
+        row.click()
+        assert "route.extension" in page.text_content("#request-log tr.detail ul.marks")
+    finally:
+        served.admin.put("/_admin/contract", json={"mode": "off"})

@@ -3,36 +3,12 @@
 // and dump, and checkpoints when the server has them (found by a GET: 404 hides them).
 
 import { ApiError, admin, session } from "./api.js";
-import { fill, h, notice, prettyBody, shown, when } from "./dom.js";
+import { contractCard, marksList } from "./contract.js";
+import { fill, h, notice, prettyBody, when } from "./dom.js";
+import { card, numberOrNull, reporter } from "./panel.js";
 
 const POLL_MS = 2000;
 const LOG_LIMIT = 200;
-
-function card(title, ...children) {
-  const id = `card-${title.toLowerCase().replace(/[^a-z]+/g, "-")}`;
-  return h("section", { class: "card", "aria-labelledby": id }, h("h2", { id }, title), ...children);
-}
-
-function numberOrNull(input) {
-  const text = input.value.trim();
-  return text === "" ? null : Number(text);
-}
-
-/** Shows a short result next to a control: a success, or the server's error message. */
-function reporter() {
-  const line = h("p", { class: "muted", role: "status" });
-  return {
-    element: line,
-    ok(text) {
-      line.className = "muted";
-      line.textContent = shown(text);
-    },
-    fail(error) {
-      line.className = "notice error";
-      line.textContent = shown(error instanceof ApiError ? `${error.message} (HTTP ${error.status || "-"})` : error);
-    },
-  };
-}
 
 export function showEmulator(main, { adminOn }) {
   document.title = "Emulator · sowctl console";
@@ -88,15 +64,16 @@ export function showEmulator(main, { adminOn }) {
     const schedule = () => {
       stop();
       // A hidden tab asks nothing (it looks again once shown); the panel never loads the server for no one.
-      const poll = () => (document.hidden ? schedule() : log.refresh().finally(schedule));
+      const poll = () => (document.hidden ? schedule() : Promise.all([log.refresh(), contract.refresh()]).finally(schedule));
       if (!closed && log.live()) timer = window.setTimeout(poll, POLL_MS);
     };
     const checkpoints = h("div");
+    const contract = contractCard(log.refresh);
     fill(main,
       h("h1", {}, "Emulator"),
       h("div", { class: "emulator" },
         log.element,
-        h("div", { class: "side" }, faultsCard(log.refresh), clockCard(), dataCard(log.refresh), checkpoints)));
+        h("div", { class: "side" }, faultsCard(log.refresh), clockCard(), contract.element, dataCard(log.refresh), checkpoints)));
     checkpointsCard(checkpoints, log.refresh);
     log.refresh().finally(schedule);
   };
@@ -160,9 +137,11 @@ function requestLog(onLiveChange) {
     h("td", { class: "status" }, entry.status === null ? "dropped" : String(entry.status)),
     h("td", {}, `${entry.latencyMs} ms`),
     h("td", { class: "fault" }, entry.fault ? `injected ${entry.fault.mode}` : ""),
-    h("td", {}, entry.identity ? entry.identity.userId || entry.identity.apiKeyId || "" : ""));
+    h("td", {}, entry.identity ? entry.identity.userId || entry.identity.apiKeyId || "" : ""),
+    h("td", { class: "contract" }, entry.contract && entry.contract.length ? entry.contract.map((mark) => mark.code).join(", ") : ""));
     if (!open.has(entry.id)) return [tr];
-    const detail = h("tr", { class: "detail" }, h("td", { colspan: 7 },
+    const detail = h("tr", { class: "detail" }, h("td", { colspan: 8 },
+      marksList(entry.contract) ? h("div", {}, h("strong", {}, "Contract marks"), marksList(entry.contract)) : null,
       h("div", {}, h("strong", {}, "Request body"), entry.requestBodyTruncated ? " (cut at 4 KiB)" : ""),
       h("pre", { class: "body" }, prettyBody(entry.requestBody)),
       h("div", {}, h("strong", {}, "Response body"), entry.responseBodyTruncated ? " (cut at 4 KiB)" : ""),
@@ -216,7 +195,7 @@ function requestLog(onLiveChange) {
       h("button", { type: "button", onclick: clear }, "Clear log")),
     count, result.element,
     h("div", { class: "log-table-wrap" }, h("table", { class: "log", id: "request-log" },
-      h("thead", {}, h("tr", {}, ["Time", "Method", "Path", "Status", "Latency", "Fault", "Caller"].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, ["Time", "Method", "Path", "Status", "Latency", "Fault", "Caller", "Contract"].map((t) => h("th", { scope: "col" }, t)))),
       body)));
   return { element, refresh, live: () => live.checked };
 }
