@@ -79,7 +79,7 @@ def conformance(
         typer.Option(
             "--report",
             metavar="FORMAT=PATH",
-            help="Also write a report: junit or markdown; PATH - for stdout.",
+            help="Also write a report: junit, markdown or sarif; PATH - for stdout.",
         ),
     ] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the summary as JSON, nothing else.")] = False,

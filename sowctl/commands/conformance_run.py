@@ -29,7 +29,7 @@ from sowctl.output.cells import styled
 from sowctl.output.render import console, emit_summary, text
 from sowctl.output.terminal import current
 
-REPORT_FORMATS = ("junit", "markdown")
+REPORT_FORMATS = ("junit", "markdown", "sarif")
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def _report_specs(options: Options) -> list:
     wrong = next((spec for spec in specs if spec.fmt not in REPORT_FORMATS), None)
     if problem is None and wrong is not None:
         problem = InvalidInput.for_field(
-            "--report", f"format {wrong.fmt!r} is not offered here (choose from junit, markdown)"
+            "--report", f"format {wrong.fmt!r} is not offered here (choose from junit, markdown, sarif)"
         )
     if problem is not None:
         raise problem
@@ -153,7 +153,8 @@ def _summary(runs: list, compared: list, plan: Any) -> dict[str, Any]:
 
 
 def _render(fmt: str, summary: dict[str, Any]) -> str:
-    return conformance_reports.junit(summary) if fmt == "junit" else conformance_reports.markdown(summary)
+    render = {"junit": conformance_reports.junit, "sarif": conformance_reports.sarif}
+    return render.get(fmt, conformance_reports.markdown)(summary)
 
 
 def _lines(summary: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from junitparser import JUnitXml
 
 from sowctl.conformance.scenario import READ_ONLY_SKIPPED
 from sowctl.output import render
+from tests.support.ci_reports import validate_sarif
 from tests.support.cli import run_main
 from tests.support.client import transport
 from tests.support.server import Server, seed_demo
@@ -269,11 +270,20 @@ def test_on_a_terminal_the_differences_are_a_table(
     assert "failed (3 differences) (31 requests)" in result.stdout  # the list and two pages
 
 
-def test_reports_in_junit_and_markdown(demo: dict[str, Any], servers: Callable, tmp_path: Path) -> None:
+def test_reports_in_junit_markdown_and_sarif(demo: dict[str, Any], servers: Callable, tmp_path: Path) -> None:
     servers({FIRST: Altered(demo["app"], clients_created)})
-    junit, markdown = tmp_path / "conformance.xml", tmp_path / "conformance.md"
-    result = conformance(demo, "--report", f"junit={junit}", "--report", f"markdown={markdown}")
+    junit, markdown, sarif = tmp_path / "conformance.xml", tmp_path / "conformance.md", tmp_path / "c.sarif"
+    result = conformance(
+        demo, "--report", f"junit={junit}", "--report", f"markdown={markdown}", "--report", f"sarif={sarif}"
+    )
     assert result.exit_code == 1
+    document = json.loads(sarif.read_text())
+    validate_sarif(document)
+    results = document["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"conformance.status"}
+    assert all(r["level"] == "error" for r in results)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+    assert uris and all(uri.startswith(FIRST.rstrip("/") + "/clients") for uri in uris)
     cases = [case for suite in JUnitXml.fromfile(str(junit)) for case in suite]
     failing = [case.name for case in cases if not case.is_passed]
     assert failing == ["GET /clients"]

@@ -1,18 +1,38 @@
-"""Reports of ``sowctl conformance`` in the formats CI systems read: JUnit XML and Markdown.
+"""Reports of ``sowctl conformance`` in the formats CI systems read: JUnit XML, Markdown, SARIF.
 
 The summary is the one ``--json`` prints. JUnit: one test suite per server (and one for
 the comparison), one test case per route and method with a difference, a ``<failure>``
 per difference; a passing run is one passing case. Markdown: the counts by kind, then a
-table of the differences. Values go through the same escaping as ``chain check``'s reports.
+table of the differences. SARIF 2.1.0: one rule per kind of difference, one result (an
+error) per difference, located at the request's URL on the server that answered it (a
+comparison's, on the first server). Values go through the same escaping as ``chain check``'s
+reports.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
+from sowctl.conformance.checks import KINDS
+from sowctl.foundation.version import VERSION
 from sowctl.gate.reports.junit import xml_attr, xml_text
 from sowctl.gate.reports.markdown import md_text
+from sowctl.gate.reports.sarif import SCHEMA_URI
+from sowctl.output.safe import clean_text
+
+# What each kind of difference means, as the SARIF rules describe them.
+KIND_DESCRIPTIONS = {
+    "status": "The answer's HTTP status is not one the description gives for this request",
+    "headers": "A header the description requires is missing or wrong",
+    "envelope": "An error answer is not in its group's error envelope",
+    "shape": "The body's structure (fields present, required, extra) departs from the description",
+    "type": "A value has another JSON type than the description's",
+    "format": "A value does not have the description's format (date, date-time, money, enum)",
+    "pagination": "Paging (limit, offset, totals) does not behave as described",
+    "comparison": "The two servers answered the same request differently",
+}
 
 MAX_ROWS = 200
 
@@ -82,3 +102,38 @@ def markdown(summary: dict[str, Any]) -> str:
     if summary["skipped"]:
         lines += ["Not checked:", ""] + [f"- {md_text(reason)}" for reason in summary["skipped"]] + [""]
     return "\n".join(lines)
+
+
+def sarif(summary: dict[str, Any]) -> str:
+    rules = [
+        {
+            "id": f"conformance.{kind}",
+            "shortDescription": {"text": KIND_DESCRIPTIONS[kind]},
+            "defaultConfiguration": {"level": "error"},
+        }
+        for kind in KINDS
+    ]
+    first = summary["servers"][0] if summary["servers"] else ""
+    results = [
+        {
+            "ruleId": f"conformance.{d['kind']}",
+            "ruleIndex": KINDS.index(d["kind"]),
+            "level": "error",
+            "message": {"text": clean_text(f"{d['method']} {d['path']}: {d['where']}: {d['detail']}")},
+            "locations": [_location(first if d["server"] == "comparison" else d["server"], d)],
+        }
+        for d in summary["differences"]
+        if d["kind"] in KINDS
+    ]
+    driver = {"name": "sowctl conformance", "version": VERSION, "rules": rules}
+    run = {"tool": {"driver": driver}, "results": results}
+    document = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def _location(server: str, difference: dict[str, Any]) -> dict[str, Any]:
+    uri = server.rstrip("/") + difference["path"]
+    return {
+        "physicalLocation": {"artifactLocation": {"uri": uri}},
+        "logicalLocations": [{"name": f"{difference['method']} {difference['route']}", "kind": "function"}],
+    }
