@@ -30,9 +30,8 @@ MODULES = {
     "deps": "sowctl.operations.dependencies",
     "chain": "sowctl.operations.dependencies",
     "finance": "sowctl.operations.finance",
-    "listing": "sowctl.operations.listing",
-    "projects": "sowctl.operations.listing",
-    "clients": "sowctl.operations.listing",
+    "projects": "sowctl.operations.projects",
+    "clients": "sowctl.operations.clients",
 }
 
 

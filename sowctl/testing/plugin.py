@@ -40,7 +40,6 @@ import pytest
 
 if TYPE_CHECKING:  # imported when a test asks for a fixture: pytest runs without sowctl stay fast
     from sowctl.testing.admin import AdminClient
-    from sowctl.testing.receiver import WebhookReceiver
     from sowctl.testing.server import SowctlServer
 
 CHECKPOINT_PREFIX = "pytest-"
@@ -188,15 +187,11 @@ def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) 
 
 
 @pytest.fixture
-def sowctl_receiver() -> Iterator[WebhookReceiver]:
+def sowctl_receiver() -> Iterator[Any]:  # a sowctl.testing.receiver.WebhookReceiver
     """A local webhook receiver with a fresh signing secret, closed after the test."""
-    import base64
-    import secrets
-
     from sowctl.testing.receiver import WebhookReceiver
 
-    secret = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-    with WebhookReceiver(secret) as receiver:
+    with WebhookReceiver(WebhookReceiver.new_secret()) as receiver:
         yield receiver
 
 

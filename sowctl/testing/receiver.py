@@ -14,7 +14,9 @@ Bounded: a body over ``MAX_BODY_BYTES`` is refused with 413 unread, and at most
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 import threading
 import time
 from collections import deque
@@ -65,6 +67,11 @@ class WebhookReceiver:
         self._server.daemon_threads = True
         serving = threading.Thread(target=self._server.serve_forever, name="webhook-receiver", daemon=True)
         serving.start()
+
+    @staticmethod
+    def new_secret() -> str:
+        """A fresh Standard Webhooks secret: ``whsec_`` and 32 random bytes in base64."""
+        return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
     @property
     def url(self) -> str:

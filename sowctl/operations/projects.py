@@ -1,4 +1,4 @@
-"""Listing routes of Group C: GET /projects and GET /clients.
+"""GET /projects (Group C).
 
 ``limit`` (default 20; above 100 clamped to 100, as Group A's lists do) and
 ``offset`` (default 0) are strings of digits. ``total`` counts every match. In
@@ -11,16 +11,10 @@ from __future__ import annotations
 from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
-from sowctl.schemas.listing import (
-    DEFAULT_LIMIT,
-    MAX_LIMIT,
-    ClientList,
-    ClientListQuery,
-    ProjectList,
-    ProjectListQuery,
-)
+from sowctl.schemas.paging import DEFAULT_LIMIT, MAX_LIMIT
+from sowctl.schemas.projects import ProjectList, ProjectListQuery
 
-service = LazyModule("sowctl.services.listing")
+service = LazyModule("sowctl.services.projects")
 
 
 def page(request: Request) -> tuple[int | None, int]:
@@ -50,19 +44,3 @@ def list_projects(request: Request) -> Result:
         request.caller, status=query.status, client_id=query.client_id, limit=limit, offset=offset
     )
     return Result({"projects": dump(projects), "total": total}, total)
-
-
-@operation(
-    name="clients.list",
-    method="GET",
-    path="/clients",
-    group=Group.C,
-    summary="List the clients of the caller's organization, each with its contacts",
-    query=ClientListQuery,
-    response=ClientList,
-    list_key="clients",
-)
-def list_clients(request: Request) -> Result:
-    limit, offset = page(request)
-    clients, total = service.list_clients(request.caller, limit=limit, offset=offset)
-    return Result({"clients": dump(clients), "total": total}, total)
