@@ -9,6 +9,7 @@ import typer
 
 from sowctl.backends.settings import CREDENTIALS as _REMOTE_CREDENTIALS
 from sowctl.backends.settings import Settings
+from sowctl.output.terminal import current
 
 if TYPE_CHECKING:
     import typer
@@ -49,7 +50,6 @@ class AppContext:
         environment (set for another shell's server, say) it is said on stderr, unless
         --db chose local mode explicitly.
         """
-        import sys
 
         from sowctl.foundation.errors import UsageError
 
@@ -62,7 +62,7 @@ class AppContext:
                     f"(local mode uses no credentials; it has full rights on {settings.database})"
                 )
             if "db" not in self.given:
-                sys.stderr.write(
+                current().err.write(
                     f"warning: {env} is set but no server is: running in local mode on "
                     f"{settings.database} (set SOWCTL_SERVER or --server for remote mode)\n"
                 )

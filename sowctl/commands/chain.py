@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ from sowctl.output.render import (
     no_columns,
     text,
 )
+from sowctl.output.terminal import current
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -120,7 +120,7 @@ def show(
         from sowctl.output.chart import to_dot, to_mermaid
 
         report = _chain(ctx, sow_id, "flat")
-        sys.stdout.write(to_mermaid(report) if fmt is Format.mermaid else to_dot(report))
+        current().out.write(to_mermaid(report) if fmt is Format.mermaid else to_dot(report))
     else:
         _show_table(_chain(ctx, sow_id, "flat"))
 
@@ -180,7 +180,7 @@ def _show_tree(report: dict) -> None:
                 indent + text(node["title"]),
                 *(text(node[k]) for k in ("type", "status", "id")),
             ]
-            sys.stdout.write("\t".join(cells) + "\n")
+            current().out.write("\t".join(cells) + "\n")
             for entry in node["dependencies"]:
                 cells = [
                     f"{indent}  -> {text(entry['dependencyType'])}",
@@ -188,7 +188,7 @@ def _show_tree(report: dict) -> None:
                     flags.get(entry["id"], ""),
                     text(entry["id"]),
                 ]
-                sys.stdout.write("\t".join(cells) + "\n")
+                current().out.write("\t".join(cells) + "\n")
             pending.extend((child, depth + 1) for child in reversed(node["children"]))
         return
     from rich.tree import Tree

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import typer
 
 from sowctl.foundation.errors import ExitCode, InvalidInput, SowctlError
 from sowctl.output.render import console, emit_summary, text
+from sowctl.output.terminal import current
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,6 @@ def _in_github_actions() -> bool:
 def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     """Exit code of the check: 0 passed, 1 failed; an error (exit 2-5) propagates."""
     from sowctl.gate import reports
-    from sowctl.output.terminal import current
     from sowctl.services.collector import collector_paused
 
     specs, problem = reports.parse_specs(options.reports)
@@ -75,7 +74,7 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
     if _in_github_actions():
         from sowctl.gate.reports.github import annotations
 
-        stream = sys.stderr if options.json_ or any(spec.to_stdout for spec in specs) else sys.stdout
+        stream = current().err if options.json_ or any(spec.to_stdout for spec in specs) else current().out
         for line in annotations(summary):
             stream.write(line + "\n")
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -83,7 +82,7 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
             try:
                 reports.append_step_summary(step_summary, reports.render("markdown", for_reports))
             except SowctlError as exc:  # the verdict stands; the job summary is a courtesy
-                sys.stderr.write(f"warning: {exc.message}\n")
+                current().err.write(f"warning: {exc.message}\n")
     return 0 if summary["passed"] else 1
 
 
@@ -145,7 +144,7 @@ def _report_failure(sow_id: str, specs: list, exc: Exception) -> None:
     if _in_github_actions():
         from sowctl.gate.reports.github import error_annotation
 
-        sys.stderr.write(error_annotation(sow_id, message, code) + "\n")
+        current().err.write(error_annotation(sow_id, message, code) + "\n")
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
             try:
@@ -167,7 +166,7 @@ def _verdict(summary: dict[str, Any], kind: str) -> str:
 
 def _lines(summary: dict[str, Any]) -> None:
     """Piped: KIND COUNT VERDICT per kind, KIND DEPENDENCY DESCRIPTION STATE per finding, then the result."""
-    write = sys.stdout.write
+    write = current().out.write
     for kind, count in summary["counts"].items():
         write(f"{kind}\t{count}\t{_verdict(summary, kind)}\n")
     for finding in summary["findings"]:
@@ -175,7 +174,7 @@ def _lines(summary: dict[str, Any]) -> None:
         if dep_id is not None:  # the message starts with "DEPENDENCY_ID: ", a column of its own here
             line = line[len(dep_id) + 2 :]
         write(f"{finding['kind']}\t{text(dep_id or '-')}\t{text(line)}\t{finding['state']}\n")
-    sys.stdout.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
+    current().out.write(f"result\t{'passed' if summary['passed'] else 'failed'}\n")
 
 
 def _table(summary: dict[str, Any]) -> None:

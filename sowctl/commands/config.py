@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -14,6 +13,7 @@ from sowctl.foundation.errors import NotFound, UsageError, quoted
 from sowctl.foundation.redaction import secret_hint
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_rows
+from sowctl.output.terminal import current
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -96,9 +96,9 @@ def set_value(
     if other and other in values:
         # A profile is local or remote, never both: the newer choice wins.
         del values[other]
-        sys.stderr.write(f"note: removed {other} from profile {target} (it now uses {name})\n")
+        current().err.write(f"note: removed {other} from profile {target} (it now uses {name})\n")
     path = profiles.save(data)
-    sys.stderr.write(f"set {name} in profile {target} ({path})\n")
+    current().err.write(f"set {name} in profile {target} ({path})\n")
 
 
 @app.command("unset")
@@ -119,7 +119,7 @@ def unset_value(
         raise NotFound(f"{name} is not set in profile {target}")
     del values[name]
     profiles.save(data)
-    sys.stderr.write(f"removed {name} from profile {target}\n")
+    current().err.write(f"removed {name} from profile {target}\n")
 
 
 @app.command("get")
@@ -140,7 +140,7 @@ def get_value(
     if name not in values:
         raise NotFound(f"{name} is not set in profile {target}")
     value = values[name]
-    sys.stdout.write(f"{shown(name, value, show_secrets)}\n")
+    current().out.write(f"{shown(name, value, show_secrets)}\n")
 
 
 @app.command("list")
@@ -188,7 +188,7 @@ def use_profile(
         )
     data["current"] = name
     profiles.save(data)
-    sys.stderr.write(f"current profile: {name}\n")
+    current().err.write(f"current profile: {name}\n")
 
 
 @app.command("path")
@@ -197,4 +197,4 @@ def show_path() -> None:
 
     Example: sowctl config path
     """
-    sys.stdout.write(f"{profiles.config_path()}\n")
+    current().out.write(f"{profiles.config_path()}\n")

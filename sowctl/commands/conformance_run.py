@@ -7,7 +7,6 @@ the summary: one line per difference, or ``--json``, and the ``--report`` files.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -159,7 +158,7 @@ def _render(fmt: str, summary: dict[str, Any]) -> str:
 
 def _lines(summary: dict[str, Any]) -> None:
     """Piped: KIND REQUEST WHERE DETAIL SERVER per difference, ``skipped`` lines, then the result."""
-    write = sys.stdout.write
+    write = current().out.write
     for difference in summary["differences"]:
         where = f"{difference['method']} {difference['path']}"
         write(

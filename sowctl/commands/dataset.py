@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +13,7 @@ from sowctl.commands._context import app_context
 from sowctl.foundation.errors import UsageError
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_rows
+from sowctl.output.terminal import current
 
 # Above this many records an export is written compact: indenting is for people, and
 # json.dumps only uses its C encoder without an indent (several times faster).
@@ -65,7 +65,7 @@ def import_command(
         return
     rows = [{"kind": kind, "records": count} for kind, count in counts.items() if count]
     if not rows:
-        sys.stdout.write("nothing to import: the dataset has no records\n")
+        current().out.write("nothing to import: the dataset has no records\n")
         return
     emit_rows(rows, SUMMARY_COLUMNS, id_key="kind", title="Imported")
 
@@ -101,10 +101,10 @@ def export_command(
     else:
         text = json.dumps(data, ensure_ascii=False, indent=2)
     if file is None or str(file) == "-":
-        sys.stdout.write(text + "\n")
+        current().out.write(text + "\n")
         return
     _write_atomically(file, text + "\n")
-    sys.stderr.write(f"exported {records:,} records to {file}\n")
+    current().err.write(f"exported {records:,} records to {file}\n")
 
 
 # --- input and output -----------------------------------------------------------
@@ -126,7 +126,7 @@ def _write_atomically(path: Path, text: str) -> None:
 @contextlib.contextmanager
 def _import_progress(records: int) -> Iterator[Callable[[int, int], None] | None]:
     """On a TTY, for PROGRESS_FROM records or more: "Checking", then a bar while rows go in."""
-    if records < PROGRESS_FROM or not sys.stderr.isatty():
+    if records < PROGRESS_FROM or not current().err.isatty():
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -145,7 +145,7 @@ def _import_progress(records: int) -> Iterator[Callable[[int, int], None] | None
 
 @contextlib.contextmanager
 def _export_progress() -> Iterator[Callable[[int, int], None] | None]:
-    if not sys.stderr.isatty():
+    if not current().err.isatty():
         yield None
         return
     from rich.progress import BarColumn, Progress, TextColumn

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 
 from sowctl.commands._context import app_context
 from sowctl.output.options import output_options
+from sowctl.output.terminal import current
 
 
 @output_options()
@@ -72,7 +72,7 @@ def replay(
         from sowctl.output.render import text  # the recording's paths and errors are printed safely
 
         line = f"line {failure['line']}: {failure['method']} {failure['path']}: {failure['error']}"
-        sys.stderr.write(f"error: {text(line)}\n")
+        current().err.write(f"error: {text(line)}\n")
 
     outcome = service.replay(entries, run, continue_on_error=continue_on_error, on_failure=report)
     if json_:
@@ -83,6 +83,6 @@ def replay(
         summary = f"{outcome.replayed} replayed, {len(outcome.failures)} failed"
         if outcome.skipped:
             summary += f", {outcome.skipped} not attempted"
-        sys.stdout.write(summary + "\n")
+        current().out.write(summary + "\n")
     if outcome.failures:
         raise typer.Exit(outcome.exit_code)

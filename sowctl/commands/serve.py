@@ -16,6 +16,7 @@ from sowctl.commands import serve_exec
 from sowctl.commands._context import app_context
 from sowctl.commands.serve_options import buffer_cap, test_double_options
 from sowctl.foundation.errors import SowctlError
+from sowctl.output.terminal import current
 from sowctl.storage.created_files import new_sqlite_file, remove_sqlite_file
 
 
@@ -270,7 +271,7 @@ def _prepared_database(context: Any, load: Path | None, double: dict[str, Any]) 
             if created is not None:  # nothing starts, and nothing is left behind
                 remove_sqlite_file(created)
             raise
-        sys.stderr.write(f"loaded {sum(loaded.values()):,} records from {load}\n")
+        current().err.write(f"loaded {sum(loaded.values()):,} records from {load}\n")
     return str(context.settings.database)
 
 
@@ -284,10 +285,10 @@ class _Banner:
 
     def show(self, url: str, settings: Any) -> None:
         if self.for_a_command:
-            sys.stderr.write(
+            current().err.write(
                 f"sowctl: serving on {url} while the command runs (credentials in its environment)\n"
             )
-            sys.stderr.flush()
+            current().err.flush()
             return
         if self.admin:
             _print(f"Admin token: {settings.admin_token}")
@@ -411,5 +412,5 @@ def _sowctl_command() -> str:
 
 
 def _print(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    current().out.write(text + "\n")
+    current().out.flush()

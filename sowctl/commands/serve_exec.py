@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sowctl.foundation.errors import ExitCode, InvalidInput, SowctlError, UsageError, quoted
+from sowctl.output.terminal import current
 
 if TYPE_CHECKING:
     from sowctl.services.dataset.source import DatasetSource
@@ -90,8 +91,8 @@ def export_file(database: str, path: Path) -> None:
         close_database()
     records = sum(len(rows) for rows in data.values())
     _write_atomically(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-    sys.stderr.write(f"exported {records:,} records to {path}\n")
-    sys.stderr.flush()
+    current().err.write(f"exported {records:,} records to {path}\n")
+    current().err.flush()
 
 
 # --- credentials for CMD --------------------------------------------------------------------
@@ -141,8 +142,8 @@ def serve_and_exec(
     if not command.strip():
         raise UsageError("--exec needs a command")
     read_end, write_end = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    current().out.flush()
+    current().err.flush()
     pid = os.fork()
     if pid == 0:  # the server
         os.close(read_end)
@@ -170,16 +171,16 @@ def _become_server(ready_fd: int, run_server: Callable[[Callable[[str], None]], 
 
         run_server(ready)
     except SowctlError as exc:
-        sys.stderr.write(f"error: {exc.message}\n")
+        current().err.write(f"error: {exc.message}\n")
         code = int(exc.exit_code)
     except BaseException as exc:  # no traceback for the user; the parent reports the failure
         if not isinstance(exc, KeyboardInterrupt | SystemExit):
-            sys.stderr.write(f"error: the server stopped: {type(exc).__name__}: {exc}\n")
+            current().err.write(f"error: the server stopped: {type(exc).__name__}: {exc}\n")
             code = int(ExitCode.FAILURE)
     finally:
         with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
+            current().out.flush()
+            current().err.flush()
         os._exit(code)
 
 

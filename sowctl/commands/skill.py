@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from importlib import resources
+
+from sowctl.output.terminal import current
 
 
 def skill_text() -> str:
@@ -19,4 +20,4 @@ def skill() -> None:
 
     Example: sowctl skill
     """
-    sys.stdout.write(skill_text())
+    current().out.write(skill_text())

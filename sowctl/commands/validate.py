@@ -4,7 +4,6 @@ read them, and without a database or a server of the user's."""
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ from typing import Annotated
 import typer
 
 from sowctl.foundation.errors import ExitCode, SowctlError
+from sowctl.output.terminal import current
 
 
 class FileKind(StrEnum):
@@ -51,8 +51,8 @@ def validate(
         except SowctlError as exc:
             refused += 1
             problems = [issue.describe() for issue in exc.issues] if len(exc.issues) > 1 else [exc.message]
-            sys.stderr.writelines(f"{file}: {problem}\n" for problem in problems)
+            current().err.writelines(f"{file}: {problem}\n" for problem in problems)
             continue
-        sys.stdout.write(f"ok\t{chosen.value}\t{file}\n")
+        current().out.write(f"ok\t{chosen.value}\t{file}\n")
     if refused:
         raise typer.Exit(int(ExitCode.INVALID_INPUT))

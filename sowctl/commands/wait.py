@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from sowctl.foundation.errors import ServiceUnavailable, UsageError
+from sowctl.output.terminal import current
 
 FIRST_PAUSE = 0.1  # seconds between tries, doubled after each up to MAX_PAUSE
 MAX_PAUSE = 2.0
@@ -47,7 +47,7 @@ def wait(
             left = deadline - time.monotonic()
             reason = _ask(client, target, max(0.05, min(MAX_TRY_SECONDS, left)))
             if reason is None:
-                sys.stderr.write(f"ready: {shown}\n")
+                current().err.write(f"ready: {shown}\n")
                 return
             left = deadline - time.monotonic()
             if left <= 0:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 
+from sowctl.output.terminal import current
 from sowctl.services.item_rules import nest, walk
 
 STATUS_STYLE = {
@@ -66,7 +66,7 @@ def _plain(roots: list[dict]) -> None:
 
     for level, node in walk(roots):
         cells = ["  " * level + text(node["title"]), *(text(node[key]) for key in ("type", "status", "id"))]
-        sys.stdout.write("\t".join(cells) + "\n")
+        current().out.write("\t".join(cells) + "\n")
 
 
 def cascade(item_id: str, items: list[dict], deps: list[dict]) -> tuple[list[str], list[str]]:
