@@ -1,0 +1,1 @@
+from tests.support.receiver import receiver  # noqa: F401 - the fixture
