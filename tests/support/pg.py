@@ -50,7 +50,6 @@ def _session_database(base_url: str) -> str:
 
 
 def _drop(base_url: str, name: str) -> None:
-    from sowctl.services.reset import data_tables
     from sowctl.storage import models
 
     try:
