@@ -103,6 +103,11 @@ def release(subscription_id: str, owner: str, cursor: int | None = None) -> None
     Sub.update(changes).where((Sub.id == subscription_id) & (Sub.lease_owner == owner)).execute()
 
 
+def forget_leases() -> None:
+    """No subscription leased (a checkpoint restored: its leases were of attempts long done)."""
+    Sub.update({Sub.lease_owner: None, Sub.lease_until: None}).where(Sub.lease_owner.is_null(False)).execute()
+
+
 def next_work(subscription_id: str, owner: str) -> tuple[Work | None, int | None]:
     """(what to send next, None) or, when nothing is to be sent, (None, the cursor to skip to)."""
     row = Sub.get_or_none((Sub.id == subscription_id) & (Sub.lease_owner == owner))

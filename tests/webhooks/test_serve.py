@@ -12,9 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.cli import run_main
 from tests.support.doubles import ADMIN, ADMIN_TOKEN, ORG, SOW, bearer, load
 from tests.support.receiver import Receiver, verify_standard_webhooks
-from tests.support.server import Server
+from tests.support.server import Server, seed_demo
 
 pytestmark = pytest.mark.database
 
@@ -100,9 +101,9 @@ def test_retries_wait_for_the_service_clock_and_pause(serve: Any, receiver: Rece
 
 @pytest.mark.slow
 def test_two_servers_on_one_database_deliver_each_event_once(
-    serve: Any, receiver: Receiver, tmp_path: Path
+    serve: Any, receiver: Receiver, db_url: str
 ) -> None:
-    database = tmp_path / "shared.db"
+    database = db_url  # SQLite, or PostgreSQL in the suite's PostgreSQL pass
     first: Server = serve(database, "--workers", "2", "--admin-token", ADMIN_TOKEN)
     second: Server = serve(database, "--workers", "2", "--admin-token", ADMIN_TOKEN)
     token = load(first.client)["token"]
@@ -124,3 +125,35 @@ def test_two_servers_on_one_database_deliver_each_event_once(
     attempts = [entry["eventId"] for entry in logged()]
     assert len(attempts) == len(set(attempts)) == len(titles) + 2  # one attempt per event, all told
     assert len(receiver.received) == len(titles) + 2
+
+
+def test_a_subscription_made_on_the_database_is_delivered_by_a_plain_server(
+    serve: Any, receiver: Receiver, tmp_path: Path
+) -> None:
+    database = tmp_path / "plain.db"
+    token, _ = seed_demo(str(database))
+    created = run_main(
+        "--db", str(database), "webhooks", "create", "--url", receiver.url, "--org", ORG, "--json"
+    )
+    assert created.exit_code == 0, created.stderr
+    hook = created.json()
+    server: Server = serve(database)  # no admin API: deliveries all the same
+    item = create_item(server.url, token, "Walls")
+    (got,) = receiver.wait_for(1)
+    assert verify_standard_webhooks(hook["secret"], got) and got.event["resourceId"] == item["id"]
+
+
+def test_a_restored_checkpoint_brings_back_subscriptions_that_deliver(serve: Any, receiver: Receiver) -> None:
+    server: Server = serve(None, "--admin-token", ADMIN_TOKEN)
+    token = load(server.client)["token"]
+    hook = subscribe(server.client, receiver.url)
+    saved = server.client.post("/_admin/checkpoints", json={"name": "hooked"}, headers=ADMIN)
+    assert saved.status_code == 201
+    create_item(server.url, token, "Walls")
+    receiver.wait_for(1)
+    restored = server.client.post("/_admin/checkpoints/hooked/restore", headers=ADMIN)
+    assert restored.status_code == 200
+    create_item(server.url, token, "Roof")  # the restored subscription delivers at once
+    got = receiver.wait_for(2)
+    assert got[1].event["data"]["title"] == "Roof"
+    assert server.client.get(f"/_admin/webhooks/{hook['id']}", headers=ADMIN).json()["status"] == "active"
