@@ -41,6 +41,8 @@ POLL_SECONDS = 0.2
 IN_FLIGHT = 4
 TIMEOUT_SECONDS = 5.0
 MAX_RESPONSE_BYTES = 4096
+# The answer's body is read for at most this long, however slowly it trickles in.
+MAX_READ_SECONDS = 2 * TIMEOUT_SECONDS
 USER_AGENT = f"sowctl/{VERSION}"
 
 
@@ -70,6 +72,7 @@ class Dispatcher:
         count: Callable[[str], None] | None = None,
         poll_seconds: float = POLL_SECONDS,
         in_flight: int = IN_FLIGHT,
+        timeout: float = TIMEOUT_SECONDS,
     ) -> None:
         self._connect = connect
         self._recover = recover
@@ -82,7 +85,7 @@ class Dispatcher:
         self._stop = threading.Event()
         self._rng = random.Random()
         self.owner = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        self._http = httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False, trust_env=False)
+        self._http = httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False)
         self._thread: threading.Thread | None = None
         self._warned = False
 
@@ -203,7 +206,7 @@ class Dispatcher:
         started = time.perf_counter()
         try:
             with self._http.stream("POST", work.url, content=body, headers=headers) as response:
-                excerpt = _read_some(response)
+                excerpt = _read_some(response, started + MAX_READ_SECONDS)
                 status = response.status_code
         except httpx.TimeoutException:
             return Attempt(work.sequence, "failed", error="timed out", latency_ms=_ms(started), fault=fault)
@@ -213,12 +216,12 @@ class Dispatcher:
         return Attempt(work.sequence, outcome, status, None, _ms(started), excerpt, fault)
 
 
-def _read_some(response: httpx.Response) -> str:
-    """At most ``MAX_RESPONSE_BYTES`` of the answer; the rest is never read."""
+def _read_some(response: httpx.Response, deadline: float) -> str:
+    """At most ``MAX_RESPONSE_BYTES`` of the answer, until ``deadline``; the rest is never read."""
     kept = bytearray()
     for chunk in response.iter_bytes():
         kept += chunk[: MAX_RESPONSE_BYTES - len(kept)]
-        if len(kept) >= MAX_RESPONSE_BYTES:
+        if len(kept) >= MAX_RESPONSE_BYTES or time.perf_counter() > deadline:
             break
     return kept.decode("utf-8", "replace")
 

@@ -32,6 +32,8 @@ class Receiver:
         self.received: list[Received] = []
         self.statuses: list[int] = []
         self.default = 200
+        self.reply: bytes | None = None  # the answer's body (default: "answered STATUS")
+        self.hold = 0.0  # seconds each answer waits before it is sent
         self._lock = threading.Lock()
         receiver = self
 
@@ -41,10 +43,11 @@ class Receiver:
                 with receiver._lock:
                     receiver.received.append(Received({k.lower(): v for k, v in self.headers.items()}, body))
                     status = receiver.statuses.pop(0) if receiver.statuses else receiver.default
+                time.sleep(receiver.hold)
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain")
                 self.end_headers()
-                self.wfile.write(f"answered {status}".encode())
+                self.wfile.write(receiver.reply or f"answered {status}".encode())
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -159,6 +159,40 @@ def test_the_next_event_waits_for_the_current_one(demo: Any, receiver: Receiver)
     assert [r.event["data"]["title"] for r in got] == ["First", "First", "Second"]
 
 
+def test_a_receiver_that_does_not_answer_in_time_is_a_failed_attempt(demo: Any, receiver: Receiver) -> None:
+    counted: list[str] = []
+    receiver.hold = 1.0
+    hook = subscribe(receiver.url)
+    create_item("Walls")
+    sender = Dispatcher(
+        lambda: demo.connect(reuse_if_open=True), lambda: None, count=counted.append, timeout=0.2
+    )
+    sender.poll_once()
+    assert sender.settle(30)
+    (entry,) = webhooks.deliveries(hook["id"])
+    assert (entry["outcome"], entry["status"], entry["error"]) == ("failed", None, "timed out")
+    assert counted == ["timeout"]
+    assert webhooks.get(hook["id"])["consecutiveFailures"] == 1
+
+
+def test_only_the_start_of_an_answer_is_kept(demo: Any, receiver: Receiver) -> None:
+    receiver.reply = b"x" * 100_000
+    hook = subscribe(receiver.url)
+    create_item("Walls")
+    run(demo)
+    (entry,) = webhooks.deliveries(hook["id"])
+    assert entry["responseExcerpt"] == "x" * 512 and entry["outcome"] == "delivered"
+
+
+def test_a_refused_connection_is_a_failed_attempt(demo: Any) -> None:
+    hook = subscribe("http://127.0.0.1:9/nothing-listens")
+    create_item("Walls")
+    run(demo)
+    (entry,) = webhooks.deliveries(hook["id"])
+    assert entry["outcome"] == "failed" and entry["status"] is None
+    assert entry["error"].startswith("ConnectError")
+
+
 def test_redelivery_sends_an_event_again(demo: Any, receiver: Receiver) -> None:
     hook = subscribe(receiver.url)
     create_item("Walls")
