@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -17,29 +17,35 @@ DELIVERY_FAULT_KINDS = ("duplicate", "delay", "drop", "reorder")
 
 
 class WebhookCreate(AdminModel):
-    url: Any = Field(description="Where deliveries are POSTed: an http(s) URL with a host")
-    organizationId: Any = Field(description="Whose events are delivered")
-    eventTypes: Any = Field(
+    """What a subscription is made of; the rules (each naming its field) are ``services.webhooks``'."""
+
+    url: str = Field(description="Where deliveries are POSTed: an http(s) URL with a host")
+    organizationId: str = Field(description="Whose events are delivered")
+    eventTypes: list[str] | None = Field(
         None,
         description='Event types ("item.created") or a resource\'s every type ("dependency.*"); '
         "omitted or null: every event",
     )
-    signing: Any = Field("standard-webhooks", description="standard-webhooks (the default) or authorization")
-    secret: Any = Field(
+    signing: SigningScheme = Field(
+        "standard-webhooks", description="standard-webhooks (the default) or authorization"
+    )
+    secret: str | None = Field(
         None, description="standard-webhooks: a whsec_ secret to sign with; generated when omitted"
     )
-    authorization: Any = Field(
+    authorization: str | None = Field(
         None, description="authorization: the Authorization header value sent with each delivery"
     )
-    maxFailures: Any = Field(None, description="Consecutive failed attempts before the subscription pauses")
+    maxFailures: int | None = Field(
+        None, description="Consecutive failed attempts before the subscription pauses"
+    )
 
 
 class WebhookRedeliver(AdminModel):
-    eventId: Any = Field(description="The event to deliver again (evt_... or its number)")
+    eventId: str = Field(description="The event to deliver again (evt_... or its number)")
 
 
 class WebhookDeliveriesQuery(AdminModel):
-    limit: Any = Field(None, description="The last N attempts (1 to 200; default 50)")
+    limit: int | None = Field(None, description="The last N attempts (1 to 200; default 50)")
 
 
 class WebhookOut(AdminModel):
