@@ -15,6 +15,7 @@ double's clock set by ``/_admin/clock``, whichever worker took that request).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import os
@@ -167,9 +168,12 @@ class Dispatcher:
             webhook_dispatch.finish(work, self.owner, attempts, delivered_up_to)
             for attempt in attempts:
                 self._count(_metric_outcome(attempt))
-        except Exception as exc:  # never the thread's end; the lease lapses and another tries
+        except Exception as exc:  # never the thread's end: give the lease back, or let it lapse
             self._recover()
             sys.stderr.write(f"sowctl: webhook {subscription_id}: {type(exc).__name__}\n")
+            with contextlib.suppress(Exception):  # the database is away: the lease lapses instead
+                self._connect()
+                webhook_dispatch.release(subscription_id, self.owner)
         finally:
             self._slots.release()
 

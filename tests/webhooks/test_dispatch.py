@@ -310,3 +310,25 @@ def test_the_stored_subscription_keeps_the_secret_out_of_listings(demo: Any, rec
     assert hook["secret"] not in json.dumps(listed) and "secret" not in listed[0]
     stored = WebhookSubscription.get_by_id(hook["id"])
     assert stored.credential == hook["secret"]  # kept as given: the server signs with it
+
+
+def test_an_attempt_that_breaks_gives_its_lease_back(
+    demo: Any, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = subscribe(receiver.url)
+    create_item("Walls")
+    real = webhook_dispatch.next_work
+    broken = iter([True])
+
+    def next_work(subscription_id: str, owner: str) -> Any:
+        if next(broken, False):
+            raise RuntimeError("the database went away")
+        return real(subscription_id, owner)
+
+    monkeypatch.setattr(webhook_dispatch, "next_work", next_work)
+    run(demo)
+    assert receiver.received == []
+    stored = WebhookSubscription.get_by_id(hook["id"])
+    assert stored.lease_owner is None and stored.lease_until is None
+    run(demo)
+    assert len(receiver.wait_for(1)) == 1
