@@ -49,6 +49,17 @@ GROUPS: list[tuple[str, str]] = [
         "description.\n\nExample: sowctl --server http://127.0.0.1:8000 contract report",
     ),
     (
+        "webhooks",
+        "Webhook subscriptions of a sowctl server: create, list, delete, resume, their delivery log,"
+        " redelivery.\n\nExample: sowctl webhooks create --url https://ci.example.test/hook"
+        " --event item.created",
+    ),
+    (
+        "events",
+        "Events of a sowctl server: forward its webhook deliveries to a local URL."
+        "\n\nExample: sowctl events listen --forward-to http://127.0.0.1:5000/hooks",
+    ),
+    (
         "orgs",
         "Organizations (local mode only): create one on purpose, list them."
         "\n\nExample: sowctl orgs create org-2",

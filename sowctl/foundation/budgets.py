@@ -54,3 +54,14 @@ ECHO_LIMIT = 80
 # Characters of an error's message and of each problem's: a refusal's answer stays small
 # whatever was sent (a cycle through 10,000 items, a key of a megabyte).
 MAX_MESSAGE_CHARS = 2000
+
+# Webhooks (``services.webhooks``): subscriptions a server keeps, a URL's length, the event
+# types one lists, the attempts one keeps in its delivery log, the redeliveries one queues,
+# the receiver's answer kept per attempt, and the delivery fault rules.
+MAX_WEBHOOKS = 100
+MAX_WEBHOOK_URL_CHARS = 2048
+MAX_WEBHOOK_EVENT_TYPES = 32
+MAX_WEBHOOK_DELIVERIES_KEPT = 200
+MAX_WEBHOOK_REDELIVERIES = 100
+MAX_WEBHOOK_EXCERPT_CHARS = 512
+MAX_DELIVERY_FAULT_RULES = 10

@@ -30,7 +30,8 @@ DEFAULT_PAGE_SIZE = 20  # the API's own default page
 # an agent's context, and a whole SOW's chain can be megabytes.
 MAX_ANSWER_CHARS = 200_000
 # The admin operations offered as tools: what an agent testing a client needs, not datasets
-# or credentials (which would hand it every secret of the test double).
+# or credentials (which would hand it every secret of the test double), nor a webhook's
+# creation (its answer holds the signing secret).
 ADMIN_TOOLS = (
     "admin.reset",
     "admin.faults.get",
@@ -44,6 +45,15 @@ ADMIN_TOOLS = (
     "admin.checkpoints.save",
     "admin.checkpoints.restore",
     "admin.checkpoints.delete",
+    "admin.webhooks.list",
+    "admin.webhooks.get",
+    "admin.webhooks.delete",
+    "admin.webhooks.resume",
+    "admin.webhooks.deliveries",
+    "admin.webhooks.redeliver",
+    "admin.webhooks.faults.get",
+    "admin.webhooks.faults.set",
+    "admin.webhooks.faults.clear",
 )
 
 # Admin operations that replace the whole state, though not by a DELETE.

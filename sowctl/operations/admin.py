@@ -41,6 +41,17 @@ from sowctl.schemas.admin import (
     TokenIssued,
     VerificationReport,
 )
+from sowctl.schemas.webhooks import (
+    DeliveryFaults,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookDeleted,
+    WebhookDeliveriesQuery,
+    WebhookDeliveryOut,
+    WebhookOut,
+    WebhookRedeliver,
+    WebhookRedelivery,
+)
 
 PREFIX = "/_admin"
 TAG = "test double admin"
@@ -226,5 +237,84 @@ _declare(
     "/checkpoints/{name}",
     "Drop a checkpoint",
     response=CheckpointDeleted,
+    write=True,
+)
+
+# --- webhooks: subscriptions, their delivery log, delivery faults -----------------------------
+
+_declare(
+    "admin.webhooks.create",
+    "POST",
+    "/webhooks",
+    "Subscribe a URL to an organization's events; the answer (only this one) shows the signing secret",
+    body=WebhookCreate,
+    response=WebhookCreated,
+    status=201,
+    write=True,
+    checked_by_handler=("body",),  # the subscription's rules, each naming its field
+)
+_declare(
+    "admin.webhooks.list", "GET", "/webhooks", "List the webhook subscriptions", response=list[WebhookOut]
+)
+_declare("admin.webhooks.get", "GET", "/webhooks/{id}", "Show one webhook subscription", response=WebhookOut)
+_declare(
+    "admin.webhooks.delete",
+    "DELETE",
+    "/webhooks/{id}",
+    "Drop a webhook subscription and its delivery log",
+    response=WebhookDeleted,
+    write=True,
+)
+_declare(
+    "admin.webhooks.resume",
+    "POST",
+    "/webhooks/{id}/resume",
+    "Make a paused subscription active again, its failures forgotten: the event it stopped at goes first",
+    response=WebhookOut,
+    write=True,
+)
+_declare(
+    "admin.webhooks.deliveries",
+    "GET",
+    "/webhooks/{id}/deliveries",
+    "The last delivery attempts of a subscription, oldest first",
+    query=WebhookDeliveriesQuery,
+    response=list[WebhookDeliveryOut],
+    checked_by_handler=("query",),  # limit: 1 to the log's bound
+)
+_declare(
+    "admin.webhooks.redeliver",
+    "POST",
+    "/webhooks/{id}/redeliver",
+    "Queue an event again for a subscription, ahead of the events after its cursor",
+    body=WebhookRedeliver,
+    response=WebhookRedelivery,
+    status=202,
+    write=True,
+    checked_by_handler=("body",),
+)
+_declare(
+    "admin.webhooks.faults.get",
+    "GET",
+    "/webhook-faults",
+    "Show the faults injected in webhook deliveries",
+    response=DeliveryFaults,
+)
+_declare(
+    "admin.webhooks.faults.set",
+    "PUT",
+    "/webhook-faults",
+    "Replace the faults injected in webhook deliveries (duplicate, delay, drop, reorder)",
+    body=DeliveryFaults,
+    response=DeliveryFaults,
+    write=True,
+    checked_by_handler=("body",),
+)
+_declare(
+    "admin.webhooks.faults.clear",
+    "DELETE",
+    "/webhook-faults",
+    "Clear the faults injected in webhook deliveries",
+    response=DeliveryFaults,
     write=True,
 )

@@ -61,6 +61,12 @@ SOURCES: dict[str, str] = {
     "keys list": "model:cli_output.KeyListed[]",
     "keys revoke": "model:cli_output.Revoked",
     "config list": "model:cli_output.ConfigList",
+    "webhooks create": "model:webhooks.WebhookCreated",
+    "webhooks list": "model:webhooks.WebhookOut[]",
+    "webhooks delete": "model:webhooks.WebhookDeleted",
+    "webhooks resume": "model:webhooks.WebhookOut",
+    "webhooks deliveries": "model:webhooks.WebhookDeliveryOut[]",
+    "webhooks redeliver": "model:webhooks.WebhookRedelivery",
 }
 # Commands whose --json prints whatever the server answered: no fixed shape.
 ANY_JSON = {"api": "the answer's JSON body, as the route returns it"}

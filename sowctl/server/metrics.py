@@ -124,7 +124,7 @@ class Metrics:
         self.database_errors.labels(kind if kind in DATABASE_ERRORS else "unexpected").inc()
 
     def event_delivery(self, outcome: str) -> None:
-        """One attempt to deliver an event: ``delivered``, ``failed`` or ``timeout``."""
+        """One attempt to deliver an event: ``delivered``, ``failed``, ``timeout``, ``dropped``."""
         self.event_deliveries.labels(outcome).inc()
 
     # --- reading ------------------------------------------------------------------------

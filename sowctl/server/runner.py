@@ -44,7 +44,7 @@ def serve(
     import sys
 
     from sowctl.engine.process import serve as run
-    from sowctl.server import metrics, tracing
+    from sowctl.server import metrics, tracing, webhook_dispatcher
 
     settings = settings or ServerSettings()
     json_lines = settings.log_format == "json"
@@ -56,6 +56,7 @@ def serve(
 
         tracing.start_from_environment()
         app = app_factory()
+        webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own
         served = AccessLog(app, json_lines=json_lines) if access_log else app
         hooks = Hooks(
             answer=lambda path, refusal: answer(path, refusal, settings),

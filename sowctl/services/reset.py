@@ -9,15 +9,21 @@ import peewee as pw
 
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
+from sowctl.storage.webhook_models import V12_MODELS
 
 # The Meta rows holding run-time settings (the test double's faults and clock): a reset
 # forgets them; the schema version stays.
-RUNTIME_KEYS = ("faults", "clock", "contract")
+RUNTIME_KEYS = ("faults", "clock", "contract", "webhook_faults")
 
 
 def data_tables() -> list[type[m.BaseModel]]:
     """Every table but Meta, children before parents (the order rows can be deleted in)."""
-    return [*m.V11_MODELS, *m.V2_MODELS, *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta)]
+    return [
+        *V12_MODELS,
+        *m.V11_MODELS,
+        *m.V2_MODELS,
+        *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta),
+    ]
 
 
 def reset_database() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import peewee as pw
 
 from sowctl.foundation.errors import SowctlError
-from sowctl.storage import models, tallies
+from sowctl.storage import models, tallies, webhook_models
 from sowctl.storage.transactions import _serialised
 
 
@@ -167,6 +167,11 @@ def _v11_events(database: pw.Database) -> None:
     database.create_tables(models.V11_MODELS, safe=True)
 
 
+def _v12_webhooks(database: pw.Database) -> None:
+    """Webhook subscriptions, their delivery log and redelivery queue (``webhook_models``)."""
+    database.create_tables(webhook_models.V12_MODELS, safe=True)
+
+
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
@@ -179,6 +184,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v9_item_tallies,
     _v10_request_log_contract,
     _v11_events,
+    _v12_webhooks,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

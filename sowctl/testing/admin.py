@@ -165,6 +165,61 @@ class AdminClient:
     def delete_checkpoint(self, name: str) -> None:
         self._send("admin.checkpoints.delete", {"name": name})
 
+    # --- webhooks --------------------------------------------------------------------------------
+
+    def create_webhook(
+        self,
+        url: str,
+        organization_id: str,
+        *,
+        event_types: list[str] | None = None,
+        signing: str = "standard-webhooks",
+        secret: str | None = None,
+        authorization: str | None = None,
+        max_failures: int | None = None,
+    ) -> dict[str, Any]:
+        """Subscribe ``url`` to an organization's events; the answer holds the signing secret
+        (``secret``), which is never shown again."""
+        body = {
+            "url": url,
+            "organizationId": organization_id,
+            "eventTypes": event_types,
+            "signing": signing,
+            "secret": secret,
+            "authorization": authorization,
+            "maxFailures": max_failures,
+        }
+        return self._send("admin.webhooks.create", json={k: v for k, v in body.items() if v is not None})
+
+    def webhooks(self) -> list[dict[str, Any]]:
+        return self._send("admin.webhooks.list")
+
+    def webhook(self, subscription_id: str) -> dict[str, Any]:
+        return self._send("admin.webhooks.get", {"id": subscription_id})
+
+    def delete_webhook(self, subscription_id: str) -> None:
+        self._send("admin.webhooks.delete", {"id": subscription_id})
+
+    def resume_webhook(self, subscription_id: str) -> dict[str, Any]:
+        return self._send("admin.webhooks.resume", {"id": subscription_id})
+
+    def webhook_deliveries(self, subscription_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The subscription's last ``limit`` delivery attempts, oldest first."""
+        return self._send("admin.webhooks.deliveries", {"id": subscription_id}, params={"limit": str(limit)})
+
+    def redeliver(self, subscription_id: str, event_id: str) -> dict[str, Any]:
+        return self._send("admin.webhooks.redeliver", {"id": subscription_id}, json={"eventId": event_id})
+
+    def set_delivery_faults(self, *rules: dict[str, Any]) -> dict[str, Any]:
+        """Replace the delivery faults: ``set_delivery_faults({"kind": "duplicate", "count": 1})``."""
+        return self._send("admin.webhooks.faults.set", json={"rules": list(rules)})
+
+    def delivery_faults(self) -> dict[str, Any]:
+        return self._send("admin.webhooks.faults.get")
+
+    def clear_delivery_faults(self) -> None:
+        self._send("admin.webhooks.faults.clear")
+
     # --- the request log ----------------------------------------------------------------------
 
     def requests(self, limit: int = 100, **filters: Any) -> list[dict[str, Any]]:

@@ -33,6 +33,15 @@ ADMIN_TOOL_NAMES = {
     "admin_checkpoints_save",
     "admin_checkpoints_restore",
     "admin_checkpoints_delete",
+    "admin_webhooks_list",
+    "admin_webhooks_get",
+    "admin_webhooks_delete",
+    "admin_webhooks_resume",
+    "admin_webhooks_deliveries",
+    "admin_webhooks_redeliver",
+    "admin_webhooks_faults_get",
+    "admin_webhooks_faults_set",
+    "admin_webhooks_faults_clear",
 }
 
 
@@ -68,6 +77,27 @@ def test_admin_tools_only_with_writes_allowed_and_an_admin_server() -> None:
     assert destructive >= {"admin_reset", "admin_checkpoints_restore", "admin_faults_clear"}
     # credentials and datasets are not for an agent
     assert "admin_tokens_create" not in names and "admin_dataset_export" not in names
+    assert "admin_webhooks_create" not in names  # its answer holds the signing secret
+
+
+def test_webhooks_through_tools(served: tuple[Any, AdminClient]) -> None:
+    backend, admin = served
+    hook = admin.create_webhook("http://127.0.0.1:9/hook", ORG)
+    listed = call(backend, admin, "admin_webhooks_list", {})
+    assert not listed.is_error, listed.content[0].text
+    assert hook["secret"] not in listed.content[0].text
+    shown = call(backend, admin, "admin_webhooks_get", {"id": hook["id"]})
+    assert shown.structured_content["id"] == hook["id"]
+    log = call(backend, admin, "admin_webhooks_deliveries", {"id": hook["id"], "limit": "5"})
+    assert not log.is_error, log.content[0].text
+    faults = call(
+        backend, admin, "admin_webhooks_faults_set", {"body": {"rules": [{"kind": "drop", "count": 1}]}}
+    )
+    assert faults.structured_content["rules"][0]["kind"] == "drop"
+    missing = call(backend, admin, "admin_webhooks_resume", {"id": "wh_none"})
+    assert missing.is_error and missing.structured_content["error"]["status"] == 404
+    assert not call(backend, admin, "admin_webhooks_delete", {"id": hook["id"]}).is_error
+    assert admin.webhooks() == []
 
 
 def test_faults_clock_checkpoints_and_reset_through_tools(served: tuple[Any, AdminClient]) -> None:

@@ -67,12 +67,22 @@ ADMIN_OPERATIONS = {
     ("admin.checkpoints.save", "POST", "/_admin/checkpoints"),
     ("admin.checkpoints.restore", "POST", "/_admin/checkpoints/{name}/restore"),
     ("admin.checkpoints.delete", "DELETE", "/_admin/checkpoints/{name}"),
+    ("admin.webhooks.create", "POST", "/_admin/webhooks"),
+    ("admin.webhooks.list", "GET", "/_admin/webhooks"),
+    ("admin.webhooks.get", "GET", "/_admin/webhooks/{id}"),
+    ("admin.webhooks.delete", "DELETE", "/_admin/webhooks/{id}"),
+    ("admin.webhooks.resume", "POST", "/_admin/webhooks/{id}/resume"),
+    ("admin.webhooks.deliveries", "GET", "/_admin/webhooks/{id}/deliveries"),
+    ("admin.webhooks.redeliver", "POST", "/_admin/webhooks/{id}/redeliver"),
+    ("admin.webhooks.faults.get", "GET", "/_admin/webhook-faults"),
+    ("admin.webhooks.faults.set", "PUT", "/_admin/webhook-faults"),
+    ("admin.webhooks.faults.clear", "DELETE", "/_admin/webhook-faults"),
 }
 
 COMMANDS = {
-    "budgets", "chain", "clients", "config", "conformance", "contract", "contracts", "deps", "export",
-    "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill",
-    "sows", "status", "tokens", "validate", "wait",
+    "budgets", "chain", "clients", "config", "conformance", "contract", "contracts", "deps", "events",
+    "export", "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve",
+    "skill", "sows", "status", "tokens", "validate", "wait", "webhooks",
 }  # fmt: skip
 
 

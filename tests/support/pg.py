@@ -80,6 +80,7 @@ def fresh_database(base_url: str) -> str:
     url = _session_database(base_url)
     import psycopg2
 
+    from sowctl.services.reset import data_tables
     from sowctl.storage import models
 
     if _cleaner is None or _cleaner.closed:
@@ -92,11 +93,8 @@ def fresh_database(base_url: str) -> str:
             port=parts.port or 5432,
         )
         _cleaner.autocommit = True
-    tables = [
-        model._meta.table_name
-        for model in reversed(models.ALL_MODELS + list(getattr(models, "V2_MODELS", [])))
-        if model._meta.table_name != "meta"
-    ]
+    # Every table a reset empties (the events outbox and the webhooks' too), children first.
+    tables = [model._meta.table_name for model in data_tables() if model is not models.Meta]
     # One round trip: a server-side block empties the tables that exist (child-first),
     # keeps meta's schema version (its other rows are run-time state: faults, clock, rank
     # marks), and restarts every sequence. 28 separate statements took ~25 ms per test.

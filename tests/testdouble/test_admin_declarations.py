@@ -32,7 +32,7 @@ def test_every_admin_route_served_is_declared_and_every_declaration_served(migra
     app = create_app(migrated_db_url, ServerSettings(admin_token=ADMIN_TOKEN))
     declared = {(op.method, route_path(op.path)) for op in ADMIN.values()}
     assert served_admin_routes(app) == declared
-    assert len(declared) == len(ADMIN) == 20
+    assert len(declared) == len(ADMIN) == 30
     assert {route.name for route in app.routes if route.rule.startswith("/_admin")} == ADMIN.keys()
     assert app.body_limits == {
         op.path: (op.max_body_bytes, app.body_limits[op.path][1])
@@ -157,6 +157,16 @@ def test_the_admin_client_sends_each_declared_operation() -> None:
         admin.checkpoint("start")
         admin.restore("start")
         admin.delete_checkpoint("start")
+        admin.create_webhook("http://127.0.0.1:9/hook", "org")
+        admin.webhooks()
+        admin.webhook("wh_1")
+        admin.resume_webhook("wh_1")
+        admin.webhook_deliveries("wh_1")
+        admin.redeliver("wh_1", "evt_0000000000000001")
+        admin.delete_webhook("wh_1")
+        admin.set_delivery_faults({"kind": "drop", "count": 1})
+        admin.delivery_faults()
+        admin.clear_delivery_faults()
     used = {op.name for op in ADMIN.values() for method, path in sent if _matches(op, method, path)}
     assert used == ADMIN.keys() - ALIASES.keys()
 
@@ -259,6 +269,7 @@ def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) 
         ("POST", "/_admin/checkpoints/first/restore", {}),
         ("DELETE", "/_admin/checkpoints/first", {}),
         ("DELETE", "/_admin/requests", {}),
+        *_webhook_steps(client, token),
         ("POST", "/_admin/dataset", {"params": {"replace": "true"}, "json": dataset()}),
         ("POST", "/_admin/reset", {}),
     ]
@@ -275,6 +286,40 @@ def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) 
         _no_undocumented_fields(response.json(), schema, document)
         answered.add(op.name)
     assert answered == ADMIN.keys()
+
+
+def _webhook_steps(client: httpx.Client, token: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every webhook operation, on a subscription made here and an event of its organization."""
+    from tests.support.doubles import ORG, SOW, bearer
+
+    created = client.post(
+        "/_admin/webhooks",
+        json={"url": "http://127.0.0.1:9/hook", "organizationId": ORG},
+        headers=ADMIN_HEADERS,
+    )
+    assert created.status_code == 201, created.text
+    hook = created.json()["id"]
+    item = client.post(
+        f"/api/sow/{SOW}/items", json={"title": "Hooked", "type": "requirement"}, headers=bearer(token)
+    )
+    assert item.status_code == 201, item.text
+    event = client.get(f"/_admin/webhooks/{hook}", headers=ADMIN_HEADERS).json()["lastEventId"]
+    return [
+        ("POST", "/_admin/webhooks", {"json": {"url": "https://example.test/h", "organizationId": ORG}}),
+        ("GET", "/_admin/webhooks", {}),
+        ("GET", f"/_admin/webhooks/{hook}", {}),
+        ("POST", f"/_admin/webhooks/{hook}/resume", {}),
+        (
+            "POST",
+            f"/_admin/webhooks/{hook}/redeliver",
+            {"json": {"eventId": event or "evt_0000000000000001"}},
+        ),
+        ("GET", f"/_admin/webhooks/{hook}/deliveries", {"params": {"limit": 5}}),
+        ("DELETE", f"/_admin/webhooks/{hook}", {}),
+        ("PUT", "/_admin/webhook-faults", {"json": {"rules": [{"kind": "delay", "delayMs": 5}]}}),
+        ("GET", "/_admin/webhook-faults", {}),
+        ("DELETE", "/_admin/webhook-faults", {}),
+    ]
 
 
 def _no_undocumented_fields(body: Any, schema: dict[str, Any], document: dict[str, Any]) -> None:

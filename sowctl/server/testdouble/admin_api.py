@@ -32,7 +32,7 @@ from sowctl.schemas.common import parse
 from sowctl.server import auth
 from sowctl.server.http import json_bytes, parse_query, read_json_body, route_path
 from sowctl.server.responses import json_response
-from sowctl.server.testdouble import verify
+from sowctl.server.testdouble import verify, webhooks_admin
 from sowctl.server.testdouble.faults import FaultConfig
 from sowctl.server.testdouble.host import HostApp
 from sowctl.server.testdouble.layer import TestDouble
@@ -40,7 +40,7 @@ from sowctl.server.testdouble.layer import TestDouble
 DEFAULT_REQUESTS = 100
 
 # Operation name -> the AdminApi method that serves it (filled by ``handles``).
-HANDLERS: dict[str, Callable[..., Any]] = {}
+HANDLERS: dict[str, Callable[..., Any]] = dict(webhooks_admin.HANDLERS)
 
 
 def handles(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

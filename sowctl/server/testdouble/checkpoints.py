@@ -28,6 +28,7 @@ import peewee as pw
 from sowctl.foundation.errors import InvalidInput, NotFound
 from sowctl.schemas.admin import CHECKPOINT_NAME, CHECKPOINT_NAME_RULE
 from sowctl.server.testdouble import state
+from sowctl.services import webhook_dispatch
 from sowctl.storage import models as m
 from sowctl.storage.database import SCHEMA_VERSION, write_transaction
 
@@ -118,6 +119,7 @@ def restore(name: str) -> dict[str, Any]:
         state.clear_runtime()
         for key, value in (entry.get("runtime") or {}).items():
             m.Meta.insert(key=key, value=value).execute()
+        webhook_dispatch.forget_leases()  # the attempts they stood for are not this state's
         _continue_sequences()
     return {"name": name, "records": entry["records"]}
 
