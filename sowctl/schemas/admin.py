@@ -133,6 +133,26 @@ class RequestLogQuery(AdminModel):
     caller: str | None = Field(None, description="A user, organization, company or API key id")
 
 
+class PactQuery(AdminModel):
+    consumer: str = Field("sowctl-consumer", description="The consumer's name in the pact")
+    provider: str = Field("sowctl", description="The provider's name in the pact")
+    method: str | None = None
+    path: str | None = Field(None, description="A path pattern (fnmatch: * and ?)")
+    status: str | None = Field(None, description="A status (404) or a class (4xx)")
+    group: Literal["A", "B", "C"] | None = None
+    caller: str | None = Field(None, description="A user, organization, company or API key id")
+
+
+class PactDocument(AdminModel):
+    """A Pact Specification V3 document: one interaction per logged request that can be replayed;
+    ``metadata.sowctl.omitted`` lists the others and why."""
+
+    consumer: dict[str, str]
+    provider: dict[str, str]
+    interactions: list[dict[str, Any]]
+    metadata: dict[str, Any]
+
+
 class RequestPattern(AdminModel):
     """A request pattern and how many requests must match it (default: at least one)."""
 
