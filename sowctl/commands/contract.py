@@ -21,6 +21,7 @@ from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_rows, emit_summary
 from sowctl.output.safe import clean, clean_json
 from sowctl.output.terminal import current
+from sowctl.schemas.admin import PARTY_NAME, PARTY_NAME_RULE
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -154,6 +155,9 @@ def pact(
 
     Example: sowctl --server http://127.0.0.1:8000 contract pact --out pacts/web-sowctl.json --consumer web
     """
+    for option, name in (("--consumer", consumer), ("--provider", provider)):
+        if not PARTY_NAME.fullmatch(name.strip()):
+            raise InvalidInput.for_field(option, PARTY_NAME_RULE)
     filters = {"method": method, "path": path, "status": status, "group": group, "caller": caller}
     query = {
         "consumer": consumer,

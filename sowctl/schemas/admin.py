@@ -17,6 +17,9 @@ from sowctl.foundation.errors import Issue
 
 CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 CHECKPOINT_NAME_RULE = "must be 1 to 48 letters, digits, '.', '_' or '-', starting with a letter or digit"
+# A pact's consumer or provider name: what a Pact Broker and a file name take without quoting.
+PARTY_NAME = re.compile(r"[\w .:@/+-]{1,100}")
+PARTY_NAME_RULE = "must be 1 to 100 letters, digits, spaces or . _ : @ / + -"
 TRUE_WORDS = frozenset({"1", "true", "yes"})
 FALSE_WORDS = frozenset({"", "0", "false", "no"})
 NOW_REQUIRED = 'is required: a timestamp such as "2026-01-01T00:00:00Z", or null'

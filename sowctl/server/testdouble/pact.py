@@ -29,13 +29,13 @@ from typing import Any
 
 from sowctl.foundation.errors import InvalidInput
 from sowctl.foundation.redaction import MASK
+from sowctl.schemas.admin import PARTY_NAME, PARTY_NAME_RULE
 from sowctl.server.console import is_console_path
 from sowctl.server.http import JSON_CONTENT_TYPE
 from sowctl.server.testdouble import state, verify
 
 SPECIFICATION = "3.0.0"
 MAX_PACT_BYTES = 8 * 1024 * 1024
-MAX_NAME_CHARS = 100
 DEFAULT_CONSUMER = "sowctl-consumer"
 DEFAULT_PROVIDER = "sowctl"
 # Request headers that change the answer and carry no secret (the log never keeps a
@@ -54,16 +54,13 @@ UUID_REGEX = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9
 TIMESTAMP_REGEX = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$"
 _UUID = re.compile(UUID_REGEX)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_NAME = re.compile(r"^[\w .:@/+-]+$")
 
 
 def participant_name(query: dict[str, str], field: str, default: str) -> str:
-    """The consumer's or provider's name from the query: 1 to 100 plain characters."""
+    """The consumer's or provider's name from the query (``PARTY_NAME``)."""
     text = query.get(field, default).strip()
-    if not text or len(text) > MAX_NAME_CHARS or not _NAME.match(text):
-        raise InvalidInput.for_field(
-            field, f"must be 1 to {MAX_NAME_CHARS} letters, digits, spaces or . _ : @ / + -"
-        )
+    if not PARTY_NAME.fullmatch(text):
+        raise InvalidInput.for_field(field, PARTY_NAME_RULE)
     return text
 
 
