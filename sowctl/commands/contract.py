@@ -197,6 +197,8 @@ def _pact_summary(document: dict[str, Any], server: str, file: str) -> dict[str,
     ]
     if url.scheme == "https":
         command += ["--scheme", "https"]
+    if url.path.strip("/"):  # a server under a path prefix
+        command += ["--base-path", url.path.rstrip("/")]
     if groups - {"B"}:  # Groups A and C: the bearer token
         command += ["--header", "Authorization=Bearer $SOWCTL_TOKEN"]
     if "B" in groups:  # Group B: the API key (its organization and company headers are in the pact)
@@ -208,7 +210,9 @@ def _pact_summary(document: dict[str, Any], server: str, file: str) -> dict[str,
 def _summary_lines(summary: dict[str, Any], target: Path | None) -> str:
     where = f" to {clean(str(target))}" if target is not None else ""
     lines = [f"Wrote {summary['interactions']} interactions{where}; {len(summary['omitted'])} left out"]
-    lines += [f"  #{item['id']} {clean(item['request'])}: {item['reason']}" for item in summary["omitted"]]
+    lines += [
+        f"  #{item['id']} {clean(item['request'])}: {clean(item['reason'])}" for item in summary["omitted"]
+    ]
     # Double quotes: the shell fills in $SOWCTL_TOKEN and $SOWCTL_API_KEY, never printed here.
     words = [f'"{word}"' if "$" in word else shlex.quote(word) for word in summary["verify"]]
     lines += ["Verify it against a provider with the same data:", "  " + clean(" ".join(words))]

@@ -211,11 +211,18 @@ def test_cli_writes_the_pact_and_prints_the_verifier_command(
 
 
 def test_cli_prints_the_pact_without_out_and_its_summary_on_stderr(served: dict[str, Any], cli: Any) -> None:
-    served["client"].get("/projects", headers=served["token"])
-    result = cli("--server", SERVER, "contract", "pact", "--status", "2xx")
+    client = served["client"]
+    client.get("/projects", headers=served["token"])
+    faults = {"rate": 1.0, "count": 1, "status": 500, "routes": ["GET /clients"]}
+    assert client.put("/_admin/faults", json=faults, headers=ADMIN).status_code == 200
+    assert client.get("/clients", headers=served["token"]).status_code == 500
+    result = cli("--server", SERVER, "contract", "pact", "--path", "/[pc]*")
     assert result.exit_code == 0, result.stderr
-    assert result.json()["interactions"][0]["request"]["path"] == "/projects"
-    assert result.stderr.startswith("Wrote 1 interactions; 0 left out\n")
+    assert [item["request"]["path"] for item in result.json()["interactions"]] == ["/projects"]
+    (omitted,) = result.json()["metadata"]["sowctl"]["omitted"]
+    assert result.stderr.startswith(
+        f"Wrote 1 interactions; 1 left out\n  #{omitted['id']} GET /clients: answered by an injected fault"
+    )
     assert "pact_verifier_cli --file pact.json" in result.stderr
 
 
@@ -229,3 +236,19 @@ def test_cli_refuses_bad_names_missing_tokens_and_unwritable_files(
     monkeypatch.delenv("SOWCTL_ADMIN_TOKEN")
     missing = cli("--server", SERVER, "contract", "pact")
     assert missing.exit_code == 2 and "--admin-token is required" in missing.stderr
+
+
+def test_the_verifier_command_follows_the_servers_url_and_the_groups_in_the_pact() -> None:
+    from sowctl.commands.contract import _pact_summary
+
+    document = {
+        "provider": {"name": "pds"},
+        "interactions": [{"request": {"path": "/projects"}}],
+        "metadata": {"sowctl": {"omitted": []}},
+    }
+    summary = _pact_summary(document, "https://pds.example/sowctl/", "web.json")
+    assert summary["verify"] == [
+        "pact_verifier_cli", "--file", "web.json", "--provider-name", "pds", "--hostname", "pds.example",
+        "--port", "443", "--scheme", "https", "--base-path", "/sowctl",
+        "--header", "Authorization=Bearer $SOWCTL_TOKEN",
+    ]  # fmt: skip
