@@ -19,7 +19,7 @@ from sowctl.gate.reports import contract as contract_reports
 from sowctl.operations.groups import group_of_path
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_rows, emit_summary
-from sowctl.output.safe import clean, clean_json
+from sowctl.output.safe import clean
 from sowctl.output.terminal import current
 from sowctl.schemas.admin import PARTY_NAME, PARTY_NAME_RULE
 
@@ -117,16 +117,18 @@ def mode(
         current().out.write(f"{body['mode']}\n")
 
 
-Filter = Annotated[str | None, typer.Option(show_default=False)]
-
-
 @app.command("pact")
 @output_options()
 def pact(
     ctx: typer.Context,
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Write the pact to FILE (default: standard output).", show_default=False),
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="Write the pact to FILE (default: standard output).",
+            show_default=False,
+        ),
     ] = None,
     consumer: Annotated[str, typer.Option("--consumer", help="The consumer's name in the pact.")] = (
         "sowctl-consumer"
@@ -167,14 +169,13 @@ def pact(
     context = app_context(ctx)
     document = _admin_call(ctx, admin_token, "GET", PACT_ROUTE, query)
     target = None if out is None or str(out) == "-" else out.expanduser()
-    text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
-    if target is not None:
+    if target is None:
+        emit_json(document)  # the pact is the API's JSON body (--jq filters it)
+    else:
         try:
-            write_file(target, text)
+            write_file(target, json.dumps(document, ensure_ascii=False, indent=2) + "\n")
         except OSError as exc:
             raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
-    else:
-        current().out.write(clean_json(text))
     summary = _pact_summary(document, context.settings.server or "", str(target or "pact.json"))
     if json_ and target is not None:
         emit_json(summary)
@@ -209,7 +210,10 @@ def _pact_summary(document: dict[str, Any], server: str, file: str) -> dict[str,
 
 def _summary_lines(summary: dict[str, Any], target: Path | None) -> str:
     where = f" to {clean(str(target))}" if target is not None else ""
-    lines = [f"Wrote {summary['interactions']} interactions{where}; {len(summary['omitted'])} left out"]
+    count = summary["interactions"]
+    lines = [
+        f"Wrote {count} interaction{'' if count == 1 else 's'}{where}; {len(summary['omitted'])} left out"
+    ]
     lines += [
         f"  #{item['id']} {clean(item['request'])}: {clean(item['reason'])}" for item in summary["omitted"]
     ]

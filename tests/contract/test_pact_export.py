@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from sowctl.commands.contract import _pact_summary
 from sowctl.server.testdouble import pact
 from tests.support.client import SERVER, bearer, route_remote_in_process
 from tests.support.doubles import ADMIN, ADMIN_TOKEN, ORG, SOW, external, in_process, load
@@ -221,9 +222,11 @@ def test_cli_prints_the_pact_without_out_and_its_summary_on_stderr(served: dict[
     assert [item["request"]["path"] for item in result.json()["interactions"]] == ["/projects"]
     (omitted,) = result.json()["metadata"]["sowctl"]["omitted"]
     assert result.stderr.startswith(
-        f"Wrote 1 interactions; 1 left out\n  #{omitted['id']} GET /clients: answered by an injected fault"
+        f"Wrote 1 interaction; 1 left out\n  #{omitted['id']} GET /clients: answered by an injected fault"
     )
     assert "pact_verifier_cli --file pact.json" in result.stderr
+    counted = cli("--server", SERVER, "contract", "pact", "--jq", ".metadata.sowctl.interactions")
+    assert counted.exit_code == 0 and counted.stdout == "2\n", counted.stderr
 
 
 def test_cli_refuses_bad_names_missing_tokens_and_unwritable_files(
@@ -239,8 +242,6 @@ def test_cli_refuses_bad_names_missing_tokens_and_unwritable_files(
 
 
 def test_the_verifier_command_follows_the_servers_url_and_the_groups_in_the_pact() -> None:
-    from sowctl.commands.contract import _pact_summary
-
     document = {
         "provider": {"name": "pds"},
         "interactions": [{"request": {"path": "/projects"}}],
