@@ -226,7 +226,7 @@ def test_cli_prints_the_pact_without_out_and_its_summary_on_stderr(served: dict[
     )
     assert "pact_verifier_cli --file pact.json" in result.stderr
     counted = cli("--server", SERVER, "contract", "pact", "--jq", ".metadata.sowctl.interactions")
-    assert counted.exit_code == 0 and counted.stdout == "2\n", counted.stderr
+    assert counted.exit_code == 0 and counted.stdout == "1\n", counted.stderr
 
 
 def test_cli_refuses_bad_names_missing_tokens_and_unwritable_files(
