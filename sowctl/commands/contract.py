@@ -134,6 +134,15 @@ def pact(
         "sowctl-consumer"
     ),
     provider: Annotated[str, typer.Option("--provider", help="The provider's name in the pact.")] = "sowctl",
+    start_state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            help="The provider state the first interaction names: where the consumer's run started "
+            "(a checkpoint it restored).",
+            show_default=False,
+        ),
+    ] = None,
     method: Annotated[str | None, typer.Option("--method", help="Only requests of this method.")] = None,
     path: Annotated[
         str | None, typer.Option("--path", help="Only paths matching this pattern (* and ?).")
@@ -157,15 +166,12 @@ def pact(
 
     Example: sowctl --server http://127.0.0.1:8000 contract pact --out pacts/web-sowctl.json --consumer web
     """
-    for option, name in (("--consumer", consumer), ("--provider", provider)):
-        if not PARTY_NAME.fullmatch(name.strip()):
+    for option, name in (("--consumer", consumer), ("--provider", provider), ("--state", start_state)):
+        if name is not None and not PARTY_NAME.fullmatch(name.strip()):
             raise InvalidInput.for_field(option, PARTY_NAME_RULE)
     filters = {"method": method, "path": path, "status": status, "group": group, "caller": caller}
-    query = {
-        "consumer": consumer,
-        "provider": provider,
-        **{k: v for k, v in filters.items() if v is not None},
-    }
+    named = {"consumer": consumer, "provider": provider, "state": start_state, **filters}
+    query = {key: value for key, value in named.items() if value is not None}
     context = app_context(ctx)
     document = _admin_call(ctx, admin_token, "GET", PACT_ROUTE, query)
     target = None if out is None or str(out) == "-" else out.expanduser()
@@ -204,6 +210,9 @@ def _pact_summary(document: dict[str, Any], server: str, file: str) -> dict[str,
         command += ["--header", "Authorization=Bearer $SOWCTL_TOKEN"]
     if "B" in groups:  # Group B: the API key (its organization and company headers are in the pact)
         command += ["--header", "X-API-Key=$SOWCTL_API_KEY"]
+    states = interactions[0].get("providerStates", []) if interactions else []
+    if states:  # the verifier asks this URL to set the state up (a handler of your own)
+        command += ["--state-change-url", "$STATE_CHANGE_URL"]
     omitted = document["metadata"]["sowctl"]["omitted"]
     return {"file": file, "interactions": len(interactions), "omitted": omitted, "verify": command}
 

@@ -139,6 +139,9 @@ class RequestLogQuery(AdminModel):
 class PactQuery(AdminModel):
     consumer: str = Field("sowctl-consumer", description="The consumer's name in the pact")
     provider: str = Field("sowctl", description="The provider's name in the pact")
+    state: str | None = Field(
+        None, description="The provider state the first interaction names: where the consumer's run started"
+    )
     method: str | None = None
     path: str | None = Field(None, description="A path pattern (fnmatch: * and ?)")
     status: str | None = Field(None, description="A status (404) or a class (4xx)")

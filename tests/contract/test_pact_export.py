@@ -129,6 +129,10 @@ def test_the_request_logs_filters_choose_the_interactions_and_names_are_checked(
     assert [item["request"]["method"] for item in only_posts["interactions"]] == ["POST"]
     defaults = export(client)
     assert (defaults["consumer"], defaults["provider"]) == ({"name": "sowctl-consumer"}, {"name": "sowctl"})
+    assert all("providerStates" not in item for item in defaults["interactions"])
+    started = export(client, state="loaded")["interactions"]
+    assert started[0]["providerStates"] == [{"name": "loaded"}]  # the first only: the run's start
+    assert all("providerStates" not in item for item in started[1:])
     for field, value in (
         ("consumer", ""),
         ("provider", "x" * 101),
@@ -253,3 +257,6 @@ def test_the_verifier_command_follows_the_servers_url_and_the_groups_in_the_pact
         "--port", "443", "--scheme", "https", "--base-path", "/sowctl",
         "--header", "Authorization=Bearer $SOWCTL_TOKEN",
     ]  # fmt: skip
+    document["interactions"][0]["providerStates"] = [{"name": "loaded"}]
+    with_state = _pact_summary(document, "http://127.0.0.1:8000", "web.json")["verify"]
+    assert with_state[-2:] == ["--state-change-url", "$STATE_CHANGE_URL"]

@@ -157,3 +157,33 @@ def test_ids_and_timestamps_made_per_run_are_matched_by_shape(serve, tmp_path) -
     assert checked.results["result"] is True, checked.results
     answered = fresh.client.get("/_admin/requests", params={"method": "POST"}, headers=ADMIN).json()
     assert {entry["responseBody"]["id"] for entry in answered}.isdisjoint(made)
+
+
+def test_a_pact_that_starts_from_a_checkpoint_replays_after_the_state_handler_restores_it(
+    serve, tmp_path
+) -> None:
+    server = serve(tmp_path / "provider.db", *SEEDED)
+    client = server.client
+    access = load(client)
+    assert client.post("/_admin/checkpoints", json={"name": "loaded"}, headers=ADMIN).status_code == 201
+    # the consumer's tests start from the checkpoint (restoring it also restores the seed and clock)
+    assert client.post("/_admin/checkpoints/loaded/restore", headers=ADMIN).status_code == 200
+    consumer_session(client, access)
+    document = export(server.url, tmp_path / "web-sowctl.json", "--state", "loaded")
+    assert document["interactions"][0]["providerStates"] == [{"name": "loaded"}]
+    consumer_session(client, access)  # the provider moves on: other items, other ids
+    restored: list[str] = []
+
+    def restore(action: str) -> None:
+        response = client.post("/_admin/checkpoints/loaded/restore", headers=ADMIN)
+        assert response.status_code == 200, response.text
+        restored.append(action)
+
+    unrestored = verifier(server.url, tmp_path / "web-sowctl.json", access)
+    with pytest.raises(RuntimeError):  # without the state, the writes meet what is there now
+        unrestored.state_handler({"loaded": lambda action: None}).verify()
+    assert failed_descriptions(unrestored)
+    checked = verifier(server.url, tmp_path / "web-sowctl.json", access).state_handler({"loaded": restore})
+    checked.verify()
+    assert checked.results["result"] is True, checked.results
+    assert restored == ["setup"]  # once, before the first interaction

@@ -16,6 +16,10 @@ document's ``metadata.sowctl.omitted``: a body cut at the log's limit or holding
 secret, an answer made by an injected fault or a dropped connection, a body that is not
 JSON, and /_admin and console requests. The document is capped at ``MAX_PACT_BYTES``.
 
+There are no provider states but one, when asked (``state``): the first interaction names the
+state the consumer's run started from (a checkpoint it restored, say); the verifier replays the
+interactions in the file's order, so what a write made is there for the requests after it.
+
 Why V3: every Pact verifier reads it (pact-python 4's, the Rust core's, Pact JVM, pact-js),
 and these interactions need nothing V4 adds (message and plugin interactions, pending
 flags); V3's ``matchingRules`` with ``regex`` and ``type`` matchers say all this needs.
@@ -57,7 +61,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def participant_name(query: dict[str, str], field: str, default: str) -> str:
-    """The consumer's or provider's name from the query (``PARTY_NAME``)."""
+    """The consumer's, provider's or start state's name from the query (``PARTY_NAME``)."""
     text = query.get(field, default).strip()
     if not PARTY_NAME.fullmatch(text):
         raise InvalidInput.for_field(field, PARTY_NAME_RULE)
@@ -68,13 +72,17 @@ def contract(query: dict[str, str], keep: int) -> dict[str, Any]:
     """The pact of the logged requests (of the last ``keep``) that match ``query``'s filters."""
     consumer = participant_name(query, "consumer", DEFAULT_CONSUMER)
     provider = participant_name(query, "provider", DEFAULT_PROVIDER)
+    start = participant_name(query, "state", "") if query.get("state", "").strip() else None
     pattern = verify.filter_query(query)
     entries = [entry for entry in state.recent_requests(keep) if not pattern.differences(entry)]
-    return build(entries, consumer, provider)
+    return build(entries, consumer, provider, start)
 
 
-def build(entries: list[dict[str, Any]], consumer: str, provider: str) -> dict[str, Any]:
-    """The Pact document of ``entries`` (the request log's entries, oldest first)."""
+def build(
+    entries: list[dict[str, Any]], consumer: str, provider: str, start: str | None = None
+) -> dict[str, Any]:
+    """The Pact document of ``entries`` (the request log's entries, oldest first); ``start``:
+    the provider state the first interaction names (where the consumer's run started)."""
     generated = generated_values(entries)
     interactions: list[dict[str, Any]] = []
     omitted: list[dict[str, Any]] = []
@@ -92,6 +100,8 @@ def build(entries: list[dict[str, Any]], consumer: str, provider: str) -> dict[s
             )
         else:
             interactions.append(interaction)
+    if start is not None and interactions:
+        interactions[0] = {"providerStates": [{"name": start}], **interactions[0]}
     return {
         "consumer": {"name": consumer},
         "provider": {"name": provider},
