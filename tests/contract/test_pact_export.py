@@ -115,6 +115,18 @@ def test_requests_that_cannot_be_replayed_exactly_are_left_out_with_their_reason
     assert "hunter2" not in json.dumps(document)
 
 
+def test_a_refusal_of_strict_contract_mode_is_left_out(migrated_db_url: str) -> None:
+    client = in_process(migrated_db_url, contract="strict")
+    token = bearer(load(client)["token"])
+    assert client.get("/api/sows", headers=token).status_code == 400  # an extension: refused
+    assert client.get("/api/items/missing", headers=token).status_code == 404  # the service's own
+    document = export(client)
+    assert [item["request"]["path"] for item in document["interactions"]] == ["/api/items/missing"]
+    (refused,) = document["metadata"]["sowctl"]["omitted"]
+    assert refused["request"] == "GET /api/sows"
+    assert refused["reason"] == "refused by contract mode (strict), not by the service"
+
+
 def test_the_request_logs_filters_choose_the_interactions_and_names_are_checked(
     double: tuple[httpx.Client, dict[str, str]],
 ) -> None:

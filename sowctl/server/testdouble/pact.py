@@ -13,8 +13,9 @@ other than Content-Type (Date, X-Request-Id, rate-limit counters) are left out o
 
 Requests that cannot be replayed exactly are left out, each listed with its reason in the
 document's ``metadata.sowctl.omitted``: a body cut at the log's limit or holding a masked
-secret, an answer made by an injected fault or a dropped connection, a body that is not
-JSON, and /_admin and console requests. The document is capped at ``MAX_PACT_BYTES``.
+secret, an answer made by an injected fault, a dropped connection or strict contract mode's
+refusal, a body that is not JSON, and /_admin and console requests. The document is capped
+at ``MAX_PACT_BYTES``.
 
 There are no provider states but one, when asked (``state``): the first interaction names the
 state the consumer's run started from (a checkpoint it restored, say); the verifier replays the
@@ -122,6 +123,8 @@ def omission(entry: dict[str, Any]) -> str | None:
         return "the connection was dropped (an injected fault)"
     if entry["fault"]:
         return "answered by an injected fault, not by the service"
+    if _refused_by_contract_mode(entry):
+        return "refused by contract mode (strict), not by the service"
     if entry["requestBodyTruncated"] or entry["responseBodyTruncated"]:
         return "a body was cut at the request log's limit"
     for part in (path, entry["query"], entry["requestBody"], entry["responseBody"], _replayed(entry)):
@@ -131,6 +134,14 @@ def omission(entry: dict[str, Any]) -> str | None:
         if isinstance(entry[name], str):
             return "a body is not JSON"
     return None
+
+
+def _refused_by_contract_mode(entry: dict[str, Any]) -> bool:
+    """Strict contract mode's 400 names the departures it refused (message or issues)."""
+    if entry["status"] != 400 or not entry["contract"]:
+        return False
+    answer = json.dumps(entry["responseBody"], ensure_ascii=False)
+    return any(mark["code"] in answer for mark in entry["contract"])
 
 
 def generated_values(entries: list[dict[str, Any]]) -> set[Any]:
