@@ -41,6 +41,7 @@ ADMIN_TOOLS = (
     "admin.clock.set",
     "admin.requests.list",
     "admin.requests.verify",
+    "admin.requests.pact",
     "admin.checkpoints.list",
     "admin.checkpoints.save",
     "admin.checkpoints.restore",

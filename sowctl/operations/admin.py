@@ -35,6 +35,8 @@ from sowctl.schemas.admin import (
     KeyCreate,
     KeyIssued,
     LoggedRequest,
+    PactDocument,
+    PactQuery,
     RequestLogQuery,
     RequestPattern,
     TokenCreate,
@@ -186,6 +188,16 @@ _declare(
     query=RequestLogQuery,
     response=list[LoggedRequest],
     checked_by_handler=("query",),  # the limit is bounded by the server's request log size
+)
+_declare(
+    "admin.requests.pact",
+    "GET",
+    "/requests/pact",
+    "The logged requests that match the filters as a Pact contract (specification V3), oldest "
+    "first; the requests that cannot be replayed exactly are listed in metadata.sowctl.omitted",
+    query=PactQuery,
+    response=PactDocument,
+    checked_by_handler=("query",),  # the names' own rule, and the request log's filters
 )
 _declare(
     "admin.requests.clear",

@@ -17,6 +17,9 @@ from sowctl.foundation.errors import Issue
 
 CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 CHECKPOINT_NAME_RULE = "must be 1 to 48 letters, digits, '.', '_' or '-', starting with a letter or digit"
+# A pact's consumer or provider name: what a Pact Broker and a file name take without quoting.
+PARTY_NAME = re.compile(r"[\w .:@/+-]{1,100}")
+PARTY_NAME_RULE = "must be 1 to 100 letters, digits, spaces or . _ : @ / + -"
 TRUE_WORDS = frozenset({"1", "true", "yes"})
 FALSE_WORDS = frozenset({"", "0", "false", "no"})
 NOW_REQUIRED = 'is required: a timestamp such as "2026-01-01T00:00:00Z", or null'
@@ -131,6 +134,29 @@ class RequestLogQuery(AdminModel):
     status: str | None = Field(None, description="A status (404) or a class (4xx)")
     group: Literal["A", "B", "C"] | None = None
     caller: str | None = Field(None, description="A user, organization, company or API key id")
+
+
+class PactQuery(AdminModel):
+    consumer: str = Field("sowctl-consumer", description="The consumer's name in the pact")
+    provider: str = Field("sowctl", description="The provider's name in the pact")
+    state: str | None = Field(
+        None, description="The provider state the first interaction names: where the consumer's run started"
+    )
+    method: str | None = None
+    path: str | None = Field(None, description="A path pattern (fnmatch: * and ?)")
+    status: str | None = Field(None, description="A status (404) or a class (4xx)")
+    group: Literal["A", "B", "C"] | None = None
+    caller: str | None = Field(None, description="A user, organization, company or API key id")
+
+
+class PactDocument(AdminModel):
+    """A Pact Specification V3 document: one interaction per logged request that can be replayed;
+    ``metadata.sowctl.omitted`` lists the others and why."""
+
+    consumer: dict[str, str]
+    provider: dict[str, str]
+    interactions: list[dict[str, Any]]
+    metadata: dict[str, Any]
 
 
 class RequestPattern(AdminModel):

@@ -227,6 +227,17 @@ class AdminClient:
         query = {"limit": str(limit), **{k: str(v) for k, v in filters.items() if v is not None}}
         return self._send("admin.requests.list", params=query)
 
+    def pact(
+        self, consumer: str | None = None, provider: str | None = None, **filters: Any
+    ) -> dict[str, Any]:
+        """The logged requests matching the filters as a Pact V3 document (``consumer`` and
+        ``provider`` name its parties; ``state=NAME``: the provider state its first interaction
+        names); ``metadata.sowctl.omitted`` lists what was left out."""
+        named = {"consumer": consumer, "provider": provider, **filters}
+        return self._send(
+            "admin.requests.pact", params={k: str(v) for k, v in named.items() if v is not None}
+        )
+
     def clear_requests(self) -> None:
         self._send("admin.requests.clear")
 

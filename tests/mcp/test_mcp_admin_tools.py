@@ -29,6 +29,7 @@ ADMIN_TOOL_NAMES = {
     "admin_clock_set",
     "admin_requests_list",
     "admin_requests_verify",
+    "admin_requests_pact",
     "admin_checkpoints_list",
     "admin_checkpoints_save",
     "admin_checkpoints_restore",

@@ -63,6 +63,7 @@ ADMIN_OPERATIONS = {
     ("admin.requests.list", "GET", "/_admin/requests"),
     ("admin.requests.clear", "DELETE", "/_admin/requests"),
     ("admin.requests.verify", "POST", "/_admin/requests/verify"),
+    ("admin.requests.pact", "GET", "/_admin/requests/pact"),
     ("admin.checkpoints.list", "GET", "/_admin/checkpoints"),
     ("admin.checkpoints.save", "POST", "/_admin/checkpoints"),
     ("admin.checkpoints.restore", "POST", "/_admin/checkpoints/{name}/restore"),

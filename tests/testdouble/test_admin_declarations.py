@@ -32,7 +32,7 @@ def test_every_admin_route_served_is_declared_and_every_declaration_served(migra
     app = create_app(migrated_db_url, ServerSettings(admin_token=ADMIN_TOKEN))
     declared = {(op.method, route_path(op.path)) for op in ADMIN.values()}
     assert served_admin_routes(app) == declared
-    assert len(declared) == len(ADMIN) == 30
+    assert len(declared) == len(ADMIN) == 31
     assert {route.name for route in app.routes if route.rule.startswith("/_admin")} == ADMIN.keys()
     assert app.body_limits == {
         op.path: (op.max_body_bytes, app.body_limits[op.path][1])
@@ -151,6 +151,7 @@ def test_the_admin_client_sends_each_declared_operation() -> None:
         admin.set_contract_mode("report")
         admin.contract()
         admin.requests(limit=5)
+        admin.pact(consumer="web", method="GET")
         admin.clear_requests()
         admin.verify("GET", "/projects")
         admin.checkpoints()
@@ -262,6 +263,7 @@ def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) 
         ("PUT", "/_admin/contract", {"json": {"mode": "report"}}),
         ("GET", "/_admin/contract", {}),
         ("GET", "/_admin/requests", {"params": {"limit": 5}}),
+        ("GET", "/_admin/requests/pact", {"params": {"consumer": "web", "method": "GET"}}),
         ("POST", "/_admin/requests/verify", {"json": {"method": "GET", "path": f"/api/sows/{SOW}"}}),
         ("POST", "/_admin/requests/verify", {"json": {"path": "/api/sows/other", "exactly": 1}}),
         ("POST", "/_admin/checkpoints", {"json": {"name": "first"}}),

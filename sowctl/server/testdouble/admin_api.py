@@ -32,7 +32,7 @@ from sowctl.schemas.common import parse
 from sowctl.server import auth
 from sowctl.server.http import json_bytes, parse_query, read_json_body, route_path
 from sowctl.server.responses import json_response
-from sowctl.server.testdouble import verify, webhooks_admin
+from sowctl.server.testdouble import pact, verify, webhooks_admin
 from sowctl.server.testdouble.faults import FaultConfig
 from sowctl.server.testdouble.host import HostApp
 from sowctl.server.testdouble.layer import TestDouble
@@ -257,6 +257,10 @@ class AdminApi:
         pattern = verify.filter_query(query)
         entries = [entry for entry in state.recent_requests(keep) if not pattern.differences(entry)]
         return entries[-min(int(text), keep) :]
+
+    @handles("admin.requests.pact")
+    def pact_contract(self, request: AdminRequest) -> dict[str, Any]:
+        return pact.contract(request.query, self.settings.request_log_size)
 
     @handles("admin.requests.clear")
     def clear_requests(self, request: AdminRequest) -> dict[str, Any]:
