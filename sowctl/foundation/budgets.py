@@ -54,3 +54,13 @@ ECHO_LIMIT = 80
 # Characters of an error's message and of each problem's: a refusal's answer stays small
 # whatever was sent (a cycle through 10,000 items, a key of a megabyte).
 MAX_MESSAGE_CHARS = 2000
+
+# --- sandboxes of a shared test double (``services.sandboxes``) -----------------------
+
+# Sandboxes alive on one server at a time: each holds an organization's records, checkpoints
+# and copies, and every request may look at the faults of each.
+MAX_SANDBOXES = 100
+# The longest a sandbox lives (its time to live is asked at creation): a CI job's is an hour.
+MAX_SANDBOX_TTL_SECONDS = 7 * 24 * 3600
+# Checkpoints one sandbox keeps (each is a copy of its records).
+MAX_SANDBOX_CHECKPOINTS = 20

@@ -12,12 +12,17 @@ from sowctl.storage.database import write_transaction
 
 # The Meta rows holding run-time settings (the test double's faults and clock): a reset
 # forgets them; the schema version stays.
-RUNTIME_KEYS = ("faults", "clock", "contract")
+RUNTIME_KEYS = ("faults", "clock", "contract", "sandbox-faults")
 
 
 def data_tables() -> list[type[m.BaseModel]]:
     """Every table but Meta, children before parents (the order rows can be deleted in)."""
-    return [*m.V11_MODELS, *m.V2_MODELS, *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta)]
+    return [
+        *m.V12_MODELS,
+        *m.V11_MODELS,
+        *m.V2_MODELS,
+        *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta),
+    ]
 
 
 def reset_database() -> None:

@@ -21,7 +21,9 @@ from sowctl.storage import tallies
 from sowctl.storage.database import write_transaction
 
 
-def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = None) -> dict[str, int]:
+def import_dataset(
+    data: dict | DatasetSource, *, progress: Progress | None = None, scope: str | None = None
+) -> dict[str, int]:
     """Load a dataset, all or nothing; returns the number of records per kind.
 
     ``data`` is a parsed dataset or a ``DatasetSource`` (a file streamed kind by kind:
@@ -30,11 +32,12 @@ def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = No
     problem rolls all of it back. Problems with the records themselves (types,
     fields) are reported alone, as they make reference checks meaningless.
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
+    ``scope``: a sandbox's organization, the only one whose records the file may name.
     """
     source = data if isinstance(data, DatasetSource) else DictSource(data)
     with collector_paused(), small_page_cache():
         with write_transaction("import"):
-            importer = _Importer(source, clock.now(), progress)
+            importer = _Importer(source, clock.now(), progress, scope)
             importer.check_and_build()
             importer.invalid.raise_if_any()
             importer.problems.raise_if_any()
