@@ -49,6 +49,11 @@ GROUPS: list[tuple[str, str]] = [
         "description.\n\nExample: sowctl --server http://127.0.0.1:8000 contract report",
     ),
     (
+        "sandbox",
+        "Sandboxes of a shared sowctl test double: an organization and credentials per CI job."
+        '\n\nExample: eval "$(sowctl --server https://sowctl.ci.example sandbox create --ttl 1h)"',
+    ),
+    (
         "orgs",
         "Organizations (local mode only): create one on purpose, list them."
         "\n\nExample: sowctl orgs create org-2",

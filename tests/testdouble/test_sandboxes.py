@@ -112,7 +112,9 @@ def test_a_sandbox_token_cannot_touch_another_organization_or_the_server(client:
     assert m.User.get_or_none(m.User.id == "intruder") is None
     assert client.get("/_admin/clock", headers=_admin(first)).status_code == 200  # reading it is fine
     own = client.post(
-        "/_admin/tokens", json={"userId": "dev", "organizationId": first["organizationId"]}, headers=_admin(first)
+        "/_admin/tokens",
+        json={"userId": "dev", "organizationId": first["organizationId"]},
+        headers=_admin(first),
     )
     assert own.status_code == 201, own.text
     # A token of no sandbox, or a sandbox's token for /_admin of the API: 401.
@@ -130,7 +132,9 @@ def test_faults_of_a_sandbox_fail_only_its_callers(client: httpx.Client) -> None
     assert client.get("/_admin/faults", headers=_admin(first)).json()["count"] == 0
     assert [entry.split()[0] for entry in _logged(client, second)] == ["GET"]
     verified = client.post(
-        "/_admin/requests/verify", json={"method": "GET", "path": "/api/sows", "exactly": 2}, headers=_admin(first)
+        "/_admin/requests/verify",
+        json={"method": "GET", "path": "/api/sows", "exactly": 2},
+        headers=_admin(first),
     )
     assert verified.status_code == 200, verified.text
     cleared = client.delete("/_admin/requests", headers=_admin(first))
@@ -155,7 +159,11 @@ def test_a_sandbox_loads_only_its_own_records(client: httpx.Client) -> None:
     elsewhere = {"sows": [{"id": "sow-x", "projectId": m.Project.get(m.Project.organization == ORG).id}]}
     refused = client.post("/_admin/dataset", json=elsewhere, headers=_admin(sandbox))
     assert refused.status_code == 400 and "sows[0]" in refused.json()["error"], refused.text
-    taken = {"projects": [{"id": m.Project.get(m.Project.organization == ORG).id, "organizationId": org, "name": "x"}]}
+    taken = {
+        "projects": [
+            {"id": m.Project.get(m.Project.organization == ORG).id, "organizationId": org, "name": "x"}
+        ]
+    }
     refused = client.post("/_admin/dataset", json=taken, headers=_admin(sandbox))
     assert refused.status_code == 400 and "another organization" in refused.json()["error"], refused.text
     assert m.Sow.select().where(m.Sow.organization == org).count() == 1
