@@ -299,6 +299,11 @@ def _ids_taken_elsewhere(organization_id: str, data: dict[str, Any]) -> None:
 
 
 _ID_BATCH = 500
+# Records held inside others, whose ids are the server's too: (field, id key, table) by kind.
+_NESTED: dict[str, tuple[tuple[str, str, type[m.BaseModel]], ...]] = {
+    "clients": (("contacts", "id", m.Contact),),
+    "purchaseOrders": (("line_items", "id", m.PurchaseOrderLine),),
+}
 
 
 def _record_ids(data: dict[str, Any]) -> list[tuple[str, Any, type[m.BaseModel], list[tuple[str, Any]]]]:
@@ -319,15 +324,15 @@ def _record_ids(data: dict[str, Any]) -> list[tuple[str, Any, type[m.BaseModel],
             if isinstance(r, dict) and _is_id(r.get("id"))
         ]
         found.append((kind, _issue_path, model, ids))
-        if kind == "clients":
-            contacts = [
-                (f"clients[{i}].contacts[{j}]", c["id"])
+        for nested, key_name, table in _NESTED.get(kind, ()):
+            inner = [
+                (f"{kind}[{i}].{nested}[{j}]", c[key_name])
                 for i, r in enumerate(records)
-                if isinstance(r, dict) and isinstance(r.get("contacts"), list)
-                for j, c in enumerate(r["contacts"])
-                if isinstance(c, dict) and _is_id(c.get("id"))
+                if isinstance(r, dict) and isinstance(r.get(nested), list)
+                for j, c in enumerate(r[nested])
+                if isinstance(c, dict) and _is_id(c.get(key_name))
             ]
-            found.append(("contacts", _issue_path, m.Contact, contacts))
+            found.append((nested, _issue_path, table, inner))
     return found
 
 

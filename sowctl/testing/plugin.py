@@ -17,8 +17,12 @@ relative to the test file), ``sowctl_faults(**config)`` (the ``/_admin/faults`` 
 
 Options: ``--sowctl-db URL`` (a database the tests own, usually PostgreSQL: it is emptied;
 under xdist each worker uses ``NAME_gwN``, created when missing) and ``--sowctl-server URL``
-(an already running ``sowctl serve --admin-token T``; the token from
-``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``).
+(an already running, shared ``sowctl serve --admin-token T``; the token from
+``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``). On a shared server the session (each
+xdist worker) makes a sandbox of its own and removes it at the end: every reset, dataset,
+checkpoint, fault and request log is that sandbox's organization's, so other jobs on the
+server are untouched. A dataset's organization becomes the sandbox's (one organization per
+dataset); ``sowctl_clock`` cannot be used there (one service clock serves every sandbox).
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ class ServerHandle:
     admin: AdminClient
     process: SowctlServer | None = None  # None for --sowctl-server
     prepared: set[str] = field(default_factory=set)  # checkpoints this session saved
+    sandbox: dict[str, Any] | None = None  # --sowctl-server: this session's sandbox
 
 
 @pytest.fixture(scope="session")
@@ -103,8 +108,7 @@ def sowctl_server(
             raise pytest.UsageError(
                 "--sowctl-server needs --sowctl-admin-token TOKEN (or SOWCTL_ADMIN_TOKEN)"
             )
-        with AdminClient(url, token) as admin:
-            yield ServerHandle(url.rstrip("/"), token, admin)
+        yield from _sandboxed(url.rstrip("/"), token)
         return
     directory = tmp_path_factory.mktemp("sowctl")
     database = config.getoption("--sowctl-db") or str(directory / "sowctl.db")
@@ -117,6 +121,26 @@ def sowctl_server(
             yield ServerHandle(server.url, server.admin_token, admin, server)
     finally:
         server.stop()
+
+
+SANDBOX_TTL = "1d"  # removed at the session's end; the server removes one a crash left
+
+
+def _sandboxed(url: str, token: str) -> Iterator[ServerHandle]:
+    """A sandbox of the shared server at ``url`` for this session, removed at its end."""
+    from sowctl.testing.admin import AdminClient, AdminError
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with AdminClient(url, token) as server_admin:
+        try:
+            sandbox = server_admin.create_sandbox(ttl=SANDBOX_TTL, name=f"pytest {worker}")
+        except AdminError as exc:
+            raise pytest.UsageError(f"--sowctl-server {url}: no sandbox could be made: {exc}") from None
+        try:
+            with AdminClient(url, sandbox["adminToken"]) as admin:
+                yield ServerHandle(url, sandbox["adminToken"], admin, sandbox=sandbox)
+        finally:
+            server_admin.delete_sandbox(sandbox["organizationId"])
 
 
 def _worker_database(url: str, worker: str) -> str:
@@ -169,9 +193,14 @@ def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) 
 
     admin = sowctl_server.admin
     dataset, options = _dataset(request)
+    sandbox = sowctl_server.sandbox
+    if sandbox is not None:
+        dataset, options = _into_sandbox(dataset, options, sandbox["organizationId"])
     _prepare(sowctl_server, dataset)
-    _apply_markers(request, admin)
+    _apply_markers(request, admin, sandbox is not None)
     user, org, company = _identity(dataset, options)
+    if sandbox is not None and user is None:  # no dataset: the sandbox's own credentials
+        user, org = sandbox["userId"], sandbox["organizationId"]
     token = admin.token(user, org, options.get("role", "member")) if user and org else None
     api_key = admin.api_key(org) if org else None
     client = Client(sowctl_server.url, token=token, api_key=api_key, org=org, company=company, retries=0)
@@ -227,7 +256,22 @@ def _prepare(server: ServerHandle, dataset: dict[str, Any] | None) -> None:
     server.prepared.add(name)
 
 
-def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient) -> None:
+def _into_sandbox(
+    dataset: dict[str, Any] | None, options: dict[str, Any], organization_id: str
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The dataset's records of the test's organization (the marker's ``org``, else the
+    dataset's first), that organization renamed to the sandbox's."""
+    if dataset is None:
+        return None, options
+    from sowctl.services.dataset.narrowed import narrowed
+
+    own = options.get("org") or _first(dataset.get("organizations"), "id")
+    if own is None:
+        return dataset, {**options, "org": organization_id}
+    return narrowed(dataset, own, organization_id), {**options, "org": organization_id}
+
+
+def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient, shared: bool = False) -> None:
     faults: dict[str, Any] = {}
     marker = request.node.get_closest_marker("sowctl_faults")
     if marker is not None:
@@ -239,6 +283,12 @@ def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient) -> None:
         admin.set_faults(faults)
     marker = request.node.get_closest_marker("sowctl_clock")
     if marker is not None:
+        if shared:
+            pytest.fail(
+                "@pytest.mark.sowctl_clock: a shared server (--sowctl-server) has one service clock "
+                "for every sandbox; freeze it on a server of this run's own",
+                pytrace=False,
+            )
         admin.freeze_clock(marker.args[0])
 
 

@@ -149,6 +149,7 @@ def test_a_sandbox_loads_only_its_own_records(client: httpx.Client) -> None:
         "projects": [{"id": project, "organizationId": org, "name": "P"}],
         "sows": [{"id": "sow-9", "projectId": project, "title": "Nine"}],
     }
+    _sow(client, _sandbox(client), "sow-9")  # another sandbox's SOW of the same id (and key)
     loaded = client.post("/_admin/dataset", json=own, headers=_admin(sandbox))
     assert loaded.status_code == 200, loaded.text
     assert loaded.json()["imported"]["sows"] == 1
