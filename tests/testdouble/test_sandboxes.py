@@ -211,3 +211,19 @@ def test_deleting_a_sandbox_and_the_bounds_of_making_one(
     assert client.post("/_admin/sandboxes", json={}, headers=ADMIN).status_code == 201
     full = client.post("/_admin/sandboxes", json={}, headers=ADMIN)
     assert full.status_code == 403 and "2 sandboxes" in full.json()["error"]
+
+
+def test_an_api_request_sweeps_expired_sandboxes_at_most_once_a_minute(
+    client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doomed, kept = _sandbox(client), _sandbox(client)
+    past = datetime.datetime(2000, 1, 1)
+    m.Sandbox.update(expires_at=past).where(m.Sandbox.organization == doomed["organizationId"]).execute()
+    monkeypatch.setattr(sandboxes, "_last_sweep", -1e9)  # a minute and more since the last sweep
+    assert client.get("/api/sows", headers=bearer(kept["token"])).status_code == 200
+    assert m.Organization.get_or_none(m.Organization.id == doomed["organizationId"]) is None
+    # Within the minute, no request sweeps again: an expired one waits for the next sweep.
+    monkeypatch.setattr(sandboxes, "_last_sweep", 1e12)  # swept "just now", whatever the clock says
+    m.Sandbox.update(expires_at=past).where(m.Sandbox.organization == kept["organizationId"]).execute()
+    assert client.get("/api/sows", headers=bearer(kept["token"])).status_code == 200
+    assert m.Sandbox.get_or_none(m.Sandbox.organization == kept["organizationId"]) is not None
