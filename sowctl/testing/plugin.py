@@ -27,6 +27,7 @@ dataset); ``sowctl_clock`` cannot be used there (one service clock serves every 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -38,8 +39,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # imported when a test asks for a fixture: pytest runs without sowctl stay fast
-    from sowctl.testing.admin import AdminClient
-    from sowctl.testing.server import SowctlServer
+    from sowctl.testing import AdminClient, SandboxSession, SowctlServer
 
 CHECKPOINT_PREFIX = "pytest-"
 MARKERS = (
@@ -89,7 +89,7 @@ class ServerHandle:
     admin: AdminClient
     process: SowctlServer | None = None  # None for --sowctl-server
     prepared: set[str] = field(default_factory=set)  # checkpoints this session saved
-    sandbox: dict[str, Any] | None = None  # --sowctl-server: this session's sandbox
+    sandbox: SandboxSession | None = None  # --sowctl-server: this session's sandbox
 
 
 @pytest.fixture(scope="session")
@@ -97,8 +97,7 @@ def sowctl_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerHandle]:
     """``sowctl serve`` with the admin API on, for the whole session (one per xdist worker)."""
-    from sowctl.testing.admin import AdminClient
-    from sowctl.testing.server import SowctlServer
+    from sowctl.testing import AdminClient, AdminError, SandboxSession, SowctlServer
 
     config = request.config
     url = config.getoption("--sowctl-server")
@@ -108,7 +107,13 @@ def sowctl_server(
             raise pytest.UsageError(
                 "--sowctl-server needs --sowctl-admin-token TOKEN (or SOWCTL_ADMIN_TOKEN)"
             )
-        yield from _sandboxed(url.rstrip("/"), token)
+        url = url.rstrip("/")
+        with contextlib.ExitStack() as stack:
+            try:
+                session = stack.enter_context(SandboxSession.opened(url, token))
+            except AdminError as exc:
+                raise pytest.UsageError(f"--sowctl-server {url}: no sandbox could be made: {exc}") from None
+            yield ServerHandle(url, session.sandbox["adminToken"], session.admin, sandbox=session)
         return
     directory = tmp_path_factory.mktemp("sowctl")
     database = config.getoption("--sowctl-db") or str(directory / "sowctl.db")
@@ -121,26 +126,6 @@ def sowctl_server(
             yield ServerHandle(server.url, server.admin_token, admin, server)
     finally:
         server.stop()
-
-
-SANDBOX_TTL = "1d"  # removed at the session's end; the server removes one a crash left
-
-
-def _sandboxed(url: str, token: str) -> Iterator[ServerHandle]:
-    """A sandbox of the shared server at ``url`` for this session, removed at its end."""
-    from sowctl.testing.admin import AdminClient, AdminError
-
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    with AdminClient(url, token) as server_admin:
-        try:
-            sandbox = server_admin.create_sandbox(ttl=SANDBOX_TTL, name=f"pytest {worker}")
-        except AdminError as exc:
-            raise pytest.UsageError(f"--sowctl-server {url}: no sandbox could be made: {exc}") from None
-        try:
-            with AdminClient(url, sandbox["adminToken"]) as admin:
-                yield ServerHandle(url, sandbox["adminToken"], admin, sandbox=sandbox)
-        finally:
-            server_admin.delete_sandbox(sandbox["organizationId"])
 
 
 def _worker_database(url: str, worker: str) -> str:
@@ -195,12 +180,12 @@ def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) 
     dataset, options = _dataset(request)
     sandbox = sowctl_server.sandbox
     if sandbox is not None:
-        dataset, options = _into_sandbox(dataset, options, sandbox["organizationId"])
+        dataset, options = sandbox.dataset(dataset, options)
     _prepare(sowctl_server, dataset)
     _apply_markers(request, admin, sandbox is not None)
     user, org, company = _identity(dataset, options)
     if sandbox is not None and user is None:  # no dataset: the sandbox's own credentials
-        user, org = sandbox["userId"], sandbox["organizationId"]
+        user, org = sandbox.sandbox["userId"], sandbox.organization_id
     token = admin.token(user, org, options.get("role", "member")) if user and org else None
     api_key = admin.api_key(org) if org else None
     client = Client(sowctl_server.url, token=token, api_key=api_key, org=org, company=company, retries=0)
@@ -254,21 +239,6 @@ def _prepare(server: ServerHandle, dataset: dict[str, Any] | None) -> None:
             pytest.fail(f"@pytest.mark.sowctl_dataset: the dataset was refused: {exc}", pytrace=False)
     server.admin.checkpoint(name)
     server.prepared.add(name)
-
-
-def _into_sandbox(
-    dataset: dict[str, Any] | None, options: dict[str, Any], organization_id: str
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """The dataset's records of the test's organization (the marker's ``org``, else the
-    dataset's first), that organization renamed to the sandbox's."""
-    if dataset is None:
-        return None, options
-    from sowctl.services.dataset.narrowed import narrowed
-
-    own = options.get("org") or _first(dataset.get("organizations"), "id")
-    if own is None:
-        return dataset, {**options, "org": organization_id}
-    return narrowed(dataset, own, organization_id), {**options, "org": organization_id}
 
 
 def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient, shared: bool = False) -> None:

@@ -67,12 +67,15 @@ ADMIN_OPERATIONS = {
     ("admin.checkpoints.save", "POST", "/_admin/checkpoints"),
     ("admin.checkpoints.restore", "POST", "/_admin/checkpoints/{name}/restore"),
     ("admin.checkpoints.delete", "DELETE", "/_admin/checkpoints/{name}"),
+    ("admin.sandboxes.create", "POST", "/_admin/sandboxes"),
+    ("admin.sandboxes.list", "GET", "/_admin/sandboxes"),
+    ("admin.sandboxes.delete", "DELETE", "/_admin/sandboxes/{organizationId}"),
 }
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "conformance", "contract", "contracts", "deps", "export",
-    "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill",
-    "sows", "status", "tokens", "validate", "wait",
+    "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "sandbox", "schema", "serve",
+    "skill", "sows", "status", "tokens", "validate", "wait",
 }  # fmt: skip
 
 
