@@ -344,9 +344,9 @@ class TestDouble:
             self.app.dispatcher.ensure_connection()
             sandboxes.sweep()
         except Exception as exc:  # never the client's failure: the next sweep tries again
-            failure = failures.classify(exc)
-            if failure is not None:
+            if failures.classify(exc) is not None:  # the request's own answer says so, once
                 self.app.dispatcher.recover_connection()
+                return
             log(environ, f"expired sandboxes not removed: {type(exc).__name__}")
 
     # --- faults ----------------------------------------------------------------------------
