@@ -51,7 +51,7 @@ GROUPS: list[tuple[str, str]] = [
     (
         "sandbox",
         "Sandboxes of a shared sowctl test double: an organization and credentials per CI job."
-        '\n\nExample: eval "$(sowctl --server https://sowctl.ci.example sandbox create --ttl 1h)"',
+        "\n\nExample: sowctl --server https://sowctl.ci.example sandbox create --ttl 1h",
     ),
     (
         "orgs",

@@ -57,9 +57,10 @@ def create(
     """Make a sandbox on the server and print its credentials as shell export lines.
 
     The server removes it, with everything it holds, once --ttl is over. The secrets are
-    shown once: with --json, the server's whole answer.
+    shown once: with --json, the server's whole answer. In a CI job:
+    eval "$(sowctl --server URL sandbox create)".
 
-    Example: eval "$(sowctl --server https://sowctl.ci.example sandbox create --ttl 1h)"
+    Example: sowctl --server https://sowctl.ci.example sandbox create --ttl 1h --name job-42
     """
     body = {"ttl": ttl, **({"name": name} if name is not None else {})}
     made = _admin(ctx, admin_token, "admin.sandboxes.create", body=body)
