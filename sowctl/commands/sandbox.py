@@ -17,7 +17,7 @@ import typer
 from sowctl.commands._context import app_context
 from sowctl.commands._fields import speak_cli
 from sowctl.commands._options import AdminToken, Json, Quiet
-from sowctl.foundation.errors import InvalidInput, UsageError
+from sowctl.foundation.errors import InvalidInput, SowctlError, UsageError
 from sowctl.operations.admin import ADMIN, path_of
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_json, emit_message, emit_rows
@@ -68,6 +68,9 @@ def create(
         emit_json(made)
         return
     values = {**made, "server": app_context(ctx).settings.server}
+    unprintable = [key for _, key in EXPORTED if not str(values[key]).isprintable()]
+    if unprintable:  # quoted for the shell, but a terminal would still act on it
+        raise SowctlError(f"the server's answer holds an unprintable {unprintable[0]}: not printed")
     lines = [f"export {variable}={shlex.quote(str(values[key]))}" for variable, key in EXPORTED]
     expires = shlex.quote(str(made["expiresAt"]))
     current().out.write(

@@ -26,10 +26,11 @@ from sowctl.foundation.budgets import MAX_SANDBOX_CHECKPOINTS
 from sowctl.foundation.errors import Forbidden, InvalidInput, Issue, NotFound
 from sowctl.services.dataset import import_dataset
 from sowctl.services.dataset.columns import COLUMNS
+from sowctl.services.graph import mark_ranks_stale
 from sowctl.services.organization_rows import RECORD_TABLES, rows_of
 from sowctl.storage import models as m
 from sowctl.storage.database import SCHEMA_VERSION, write_transaction
-from sowctl.storage.peewee_compat import primary_key
+from sowctl.storage.peewee_compat import primary_key, tuples
 
 FAULTS_KEY = "sandbox-faults"
 CHECKPOINTS_PREFIX = "sandbox-checkpoints:"
@@ -197,6 +198,9 @@ def restore_checkpoint(organization_id: str, name: str) -> dict[str, Any]:
             copy = _copy_name(organization_id, entry["slot"], model)
             _sql(f'INSERT INTO "{model._meta.table_name}" ({columns}) SELECT {columns} FROM "{copy}"')
         set_faults(organization_id, entry.get("faults"))
+        # The ranks came back with the edges, but the mark that says whether they are to be
+        # trusted is the server's, not the checkpoint's: the next edge computes them again.
+        mark_ranks_stale([organization_id])
     return {"name": name, "records": entry["records"]}
 
 
@@ -226,6 +230,16 @@ def delete_checkpoint(organization_id: str, name: str) -> None:
         _drop(organization_id, entry["slot"])
         del entries[name]
         _store(organization_id, entries)
+
+
+def orphaned_checkpoints(limit: int) -> list[str]:
+    """Organizations whose sandbox checkpoints outlived the sandbox (a server reset or restore
+    removed it): up to ``limit``."""
+    live = m.Sandbox.select(m.Sandbox.organization)
+    keys = m.Meta.select(m.Meta.key).where(m.Meta.key.startswith(CHECKPOINTS_PREFIX))
+    found = [key[len(CHECKPOINTS_PREFIX) :] for (key,) in tuples(keys.limit(limit * 10))]
+    alive = {org for (org,) in tuples(live.where(m.Sandbox.organization.in_(found)))} if found else set()
+    return [org for org in found if org not in alive][:limit]
 
 
 def drop_checkpoints(organization_id: str) -> None:

@@ -174,6 +174,9 @@ def sweep(force: bool = False) -> int:
     ]
     for organization_id in expired:
         _remove(organization_id)
+    for organization_id in sandbox_state.orphaned_checkpoints(SWEEP_BATCH):
+        with write_transaction(f"org:{organization_id}"):
+            sandbox_state.drop_checkpoints(organization_id)
     return len(expired)
 
 

@@ -227,3 +227,20 @@ def test_an_api_request_sweeps_expired_sandboxes_at_most_once_a_minute(
     m.Sandbox.update(expires_at=past).where(m.Sandbox.organization == kept["organizationId"]).execute()
     assert client.get("/api/sows", headers=bearer(kept["token"])).status_code == 200
     assert m.Sandbox.get_or_none(m.Sandbox.organization == kept["organizationId"]) is not None
+
+
+def test_checkpoints_of_a_sandbox_a_server_reset_removed_are_dropped(client: httpx.Client) -> None:
+    sandbox = _sandbox(client)
+    org = sandbox["organizationId"]
+    _sow(client, sandbox, "sow-1", "Walls")
+    database = m.database_proxy.obj
+    before = set(database.get_tables())  # a shared PostgreSQL test database keeps others' tables
+    assert (
+        client.post("/_admin/checkpoints", json={"name": "base"}, headers=_admin(sandbox)).status_code == 201
+    )
+    copies = set(database.get_tables()) - before
+    assert copies and all(name.startswith("sowctl_sbx_") for name in copies)
+    assert client.post("/_admin/reset", headers=ADMIN).status_code == 200  # the server's: every sandbox goes
+    assert client.get("/_admin/sandboxes", headers=ADMIN).json() == []
+    assert m.Meta.get_or_none(m.Meta.key == f"sandbox-checkpoints:{org}") is None
+    assert not copies & set(database.get_tables())
