@@ -92,6 +92,8 @@ def test_list_json_and_delete(served: Any, cli: Any) -> None:
 
 def test_bad_input_is_named_and_local_mode_is_refused(served: Any, cli: Any) -> None:
     wrong = cli("--server", SERVER, "sandbox", "create", "--ttl", "forever")
-    assert wrong.exit_code == 2 and "invalid --ttl 'forever': must be a duration" in wrong.stderr, wrong.stderr
+    assert wrong.exit_code == 2 and "invalid --ttl 'forever': must be a duration" in wrong.stderr, (
+        wrong.stderr
+    )
     local = cli("sandbox", "list")
     assert local.exit_code == 2 and "--server" in local.stderr

@@ -206,11 +206,10 @@ def _drop_worker_databases(url: str) -> None:
 @pytest.mark.slow
 @pytest.mark.database  # checkpoints on the run's backend
 def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str) -> None:
-    from tests.support.server import Server
-
     import httpx
 
     from sowctl.testing import AdminClient
+    from tests.support.server import Server
 
     project = _project(tmp_path)
     server = Server(db_url, "--admin-token", "sowa_given")
@@ -220,7 +219,9 @@ def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str
             other = admin.create_sandbox(ttl="1h", name="another job")
             with AdminClient(server.url, other["adminToken"]) as other_admin:
                 token = {"Authorization": f"Bearer {other['token']}"}
-                made = httpx.post(f"{server.url}/api/sows", json={"id": SOW, "title": "Theirs"}, headers=token)
+                made = httpx.post(
+                    f"{server.url}/api/sows", json={"id": SOW, "title": "Theirs"}, headers=token
+                )
                 assert made.status_code == 201, made.text
                 options = ["--sowctl-server", server.url, "--sowctl-admin-token", "sowa_given"]
                 done = _pytest(project, *options, "-k", "checkpoint or fault or near_miss or bring")
@@ -228,7 +229,10 @@ def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str
                 again = _pytest(project, *options, "-k", "checkpoint")
                 kept = httpx.get(f"{server.url}/api/sows/{SOW}", headers=token)
                 assert kept.status_code == 200 and kept.json()["title"] == "Theirs", kept.text
-                assert [entry["path"] for entry in other_admin.requests()] == ["/api/sows", f"/api/sows/{SOW}"]
+                assert [entry["path"] for entry in other_admin.requests()] == [
+                    "/api/sows",
+                    f"/api/sows/{SOW}",
+                ]
             assert [entry["organizationId"] for entry in admin.sandboxes()] == [other["organizationId"]]
     finally:
         server.stop()
