@@ -83,7 +83,7 @@ def create(
 def list_sandboxes(
     ctx: typer.Context, admin_token: AdminToken = None, json_: Json = False, quiet: Quiet = False
 ) -> None:
-    """List the server's live sandboxes (no secrets).
+    """List the server's live sandboxes (no secrets); with a sandbox's admin token, its own.
 
     Example: sowctl --server https://sowctl.ci.example sandbox list
     """

@@ -248,7 +248,7 @@ _declare(
     "admin.sandboxes.list",
     "GET",
     "/sandboxes",
-    "List the live sandboxes (full admin token only)",
+    "List the live sandboxes (a sandbox's admin token: its own)",
     response=list[SandboxOut],
 )
 _declare(

@@ -298,12 +298,12 @@ class SandboxCreate(AdminModel):
 class SandboxOut(AdminModel):
     organizationId: str
     name: str
+    userId: str = Field(description="The user of the sandbox's bearer token")
     createdAt: str
     expiresAt: str = Field(description="When it is removed (the wall clock, not the service clock)")
 
 
 class SandboxIssued(SandboxOut):
-    userId: str = Field(description="The user of the bearer token")
     adminToken: str = Field(description="The admin token scoped to this organization (shown once)")
     token: str = Field(description="A bearer token of the organization (role admin; shown once)")
     apiKey: str = Field(description="An API key of the organization (shown once)")

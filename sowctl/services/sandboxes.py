@@ -113,7 +113,6 @@ def create_sandbox(name: str | None, ttl: Any) -> dict[str, Any]:
         )
     return {
         **_listed(organization_id, name or organization_id, created, expires),
-        "userId": user_id,
         "adminToken": admin_token,
         "token": token,
         "apiKey": key,
@@ -124,6 +123,7 @@ def _listed(organization_id: str, name: str, created: datetime, expires: datetim
     return {
         "organizationId": organization_id,
         "name": name,
+        "userId": sandbox_state.sandbox_user(organization_id),
         "createdAt": clock.format_timestamp(created),
         "expiresAt": clock.format_timestamp(expires),
     }

@@ -19,7 +19,8 @@ Options: ``--sowctl-db URL`` (a database the tests own, usually PostgreSQL: it i
 under xdist each worker uses ``NAME_gwN``, created when missing) and ``--sowctl-server URL``
 (an already running, shared ``sowctl serve --admin-token T``; the token from
 ``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``). On a shared server the session (each
-xdist worker) makes a sandbox of its own and removes it at the end: every reset, dataset,
+xdist worker) makes a sandbox of its own and removes it at the end, or, given a sandbox's
+admin token (``sowctl sandbox create``), uses that sandbox: every reset, dataset,
 checkpoint, fault and request log is that sandbox's organization's, so other jobs on the
 server are untouched. A dataset's organization becomes the sandbox's (one organization per
 dataset); ``sowctl_clock`` cannot be used there (one service clock serves every sandbox).
@@ -112,8 +113,8 @@ def sowctl_server(
             try:
                 session = stack.enter_context(SandboxSession.opened(url, token))
             except AdminError as exc:
-                raise pytest.UsageError(f"--sowctl-server {url}: no sandbox could be made: {exc}") from None
-            yield ServerHandle(url, session.sandbox["adminToken"], session.admin, sandbox=session)
+                raise pytest.UsageError(f"--sowctl-server {url}: no sandbox to work in: {exc}") from None
+            yield ServerHandle(url, session.admin_token, session.admin, sandbox=session)
         return
     directory = tmp_path_factory.mktemp("sowctl")
     database = config.getoption("--sowctl-db") or str(directory / "sowctl.db")
@@ -185,7 +186,7 @@ def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) 
     _apply_markers(request, admin, sandbox is not None)
     user, org, company = _identity(dataset, options)
     if sandbox is not None and user is None:  # no dataset: the sandbox's own credentials
-        user, org = sandbox.sandbox["userId"], sandbox.organization_id
+        user, org = sandbox.user_id, sandbox.organization_id
     token = admin.token(user, org, options.get("role", "member")) if user and org else None
     api_key = admin.api_key(org) if org else None
     client = Client(sowctl_server.url, token=token, api_key=api_key, org=org, company=company, retries=0)

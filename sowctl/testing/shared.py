@@ -9,32 +9,49 @@ from contextlib import contextmanager
 from typing import Any
 
 from sowctl.services.dataset.narrowed import narrowed
-from sowctl.testing.admin import AdminClient
+from sowctl.testing.admin import AdminClient, AdminError
 
 SANDBOX_TTL = "1d"  # removed at the session's end; the server removes one a crash left
 
 
 class SandboxSession:
-    """The sandbox (``organizationId``, ``userId``, ``adminToken``...) and its admin client."""
+    """The sandbox (``organizationId``, ``userId``...), its admin token and its admin client."""
 
-    def __init__(self, sandbox: dict[str, Any], admin: AdminClient) -> None:
+    def __init__(self, sandbox: dict[str, Any], admin_token: str, admin: AdminClient) -> None:
         self.sandbox = sandbox
+        self.admin_token = admin_token
         self.admin = admin
         self.organization_id: str = sandbox["organizationId"]
+        self.user_id: str = sandbox["userId"]
 
     @classmethod
     @contextmanager
-    def opened(cls, url: str, server_admin_token: str) -> Iterator[SandboxSession]:
-        """A new sandbox on the server at ``url`` (``AdminError`` when it makes none), removed
-        when the block ends."""
+    def opened(cls, url: str, admin_token: str) -> Iterator[SandboxSession]:
+        """With the server's admin token: a new sandbox, removed when the block ends. With a
+        sandbox's (a CI job that made one, ``sowctl sandbox create``): that sandbox, kept.
+        ``AdminError`` when neither."""
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        with AdminClient(url, server_admin_token) as server_admin:
-            sandbox = server_admin.create_sandbox(ttl=SANDBOX_TTL, name=f"pytest {worker}")
+        with AdminClient(url, admin_token) as given:
+            try:
+                sandbox = given.create_sandbox(ttl=SANDBOX_TTL, name=f"pytest {worker}")
+            except AdminError as exc:
+                if exc.status != 403:
+                    raise
+                own = given.sandboxes()  # a sandbox's admin token lists its own sandbox
+                if len(own) != 1:
+                    raise
+                if worker != "main":  # two workers would reset each other's records
+                    raise AdminError(
+                        "a sandbox's admin token serves one session: run without pytest-xdist's -n, "
+                        "or give the server's admin token (each worker then makes a sandbox)"
+                    ) from None
+                yield cls(own[0], admin_token, given)
+                return
             try:
                 with AdminClient(url, sandbox["adminToken"]) as admin:
-                    yield cls(sandbox, admin)
+                    yield cls(sandbox, sandbox["adminToken"], admin)
             finally:
-                server_admin.delete_sandbox(sandbox["organizationId"])
+                given.delete_sandbox(sandbox["organizationId"])
 
     def dataset(
         self, dataset: dict[str, Any] | None, options: dict[str, Any]

@@ -71,9 +71,13 @@ def test_the_printed_exports_are_credentials_the_next_commands_use(
         ("POST", "/api/sows", 201)
     ]
 
-    # The scoped admin token (now SOWCTL_ADMIN_TOKEN) cannot make or list sandboxes.
-    refused = cli("--server", SERVER, "sandbox", "list")
-    assert refused.exit_code != 0 and "sandbox" in refused.stderr
+    # The scoped admin token (now SOWCTL_ADMIN_TOKEN) lists its own sandbox and makes none.
+    listed = cli("--server", SERVER, "sandbox", "list", "-q")
+    assert listed.stdout.split() == [exports["SOWCTL_ORG"]]
+    refused = cli("--server", SERVER, "sandbox", "create")
+    assert refused.exit_code == 4 and "making sandboxes is the whole server's" in refused.stderr, (
+        refused.stderr
+    )
 
 
 def test_list_json_and_delete(served: Any, cli: Any) -> None:

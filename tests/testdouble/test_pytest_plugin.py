@@ -205,10 +205,12 @@ def _drop_worker_databases(url: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.database  # checkpoints on the run's backend
-def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str) -> None:
+def test_a_project_against_an_already_running_server(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import httpx
 
-    from sowctl.testing import AdminClient
+    from sowctl.testing import AdminClient, AdminError, SandboxSession
     from tests.support.server import Server
 
     project = _project(tmp_path)
@@ -234,8 +236,19 @@ def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str
                     f"/api/sows/{SOW}",
                 ]
             assert [entry["organizationId"] for entry in admin.sandboxes()] == [other["organizationId"]]
+            # A job that made its sandbox itself hands the plugin that sandbox's admin token.
+            scoped = ["--sowctl-server", server.url, "--sowctl-admin-token", other["adminToken"]]
+            in_own = _pytest(project, *scoped, "-k", "checkpoint or fault")
+            assert [entry["organizationId"] for entry in admin.sandboxes()] == [other["organizationId"]]
+            monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")  # one sandbox, two workers: refused
+            with (
+                pytest.raises(AdminError, match="serves one session"),
+                SandboxSession.opened(server.url, other["adminToken"]),
+            ):
+                pass
     finally:
         server.stop()
+    assert in_own.returncode == 0 and "2 passed" in in_own.stdout, in_own.stdout + in_own.stderr
     output = done.stdout + done.stderr
     # The dataset's organization became the sandbox's: "org-x" is not what the test gets.
     assert done.returncode == 1 and "2 failed, 2 passed" in output, output

@@ -96,7 +96,6 @@ def test_a_sandbox_token_cannot_touch_another_organization_or_the_server(client:
         client.post("/_admin/clock", json={"now": "2030-01-01T00:00:00Z"}, headers=_admin(first)),
         client.get("/_admin/dataset", headers=_admin(first)),
         client.post("/_admin/sandboxes", json={}, headers=_admin(first)),
-        client.get("/_admin/sandboxes", headers=_admin(first)),
         client.delete(f"/_admin/sandboxes/{second['organizationId']}", headers=_admin(first)),
         client.post(
             "/_admin/tokens",
@@ -111,12 +110,14 @@ def test_a_sandbox_token_cannot_touch_another_organization_or_the_server(client:
     assert client.get("/_admin/clock", headers=ADMIN).json()["frozen"] is False
     assert m.User.get_or_none(m.User.id == "intruder") is None
     assert client.get("/_admin/clock", headers=_admin(first)).status_code == 200  # reading it is fine
-    own = client.post(
+    own = client.get("/_admin/sandboxes", headers=_admin(first))
+    assert [entry["organizationId"] for entry in own.json()] == [first["organizationId"]]
+    issued = client.post(
         "/_admin/tokens",
         json={"userId": "dev", "organizationId": first["organizationId"]},
         headers=_admin(first),
     )
-    assert own.status_code == 201, own.text
+    assert issued.status_code == 201, issued.text
     # A token of no sandbox, or a sandbox's token for /_admin of the API: 401.
     assert client.post("/_admin/reset", headers=bearer(first["token"])).status_code == 401
 

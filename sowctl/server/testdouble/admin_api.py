@@ -382,7 +382,8 @@ def create_sandbox(admin: AdminApi, request: AdminRequest) -> dict[str, Any]:
 
 @handles("admin.sandboxes.list")
 def list_sandboxes(admin: AdminApi, request: AdminRequest) -> list[dict[str, Any]]:
-    request.server_wide("the list of sandboxes")
+    if request.scope is not None:  # a sandbox's admin token sees its own (the pytest plugin asks)
+        return [entry for entry in sandboxes.list_sandboxes() if entry["organizationId"] == request.scope]
     return sandboxes.list_sandboxes()
 
 
