@@ -184,9 +184,11 @@ def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) 
         dataset, options = sandbox.dataset(dataset, options)
     _prepare(sowctl_server, dataset)
     _apply_markers(request, admin, sandbox is not None)
-    user, org, company = _identity(dataset, options)
-    if sandbox is not None and user is None:  # no dataset: the sandbox's own credentials
-        user, org = sandbox.user_id, sandbox.organization_id
+    if sandbox is None:
+        user, org, company = _identity(dataset, options)
+    else:  # user ids are the server's: the sandbox's own user unless the dataset names one
+        user, org, company = _identity(dataset, options, sandbox.user_id)
+        org = org or sandbox.organization_id
     token = admin.token(user, org, options.get("role", "member")) if user and org else None
     api_key = admin.api_key(org) if org else None
     client = Client(sowctl_server.url, token=token, api_key=api_key, org=org, company=company, retries=0)
@@ -264,15 +266,16 @@ def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient, shared: b
 
 
 def _identity(
-    dataset: dict[str, Any] | None, options: dict[str, Any]
+    dataset: dict[str, Any] | None, options: dict[str, Any], default_user: str = "pytest-user"
 ) -> tuple[str | None, str | None, str | None]:
-    """(user, organization, company): the marker's, else the dataset's first of each."""
+    """(user, organization, company): the marker's, else the dataset's first of each (a token
+    needs a user: ``default_user`` when there is none, which the admin API creates)."""
     dataset = dataset or {}
     org = options.get("org") or _first(dataset.get("organizations"), "id")
     users = [u for u in dataset.get("users") or [] if isinstance(u, dict) and u.get("organizationId") == org]
     user = options.get("user") or _first(users, "id")
     if org and not user:
-        user = "pytest-user"  # a token needs a user; the admin API creates it
+        user = default_user
     companies = [
         c for c in dataset.get("companies") or [] if isinstance(c, dict) and c.get("organizationId") == org
     ]
