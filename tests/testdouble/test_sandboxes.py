@@ -94,7 +94,6 @@ def test_a_sandbox_token_cannot_touch_another_organization_or_the_server(client:
         client.get("/_admin/contract", headers=_admin(first)),
         client.put("/_admin/contract", json={"mode": "strict"}, headers=_admin(first)),
         client.post("/_admin/clock", json={"now": "2030-01-01T00:00:00Z"}, headers=_admin(first)),
-        client.get("/_admin/dataset", headers=_admin(first)),
         client.post("/_admin/sandboxes", json={}, headers=_admin(first)),
         client.delete(f"/_admin/sandboxes/{second['organizationId']}", headers=_admin(first)),
         client.post(
@@ -171,6 +170,10 @@ def test_a_sandbox_loads_only_its_own_records(client: httpx.Client) -> None:
     assert m.Sow.select().where(m.Sow.organization == org).count() == 1
     replaced = client.post("/_admin/dataset?replace=true", json=own, headers=_admin(sandbox))
     assert replaced.status_code == 200, replaced.text
+    exported = client.get("/_admin/dataset", headers=_admin(sandbox)).json()  # its own records only
+    assert exported["organizations"] == [{"id": org, "name": org}]
+    assert [sow["id"] for sow in exported["sows"]] == ["sow-9"] and exported["companies"] == []
+    assert [user["id"] for user in exported["users"]] == [sandbox["userId"]]
     assert m.Sow.select().where(m.Sow.organization == ORG).count() > 0  # the server's records stay
 
 

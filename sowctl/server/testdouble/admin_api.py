@@ -170,8 +170,7 @@ class AdminApi:
     def export(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.services.dataset import export_dataset
 
-        request.server_wide("the dataset export")
-        return export_dataset()
+        return export_dataset(scope=request.scope)  # a sandbox's: its organization's records
 
     @handles("admin.dataset.load")
     def load(self, request: AdminRequest) -> dict[str, Any]:
