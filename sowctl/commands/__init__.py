@@ -60,6 +60,11 @@ GROUPS: list[tuple[str, str]] = [
         "\n\nExample: sowctl events listen --forward-to http://127.0.0.1:5000/hooks",
     ),
     (
+        "sandbox",
+        "Sandboxes of a shared sowctl test double: an organization and credentials per CI job."
+        "\n\nExample: sowctl --server https://sowctl.ci.example sandbox create --ttl 1h",
+    ),
+    (
         "orgs",
         "Organizations (local mode only): create one on purpose, list them."
         "\n\nExample: sowctl orgs create org-2",

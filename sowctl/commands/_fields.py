@@ -51,6 +51,8 @@ OPTION_FOR: dict[str, str] = {
     "limit": "--limit",
     "offset": "--offset",
     "clientId": "--client",
+    # the test double's admin API (sowctl sandbox create)
+    "ttl": "--ttl",
 }
 
 # Path parameter -> the command's argument that gives it (commands take these ids positionally).

@@ -10,6 +10,16 @@ import typer
 from sowctl.output.terminal import current
 
 Json = Annotated[bool, typer.Option("--json", help="Print exactly the API's JSON body, nothing else.")]
+# The admin token of a sowctl test double (``/_admin``), for the commands that call it.
+AdminToken = Annotated[
+    str | None,
+    typer.Option(
+        "--admin-token",
+        envvar="SOWCTL_ADMIN_TOKEN",
+        help="The server's admin token (serve --admin prints it; serve --exec sets SOWCTL_ADMIN_TOKEN).",
+        show_default=False,
+    ),
+]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print ids only, one per line.")]
 # The SOW argument of a command: completed from the database or server in use.
 SowArgument = Annotated[

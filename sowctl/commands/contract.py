@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import typer
 
 from sowctl.commands._context import app_context
-from sowctl.commands._options import Json
+from sowctl.commands._options import AdminToken, Json
 from sowctl.foundation.errors import InvalidInput, UsageError
 from sowctl.foundation.files import write_file
 from sowctl.gate.reports import contract as contract_reports
@@ -47,17 +47,6 @@ class ReportFormat(StrEnum):
     markdown = "markdown"
     junit = "junit"
     sarif = "sarif"
-
-
-AdminToken = Annotated[
-    str | None,
-    typer.Option(
-        "--admin-token",
-        envvar="SOWCTL_ADMIN_TOKEN",
-        help="The server's admin token (serve --admin prints it; serve --exec sets SOWCTL_ADMIN_TOKEN).",
-        show_default=False,
-    ),
-]
 
 
 @app.command("report")

@@ -65,3 +65,13 @@ MAX_WEBHOOK_DELIVERIES_KEPT = 200
 MAX_WEBHOOK_REDELIVERIES = 100
 MAX_WEBHOOK_EXCERPT_CHARS = 512
 MAX_DELIVERY_FAULT_RULES = 10
+
+# --- sandboxes of a shared test double (``services.sandboxes``) -----------------------
+
+# Sandboxes alive on one server at a time: each holds an organization's records, checkpoints
+# and copies, and every request may look at the faults of each.
+MAX_SANDBOXES = 100
+# The longest a sandbox lives (its time to live is asked at creation): a CI job's is an hour.
+MAX_SANDBOX_TTL_SECONDS = 7 * 24 * 3600
+# Checkpoints one sandbox keeps (each is a copy of its records).
+MAX_SANDBOX_CHECKPOINTS = 20

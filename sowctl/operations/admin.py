@@ -39,6 +39,10 @@ from sowctl.schemas.admin import (
     PactQuery,
     RequestLogQuery,
     RequestPattern,
+    SandboxCreate,
+    SandboxDeleted,
+    SandboxIssued,
+    SandboxOut,
     TokenCreate,
     TokenIssued,
     VerificationReport,
@@ -328,5 +332,33 @@ _declare(
     "/webhook-faults",
     "Clear the faults injected in webhook deliveries",
     response=DeliveryFaults,
+    write=True,
+)
+_declare(
+    "admin.sandboxes.create",
+    "POST",
+    "/sandboxes",
+    "Make a sandbox: an organization with a bearer token, an API key and an admin token scoped "
+    "to it, removed when its time to live is over (full admin token only)",
+    body=SandboxCreate,
+    response=SandboxIssued,
+    status=201,
+    write=True,
+    checked_by_handler=("body",),  # the time to live's own rule (seconds or 30m, 1h, 2d)
+)
+_declare(
+    "admin.sandboxes.list",
+    "GET",
+    "/sandboxes",
+    "List the live sandboxes (a sandbox's admin token: its own)",
+    response=list[SandboxOut],
+)
+_declare(
+    "admin.sandboxes.delete",
+    "DELETE",
+    "/sandboxes/{organizationId}",
+    "Remove a sandbox: its records, credentials, request log, checkpoints and organization "
+    "(full admin token only)",
+    response=SandboxDeleted,
     write=True,
 )

@@ -67,9 +67,16 @@ SOURCES: dict[str, str] = {
     "webhooks resume": "model:webhooks.WebhookOut",
     "webhooks deliveries": "model:webhooks.WebhookDeliveryOut[]",
     "webhooks redeliver": "model:webhooks.WebhookRedelivery",
+    "sandbox create": "model:admin.SandboxIssued",
+    "sandbox list": "model:admin.SandboxOut[]",
+    "sandbox delete": "model:admin.SandboxDeleted",
 }
 # Commands whose --json prints whatever the server answered: no fixed shape.
-ANY_JSON = {"api": "the answer's JSON body, as the route returns it"}
+ANY_JSON = {
+    "api": "the answer's JSON body, as the route returns it",
+    "contract pact": "the Pact file (Pact Specification 3.0.0); with --out FILE, a summary of what it holds "
+    "(interactions, what was left out and why, the verifier's command line)",
+}
 
 
 def commands() -> list[str]:

@@ -308,3 +308,32 @@ class CheckpointOut(AdminModel):
 
 class CheckpointDeleted(AdminModel):
     deleted: str
+
+
+# --- sandboxes of a shared server -------------------------------------------------------------
+
+
+class SandboxCreate(AdminModel):
+    name: OptionalText = Field(None, description="A label for listings (default: the organization's id)")
+    ttl: int | str | None = Field(
+        None,
+        description="How long the sandbox lives: seconds, or 90s, 30m, 1h, 2d (default 1h, at most 7 days)",
+    )
+
+
+class SandboxOut(AdminModel):
+    organizationId: str
+    name: str
+    userId: str = Field(description="The user of the sandbox's bearer token")
+    createdAt: str
+    expiresAt: str = Field(description="When it is removed (the wall clock, not the service clock)")
+
+
+class SandboxIssued(SandboxOut):
+    adminToken: str = Field(description="The admin token scoped to this organization (shown once)")
+    token: str = Field(description="A bearer token of the organization (role admin; shown once)")
+    apiKey: str = Field(description="An API key of the organization (shown once)")
+
+
+class SandboxDeleted(AdminModel):
+    deleted: str = Field(description="The sandbox's organization")

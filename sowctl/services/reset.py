@@ -13,13 +13,14 @@ from sowctl.storage.webhook_models import V12_MODELS
 
 # The Meta rows holding run-time settings (the test double's faults and clock): a reset
 # forgets them; the schema version stays.
-RUNTIME_KEYS = ("faults", "clock", "contract", "webhook_faults")
+RUNTIME_KEYS = ("faults", "clock", "contract", "webhook_faults", "sandbox-faults")
 
 
 def data_tables() -> list[type[m.BaseModel]]:
     """Every table but Meta, children before parents (the order rows can be deleted in)."""
     return [
         *V12_MODELS,
+        *m.V13_MODELS,
         *m.V11_MODELS,
         *m.V2_MODELS,
         *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta),

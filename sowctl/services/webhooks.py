@@ -227,8 +227,19 @@ def get(subscription_id: str) -> dict[str, Any]:
     return to_out(find(subscription_id))
 
 
-def list_all() -> list[dict[str, Any]]:
-    return [to_out(row) for row in Sub.select().order_by(Sub.created_at, Sub.id)]
+def list_all(organization_id: str | None = None) -> list[dict[str, Any]]:
+    """Every subscription, or one organization's (a sandbox's admin token sees its own)."""
+    query = Sub.select()
+    if organization_id is not None:
+        query = query.where(Sub.organization_id == organization_id)
+    return [to_out(row) for row in query.order_by(Sub.created_at, Sub.id)]
+
+
+def require_in(subscription_id: str, organization_id: str | None) -> None:
+    """Not found unless the subscription is ``organization_id``'s (None: any organization's):
+    a sandbox's admin token cannot tell another organization's subscriptions from absent ones."""
+    if organization_id is not None and find(subscription_id).organization_id != organization_id:
+        raise NotFound(f"no webhook subscription {quoted(subscription_id)}")
 
 
 def delete(subscription_id: str) -> None:

@@ -172,6 +172,20 @@ def _v12_webhooks(database: pw.Database) -> None:
     database.create_tables(webhook_models.V12_MODELS, safe=True)
 
 
+def _v13_sandboxes(database: pw.Database) -> None:
+    """Sandboxes (``models.Sandbox``) and ``RequestLog.organization_id`` with its index, so that
+    a sandbox's admin token reads and clears its own requests only."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    database.create_tables(models.V13_MODELS, safe=True)
+    table = models.RequestLog._meta.table_name
+    migrator = SchemaMigrator.from_database(database)
+    if "organization_id" not in {column.name for column in database.get_columns(table)}:
+        migrate(migrator.add_column(table, "organization_id", pw.CharField(max_length=64, null=True)))
+    if not any(index.columns == ["organization_id", "id"] for index in database.get_indexes(table)):
+        migrate(migrator.add_index(table, ("organization_id", "id"), False))
+
+
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
@@ -185,6 +199,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v10_request_log_contract,
     _v11_events,
     _v12_webhooks,
+    _v13_sandboxes,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

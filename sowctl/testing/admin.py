@@ -220,6 +220,20 @@ class AdminClient:
     def clear_delivery_faults(self) -> None:
         self._send("admin.webhooks.faults.clear")
 
+    # --- sandboxes (the server's admin token only) ---
+
+    def create_sandbox(self, *, ttl: str | int | None = None, name: str | None = None) -> dict[str, Any]:
+        """A sandbox: ``organizationId``, ``adminToken`` (scoped to it), ``token``, ``apiKey``,
+        ``userId`` and ``expiresAt``; the secrets are in this answer only."""
+        body = {key: value for key, value in (("ttl", ttl), ("name", name)) if value is not None}
+        return self._send("admin.sandboxes.create", json=body)
+
+    def sandboxes(self) -> list[dict[str, Any]]:
+        return self._send("admin.sandboxes.list")
+
+    def delete_sandbox(self, organization_id: str) -> None:
+        self._send("admin.sandboxes.delete", {"organizationId": organization_id})
+
     # --- the request log ----------------------------------------------------------------------
 
     def requests(self, limit: int = 100, **filters: Any) -> list[dict[str, Any]]:

@@ -22,12 +22,18 @@ relative to the test file), ``sowctl_faults(**config)`` (the ``/_admin/faults`` 
 
 Options: ``--sowctl-db URL`` (a database the tests own, usually PostgreSQL: it is emptied;
 under xdist each worker uses ``NAME_gwN``, created when missing) and ``--sowctl-server URL``
-(an already running ``sowctl serve --admin-token T``; the token from
-``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``).
+(an already running, shared ``sowctl serve --admin-token T``; the token from
+``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``). On a shared server the session (each
+xdist worker) makes a sandbox of its own and removes it at the end, or, given a sandbox's
+admin token (``sowctl sandbox create``), uses that sandbox: every reset, dataset,
+checkpoint, fault and request log is that sandbox's organization's, so other jobs on the
+server are untouched. A dataset's organization becomes the sandbox's (one organization per
+dataset); ``sowctl_clock`` cannot be used there (one service clock serves every sandbox).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -39,8 +45,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # imported when a test asks for a fixture: pytest runs without sowctl stay fast
-    from sowctl.testing.admin import AdminClient
-    from sowctl.testing.server import SowctlServer
+    from sowctl.testing import AdminClient, SandboxSession, SowctlServer
 
 CHECKPOINT_PREFIX = "pytest-"
 MARKERS = (
@@ -90,6 +95,7 @@ class ServerHandle:
     admin: AdminClient
     process: SowctlServer | None = None  # None for --sowctl-server
     prepared: set[str] = field(default_factory=set)  # checkpoints this session saved
+    sandbox: SandboxSession | None = None  # --sowctl-server: this session's sandbox
 
 
 @pytest.fixture(scope="session")
@@ -97,8 +103,7 @@ def sowctl_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerHandle]:
     """``sowctl serve`` with the admin API on, for the whole session (one per xdist worker)."""
-    from sowctl.testing.admin import AdminClient
-    from sowctl.testing.server import SowctlServer
+    from sowctl.testing import AdminClient, AdminError, SandboxSession, SowctlServer
 
     config = request.config
     url = config.getoption("--sowctl-server")
@@ -108,8 +113,13 @@ def sowctl_server(
             raise pytest.UsageError(
                 "--sowctl-server needs --sowctl-admin-token TOKEN (or SOWCTL_ADMIN_TOKEN)"
             )
-        with AdminClient(url, token) as admin:
-            yield ServerHandle(url.rstrip("/"), token, admin)
+        url = url.rstrip("/")
+        with contextlib.ExitStack() as stack:
+            try:
+                session = stack.enter_context(SandboxSession.opened(url, token))
+            except AdminError as exc:
+                raise pytest.UsageError(f"--sowctl-server {url}: no sandbox to work in: {exc}") from None
+            yield ServerHandle(url, session.admin_token, session.admin, sandbox=session)
         return
     directory = tmp_path_factory.mktemp("sowctl")
     database = config.getoption("--sowctl-db") or str(directory / "sowctl.db")
@@ -174,9 +184,16 @@ def sowctl_service(request: pytest.FixtureRequest, sowctl_server: ServerHandle) 
 
     admin = sowctl_server.admin
     dataset, options = _dataset(request)
+    sandbox = sowctl_server.sandbox
+    if sandbox is not None:
+        dataset, options = sandbox.dataset(dataset, options)
     _prepare(sowctl_server, dataset)
-    _apply_markers(request, admin)
-    user, org, company = _identity(dataset, options)
+    _apply_markers(request, admin, sandbox is not None)
+    if sandbox is None:
+        user, org, company = _identity(dataset, options)
+    else:  # user ids are the server's: the sandbox's own user unless the dataset names one
+        user, org, company = _identity(dataset, options, sandbox.user_id)
+        org = org or sandbox.organization_id
     token = admin.token(user, org, options.get("role", "member")) if user and org else None
     api_key = admin.api_key(org) if org else None
     client = Client(sowctl_server.url, token=token, api_key=api_key, org=org, company=company, retries=0)
@@ -241,7 +258,7 @@ def _prepare(server: ServerHandle, dataset: dict[str, Any] | None) -> None:
     server.prepared.add(name)
 
 
-def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient) -> None:
+def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient, shared: bool = False) -> None:
     faults: dict[str, Any] = {}
     marker = request.node.get_closest_marker("sowctl_faults")
     if marker is not None:
@@ -253,19 +270,26 @@ def _apply_markers(request: pytest.FixtureRequest, admin: AdminClient) -> None:
         admin.set_faults(faults)
     marker = request.node.get_closest_marker("sowctl_clock")
     if marker is not None:
+        if shared:
+            pytest.fail(
+                "@pytest.mark.sowctl_clock: a shared server (--sowctl-server) has one service clock "
+                "for every sandbox; freeze it on a server of this run's own",
+                pytrace=False,
+            )
         admin.freeze_clock(marker.args[0])
 
 
 def _identity(
-    dataset: dict[str, Any] | None, options: dict[str, Any]
+    dataset: dict[str, Any] | None, options: dict[str, Any], default_user: str = "pytest-user"
 ) -> tuple[str | None, str | None, str | None]:
-    """(user, organization, company): the marker's, else the dataset's first of each."""
+    """(user, organization, company): the marker's, else the dataset's first of each (a token
+    needs a user: ``default_user`` when there is none, which the admin API creates)."""
     dataset = dataset or {}
     org = options.get("org") or _first(dataset.get("organizations"), "id")
     users = [u for u in dataset.get("users") or [] if isinstance(u, dict) and u.get("organizationId") == org]
     user = options.get("user") or _first(users, "id")
     if org and not user:
-        user = "pytest-user"  # a token needs a user; the admin API creates it
+        user = default_user
     companies = [
         c for c in dataset.get("companies") or [] if isinstance(c, dict) and c.get("organizationId") == org
     ]

@@ -78,12 +78,15 @@ ADMIN_OPERATIONS = {
     ("admin.webhooks.faults.get", "GET", "/_admin/webhook-faults"),
     ("admin.webhooks.faults.set", "PUT", "/_admin/webhook-faults"),
     ("admin.webhooks.faults.clear", "DELETE", "/_admin/webhook-faults"),
+    ("admin.sandboxes.create", "POST", "/_admin/sandboxes"),
+    ("admin.sandboxes.list", "GET", "/_admin/sandboxes"),
+    ("admin.sandboxes.delete", "DELETE", "/_admin/sandboxes/{organizationId}"),
 }
 
 COMMANDS = {
     "budgets", "chain", "clients", "config", "conformance", "contract", "contracts", "deps", "events",
-    "export", "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve",
-    "skill", "sows", "status", "tokens", "validate", "wait", "webhooks",
+    "export", "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "sandbox",
+    "schema", "serve", "skill", "sows", "status", "tokens", "validate", "wait", "webhooks",
 }  # fmt: skip
 
 

@@ -32,7 +32,7 @@ def test_every_admin_route_served_is_declared_and_every_declaration_served(migra
     app = create_app(migrated_db_url, ServerSettings(admin_token=ADMIN_TOKEN))
     declared = {(op.method, route_path(op.path)) for op in ADMIN.values()}
     assert served_admin_routes(app) == declared
-    assert len(declared) == len(ADMIN) == 31
+    assert len(declared) == len(ADMIN) == 34
     assert {route.name for route in app.routes if route.rule.startswith("/_admin")} == ADMIN.keys()
     assert app.body_limits == {
         op.path: (op.max_body_bytes, app.body_limits[op.path][1])
@@ -168,6 +168,9 @@ def test_the_admin_client_sends_each_declared_operation() -> None:
         admin.set_delivery_faults({"kind": "drop", "count": 1})
         admin.delivery_faults()
         admin.clear_delivery_faults()
+        admin.create_sandbox(ttl="1h", name="ci")
+        admin.sandboxes()
+        admin.delete_sandbox("sbx-1")
     used = {op.name for op in ADMIN.values() for method, path in sent if _matches(op, method, path)}
     assert used == ADMIN.keys() - ALIASES.keys()
 
@@ -273,11 +276,18 @@ def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) 
         ("DELETE", "/_admin/requests", {}),
         *_webhook_steps(client, token),
         ("POST", "/_admin/dataset", {"params": {"replace": "true"}, "json": dataset()}),
+        ("POST", "/_admin/sandboxes", {"json": {"ttl": "1h", "name": "ci"}}),
+        ("GET", "/_admin/sandboxes", {}),
+        ("DELETE", "/_admin/sandboxes/{made}", {}),
         ("POST", "/_admin/reset", {}),
     ]
     answered = set()
-    for method, path, sent in steps:
+    made = ""
+    for method, template, sent in steps:
+        path = template.format(made=made)
         response = client.request(method, path, headers=ADMIN_HEADERS, **sent)
+        if path == "/_admin/sandboxes" and method == "POST":
+            made = response.json()["organizationId"]
         (op,) = [op for op in ADMIN.values() if _matches(op, method, path)]
         documented = document["paths"][op.path][method.lower()]["responses"]
         assert str(response.status_code) in documented, (op.name, response.text)

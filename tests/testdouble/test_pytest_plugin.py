@@ -205,18 +205,55 @@ def _drop_worker_databases(url: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.database  # checkpoints on the run's backend
-def test_a_project_against_an_already_running_server(tmp_path: Path, db_url: str) -> None:
+def test_a_project_against_an_already_running_server(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx
+
+    from sowctl.testing import AdminClient, AdminError, SandboxSession
     from tests.support.server import Server
 
     project = _project(tmp_path)
     server = Server(db_url, "--admin-token", "sowa_given")
     try:
-        options = ["--sowctl-server", server.url, "--sowctl-admin-token", "sowa_given"]
-        done = _pytest(project, *options, "-k", "checkpoint or fault or near_miss")
+        with AdminClient(server.url, "sowa_given") as admin:
+            # Another job's sandbox on the same server, with a SOW and a logged request.
+            other = admin.create_sandbox(ttl="1h", name="another job")
+            with AdminClient(server.url, other["adminToken"]) as other_admin:
+                token = {"Authorization": f"Bearer {other['token']}"}
+                made = httpx.post(
+                    f"{server.url}/api/sows", json={"id": SOW, "title": "Theirs"}, headers=token
+                )
+                assert made.status_code == 201, made.text
+                options = ["--sowctl-server", server.url, "--sowctl-admin-token", "sowa_given"]
+                done = _pytest(project, *options, "-k", "checkpoint or fault or near_miss or bring")
+                # Twice: the first session's sandbox is gone, so the same dataset loads again.
+                again = _pytest(project, *options, "-k", "checkpoint")
+                kept = httpx.get(f"{server.url}/api/sows/{SOW}", headers=token)
+                assert kept.status_code == 200 and kept.json()["title"] == "Theirs", kept.text
+                assert [entry["path"] for entry in other_admin.requests()] == [
+                    "/api/sows",
+                    f"/api/sows/{SOW}",
+                ]
+            assert [entry["organizationId"] for entry in admin.sandboxes()] == [other["organizationId"]]
+            # A job that made its sandbox itself hands the plugin that sandbox's admin token.
+            scoped = ["--sowctl-server", server.url, "--sowctl-admin-token", other["adminToken"]]
+            in_own = _pytest(project, *scoped, "-k", "checkpoint or fault")
+            assert [entry["organizationId"] for entry in admin.sandboxes()] == [other["organizationId"]]
+            monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")  # one sandbox, two workers: refused
+            with (
+                pytest.raises(AdminError, match="serves one session"),
+                SandboxSession.opened(server.url, other["adminToken"]),
+            ):
+                pass
     finally:
         server.stop()
+    assert in_own.returncode == 0 and "2 passed" in in_own.stdout, in_own.stdout + in_own.stderr
     output = done.stdout + done.stderr
-    assert done.returncode == 1 and "1 failed, 2 passed" in output, output
+    # The dataset's organization became the sandbox's: "org-x" is not what the test gets.
+    assert done.returncode == 1 and "2 failed, 2 passed" in output, output
+    assert "test_a_test_can_bring_its_own_dataset" in output and "Traceback" not in output
+    assert again.returncode == 0 and "1 passed" in again.stdout, again.stdout + again.stderr
     assert set(_servers(project).values()) == {server.url}
     missing = _pytest(project, "--sowctl-server", server.url, "-k", "checkpoint")
     assert missing.returncode != 0

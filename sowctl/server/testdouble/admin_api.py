@@ -17,6 +17,7 @@ requests in flight finish first, new ones wait.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 import bottle
 
 from sowctl.foundation import clock
-from sowctl.foundation.errors import InvalidInput, Issue, Unauthorized
+from sowctl.foundation.errors import Forbidden, InvalidInput, Issue, Unauthorized
 from sowctl.operations import Operation
 from sowctl.operations.admin import ADMIN
 from sowctl.schemas.common import parse
@@ -36,6 +37,7 @@ from sowctl.server.testdouble import pact, verify, webhooks_admin
 from sowctl.server.testdouble.faults import FaultConfig
 from sowctl.server.testdouble.host import HostApp
 from sowctl.server.testdouble.layer import TestDouble
+from sowctl.services import sandbox_state, sandboxes
 
 DEFAULT_REQUESTS = 100
 
@@ -61,6 +63,19 @@ class AdminRequest:
     params: dict[str, str] = field(default_factory=dict)
     query: Any = None
     body: Any = None
+    scope: str | None = None  # a sandbox's organization; None: the full admin token
+
+    def server_wide(self, what: str) -> None:
+        """Refuse a sandbox's admin token what changes or shows the whole server."""
+        if self.scope is not None:
+            raise Forbidden(f"{what} is the whole server's: a sandbox's admin token cannot use it")
+
+    def own(self, organization_id: str | None) -> None:
+        """Refuse a sandbox's admin token another organization's credentials."""
+        if self.scope is not None and organization_id != self.scope:
+            raise Forbidden(
+                f"organizationId: this sandbox's admin token acts on organization {self.scope} only"
+            )
 
 
 def register(app: HostApp, layer: TestDouble) -> None:
@@ -91,9 +106,9 @@ class AdminApi:
         def serve(**params: str) -> bottle.HTTPResponse:
             environ = bottle.request.environ
             try:
-                self.authenticate(environ.get("HTTP_AUTHORIZATION"))
                 self.app.dispatcher.ensure_connection()
-                result = handler(self, self.request(op, params, environ))
+                scope = self.authenticate(environ.get("HTTP_AUTHORIZATION"))
+                result = handler(self, self.request(op, params, environ, scope))
                 status, body = result if isinstance(result, tuple) else (op.status, result)
                 return json_response(status, json_bytes(body), {})
             except Exception as exc:
@@ -103,7 +118,9 @@ class AdminApi:
         serve.__doc__ = op.summary
         return serve
 
-    def request(self, op: Operation, params: dict[str, str], environ: dict) -> AdminRequest:
+    def request(
+        self, op: Operation, params: dict[str, str], environ: dict, scope: str | None
+    ) -> AdminRequest:
         query: Any = parse_query(environ.get("QUERY_STRING", ""))
         if op.query is not None and "query" not in op.checked_by_handler:
             query = parse(op.query, query)
@@ -112,23 +129,26 @@ class AdminApi:
             body = read_json_body(environ, op.max_body_bytes or self.settings.max_body_bytes)
             if "body" not in op.checked_by_handler:
                 body = parse(op.body, _object(body))
-        return AdminRequest(params, query, body)
+        return AdminRequest(params, query, body, scope)
 
-    def authenticate(self, authorization: str | None) -> None:
+    def authenticate(self, authorization: str | None) -> str | None:
+        """None for the server's admin token, the organization of a live sandbox's; else 401."""
         secret = auth.bearer_secret(authorization)
         if secret is None:
             raise Unauthorized("missing admin token (send Authorization: Bearer <admin token>)")
-        if not hmac.compare_digest(secret.encode("utf-8"), self._token):
+        if hmac.compare_digest(secret.encode("utf-8"), self._token):
+            return None
+        scope = sandboxes.scope_of(secret)  # by its hash, as bearer tokens are found
+        if scope is None:
             raise Unauthorized("invalid admin token")
+        return scope
 
     def may_upload(self, authorization: str | None) -> bool:
-        """Whether ``authorization`` carries the admin token: a dataset upload larger than
-        an API body is only read from the admin."""
-        try:
-            self.authenticate(authorization)
-        except Unauthorized:
-            return False
-        return True
+        """Whether ``authorization`` carries the server's admin token: a dataset upload larger
+        than an API body is only read from the server's admin (a sandbox's takes an API body's
+        size, judged from the head without the database)."""
+        secret = auth.bearer_secret(authorization)
+        return secret is not None and hmac.compare_digest(secret.encode("utf-8"), self._token)
 
     # --- data ------------------------------------------------------------------------------
 
@@ -136,6 +156,11 @@ class AdminApi:
     def reset(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
+        if request.scope is not None:
+            with self.layer.gate.exclusive():
+                sandbox_state.empty_organization(request.scope, keep_credentials=True)
+                sandbox_state.forget_faults(request.scope)
+            return {"message": f"organization {request.scope} reset"}
         with self.layer.gate.exclusive():
             state.reset_database()
             self.layer.restart()
@@ -145,7 +170,7 @@ class AdminApi:
     def export(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.services.dataset import export_dataset
 
-        return export_dataset()
+        return export_dataset(scope=request.scope)  # a sandbox's: its organization's records
 
     @handles("admin.dataset.load")
     def load(self, request: AdminRequest) -> dict[str, Any]:
@@ -158,6 +183,13 @@ class AdminApi:
             raise InvalidInput(
                 "the request body must be a dataset (a JSON object)", [Issue((), "is required")]
             )
+        if request.scope is not None:
+            if not isinstance(data, dict):
+                raise InvalidInput(
+                    "the request body must be a dataset (a JSON object)", [Issue((), "must be a JSON object")]
+                )
+            with self.layer.gate.exclusive() if request.query.replace else contextlib.nullcontext():
+                return {"imported": sandbox_state.load_dataset(request.scope, data, request.query.replace)}
         if not request.query.replace:
             return {"imported": import_dataset(data)}
         with self.layer.gate.exclusive(), write_transaction("global"):  # reset and load, or neither
@@ -170,6 +202,7 @@ class AdminApi:
         from sowctl.services import credentials
 
         body = request.body
+        request.own(body.organizationId)
         role = body.role or "member"
         issued = credentials.create_token(body.userId, body.organizationId, role)
         return {
@@ -185,6 +218,7 @@ class AdminApi:
         from sowctl.services import credentials
 
         organization_id = request.body.organizationId
+        request.own(organization_id)
         issued = credentials.create_key(organization_id)
         return {"key": issued.secret, "id": issued.id, "organizationId": organization_id}
 
@@ -192,20 +226,26 @@ class AdminApi:
 
     @handles("admin.faults.get")
     def get_faults(self, request: AdminRequest) -> dict[str, Any]:
+        if request.scope is not None:
+            return self.layer.faults_of(request.scope).to_json()
         return self.layer.faults.to_json()
 
     @handles("admin.faults.replace")
     @handles("admin.faults.set")
     def set_faults(self, request: AdminRequest) -> dict[str, Any]:
-        return self._store_faults(FaultConfig.from_json(request.body))
+        return self._store_faults(FaultConfig.from_json(request.body), request.scope)
 
     @handles("admin.faults.clear")
     def clear_faults(self, request: AdminRequest) -> dict[str, Any]:
-        return self._store_faults(FaultConfig())
+        return self._store_faults(FaultConfig(), request.scope)
 
-    def _store_faults(self, config: FaultConfig) -> dict[str, Any]:
+    def _store_faults(self, config: FaultConfig, scope: str | None) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
+        if scope is not None:  # applied to the requests of this organization's callers only
+            sandbox_state.set_faults(scope, config.to_json() if config.active else None)
+            self.layer.sync()
+            return self.layer.faults_of(scope).to_json()
         state.write_runtime("faults", config.to_json())
         self.layer.sync()
         return self.layer.faults.to_json()
@@ -214,12 +254,14 @@ class AdminApi:
     def get_contract(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
+        request.server_wide("contract mode")
         return {"mode": self.layer.contract_mode, "departures": state.contract_departures()}
 
     @handles("admin.contract.set")
     def set_contract(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
+        request.server_wide("contract mode")
         state.write_runtime("contract", {"mode": request.body.mode})
         self.layer.sync()
         return self.get_contract(request)
@@ -232,6 +274,9 @@ class AdminApi:
     def set_clock(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
+        # One service clock serves every organization (services read it wherever they stamp a
+        # time): a sandbox moving it would move every other sandbox's time too.
+        request.server_wide("the service clock")
         value = request.body.now
         if value is not None:
             value = clock.format_timestamp(clock.parse_clock(value, "now"))
@@ -255,7 +300,9 @@ class AdminApi:
         if not (text.isascii() and text.isdigit() and len(text) <= 10) or not 1 <= int(text) <= 10**9:
             raise InvalidInput.for_field("limit", f"must be an integer from 1 to {keep}")
         pattern = verify.filter_query(query)
-        entries = [entry for entry in state.recent_requests(keep) if not pattern.differences(entry)]
+        entries = [
+            entry for entry in state.recent_requests(keep, request.scope) if not pattern.differences(entry)
+        ]
         return entries[-min(int(text), keep) :]
 
     @handles("admin.requests.pact")
@@ -266,13 +313,14 @@ class AdminApi:
     def clear_requests(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import state
 
-        return {"deleted": state.clear_requests()}
+        return {"deleted": state.clear_requests(request.scope)}
 
     @handles("admin.requests.verify")
     def verify(self, request: AdminRequest) -> tuple[int, dict[str, Any]]:
         from sowctl.server.testdouble import state
 
-        holds, report = verify.verify(request.body, state.recent_requests(self.settings.request_log_size))
+        logged = state.recent_requests(self.settings.request_log_size, request.scope)
+        holds, report = verify.verify(request.body, logged)
         return (200 if holds else 409), report
 
     # --- checkpoints ----------------------------------------------------------------------------
@@ -281,6 +329,8 @@ class AdminApi:
     def list_checkpoints(self, request: AdminRequest) -> list[dict[str, Any]]:
         from sowctl.server.testdouble import checkpoints
 
+        if request.scope is not None:
+            return sandbox_state.list_checkpoints(request.scope)
         return checkpoints.list_checkpoints()
 
     @handles("admin.checkpoints.save")
@@ -288,12 +338,20 @@ class AdminApi:
         from sowctl.server.testdouble import checkpoints
 
         with self.layer.gate.exclusive():  # one consistent state, even on PostgreSQL
+            if request.scope is not None:
+                return sandbox_state.save_checkpoint(request.scope, request.body.name)
             return checkpoints.save(request.body.name)
 
     @handles("admin.checkpoints.restore")
     def restore_checkpoint(self, request: AdminRequest) -> dict[str, Any]:
         from sowctl.server.testdouble import checkpoints
 
+        if request.scope is not None:
+            name = checkpoints.check_name(request.params["name"])
+            with self.layer.gate.exclusive():
+                restored = sandbox_state.restore_checkpoint(request.scope, name)
+            self.layer.sync()
+            return restored
         with self.layer.gate.exclusive():
             restored = checkpoints.restore(request.params["name"])
             self.layer.restart()
@@ -305,8 +363,38 @@ class AdminApi:
         from sowctl.server.testdouble import checkpoints
 
         name = request.params["name"]
+        if request.scope is not None:
+            sandbox_state.delete_checkpoint(request.scope, checkpoints.check_name(name))
+            return {"deleted": name}
         checkpoints.delete(name)
         return {"deleted": name}
+
+
+# --- sandboxes -------------------------------------------------------------------------------
+
+
+@handles("admin.sandboxes.create")
+def create_sandbox(admin: AdminApi, request: AdminRequest) -> dict[str, Any]:
+    request.server_wide("making sandboxes")
+    body = _object(request.body if request.body is not None else {})
+    name = body.get("name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidInput.for_field("name", "must be a string")
+    return sandboxes.create_sandbox(name, body.get("ttl"))
+
+
+@handles("admin.sandboxes.list")
+def list_sandboxes(admin: AdminApi, request: AdminRequest) -> list[dict[str, Any]]:
+    if request.scope is not None:  # a sandbox's admin token sees its own (the pytest plugin asks)
+        return [entry for entry in sandboxes.list_sandboxes() if entry["organizationId"] == request.scope]
+    return sandboxes.list_sandboxes()
+
+
+@handles("admin.sandboxes.delete")
+def delete_sandbox(admin: AdminApi, request: AdminRequest) -> dict[str, Any]:
+    request.server_wide("removing sandboxes")
+    with admin.layer.gate.exclusive():
+        return sandboxes.delete_sandbox(request.params["organizationId"])
 
 
 def _object(body: Any) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from sowctl.server.console import is_console_path
 from sowctl.server.envelopes import HttpStatusError, envelope, group_of_path
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
-from sowctl.server.testdouble import contract_mode
+from sowctl.server.testdouble import contract_mode, runtime_settings
 from sowctl.server.testdouble.faults import FAULT_HEADER, FAULT_MESSAGE, FaultConfig
 from sowctl.server.testdouble.host import HostApp, WSGIApp
 from sowctl.server.testdouble.recorder import MUTATING, Recorder
@@ -58,6 +58,7 @@ from sowctl.server.testdouble.request_facts import (
 )
 from sowctl.server.testdouble.reset_gate import Gate
 from sowctl.server.testdouble.watched import LOGGED_BYTES, Watched
+from sowctl.services import sandbox_state, sandboxes
 from sowctl.storage import failures
 
 ADMIN_PREFIX = "/_admin"
@@ -65,6 +66,7 @@ ADMIN_PREFIX = "/_admin"
 NEVER_FAULTED = ("/healthz", "/readyz", "/metrics")
 CONTRACT_NOTE = "contract mode (strict): refused"
 CONTRACT_MARKS_KEY = "sowctl.contract_marks"
+IDENTITY_KEY = "sowctl.identity"
 
 
 def install(app: HostApp) -> TestDouble:
@@ -104,6 +106,8 @@ class TestDouble:
         self._clock_raw: str | None = None
         self._contract = self.settings.contract
         self._contract_raw: str | None = None
+        self._sandbox_faults: dict[str, FaultConfig] = {}  # by organization (services.sandboxes)
+        self._sandbox_faults_raw: str | None = None
         # Reset, replace and restore wait for requests in flight (sowctl.server.testdouble.reset_gate).
         self.gate = Gate(app.dispatcher.database)
         self.restart()
@@ -117,6 +121,7 @@ class TestDouble:
         self._count_left = None
         self._now, self._clock_raw = self.settings.fixed_now, None
         self._contract, self._contract_raw = self.settings.contract, None
+        self._sandbox_faults, self._sandbox_faults_raw = {}, None
         clock.set_fixed_now(self._now)
 
     # --- shared state ------------------------------------------------------------------
@@ -124,6 +129,10 @@ class TestDouble:
     @property
     def faults(self) -> FaultConfig:
         return self._faults
+
+    def faults_of(self, organization_id: str) -> FaultConfig:
+        """A sandbox's own fault config (none set: no faults)."""
+        return self._sandbox_faults.get(organization_id) or FaultConfig()
 
     @property
     def contract_mode(self) -> str:
@@ -148,22 +157,31 @@ class TestDouble:
             return
         faults_raw = raw.get("faults")
         if faults_raw != self._faults_raw:
-            self._faults = _stored_faults(faults_raw, self.start_faults)
+            self._faults = runtime_settings.stored_faults(faults_raw, self.start_faults)
             self._faults_raw = faults_raw
         contract_raw = raw.get("contract")
         if contract_raw != self._contract_raw:
-            self._contract = _stored_contract(contract_raw, self.settings.contract)
+            self._contract = runtime_settings.stored_contract(contract_raw, self.settings.contract)
             self._contract_raw = contract_raw
+        sandbox_raw = raw.get(sandbox_state.FAULTS_KEY)
+        if sandbox_raw != self._sandbox_faults_raw:
+            self._sandbox_faults = runtime_settings.stored_sandbox_faults(sandbox_raw)
+            self._sandbox_faults_raw = sandbox_raw
         clock_raw = raw.get("clock")
         if clock_raw != self._clock_raw:
-            self._now = _stored_clock(clock_raw, self.settings.fixed_now)
+            self._now = runtime_settings.stored_clock(clock_raw, self.settings.fixed_now)
             self._clock_raw = clock_raw
         clock.set_fixed_now(self._now)
 
-    def _take(self, faults: FaultConfig) -> bool:
+    def _take(self, faults: FaultConfig, sandbox: str | None) -> bool:
         """One failure of a ``count``-limited config: in the database (shared), or here."""
         if faults.count is None:
             return True
+        if sandbox is not None:
+            try:
+                return sandbox_state.take_fault(sandbox)
+            except Exception:  # the database is away: no fault rather than a wrong count
+                return False
         if self.shared and self._faults_raw is not None:
             from sowctl.server.testdouble import state
 
@@ -187,6 +205,8 @@ class TestDouble:
         if path in NEVER_FAULTED or is_console_path(path):  # the console must load to show a fault
             return self.inner(environ, start_response)
         self.sync()
+        if self.shared:
+            self._sweep(environ)
         method = environ.get("REQUEST_METHOD", "GET").upper()
         if is_admin_path(path):
             return self.inner(environ, start_response)
@@ -225,13 +245,18 @@ class TestDouble:
                 start_response = contract_mode.reporting(start_response, found)
                 refused = contract_mode.refusal(found) if self._contract == "strict" else None
         fault: dict[str, Any] | None = None
-        faults = self._faults
+        faults, sandbox = self._faults, None
+        if self._sandbox_faults:  # a sandbox's own config replaces the server's for its callers
+            who = self._identity(environ, group_of_path(path), path)
+            organization_id = who.get("organizationId") if who else None
+            if organization_id in self._sandbox_faults:
+                faults, sandbox = self._sandbox_faults[organization_id], organization_id
         if faults.active and method != "OPTIONS" and faults.matches(method, path):
             if faults.latency_ms is not None:
                 low, high = faults.latency_ms
                 delay = self.rng.uniform(low, high) if high > low else low
                 time.sleep(delay / 1000)
-            if faults.fails and self.rng.random() < faults.rate and self._take(faults):
+            if faults.fails and self.rng.random() < faults.rate and self._take(faults, sandbox):
                 fault = {"mode": faults.mode, "status": faults.status if faults.mode == "error" else None}
         log = self.shared
         record = self.recorder is not None and method in MUTATING
@@ -307,6 +332,23 @@ class TestDouble:
         finish(b"".join(chunks), True)
         return chunks
 
+    def _identity(self, environ: dict, group: Group, path: str) -> dict[str, Any] | None:
+        """Who sends the request (``request_facts.identity``), looked up once per request."""
+        if IDENTITY_KEY not in environ:
+            environ[IDENTITY_KEY] = identity(environ, group, path)
+        return environ[IDENTITY_KEY]
+
+    def _sweep(self, environ: dict) -> None:
+        """Remove expired sandboxes, at most once a minute (``services.sandboxes.sweep``)."""
+        try:
+            self.app.dispatcher.ensure_connection()
+            sandboxes.sweep()
+        except Exception as exc:  # never the client's failure: the next sweep tries again
+            if failures.classify(exc) is not None:  # the request's own answer says so, once
+                self.app.dispatcher.recover_connection()
+                return
+            log(environ, f"expired sandboxes not removed: {type(exc).__name__}")
+
     # --- faults ----------------------------------------------------------------------------
 
     def _fault_response(
@@ -377,6 +419,7 @@ class TestDouble:
 
         request_text, request_truncated = state.body_text(request_body, environ.get("CONTENT_TYPE"))
         response_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+        who = self._identity(environ, group, path)
         if response_complete:
             response_text, response_truncated = state.body_text(response_body, response_type)
         else:  # the first bytes of a longer streamed body
@@ -391,7 +434,8 @@ class TestDouble:
                 "status": status,
                 "latency_ms": round((time.perf_counter() - started) * 1000, 1),
                 "group": group,
-                "identity": json_or_none(identity(environ, group, path)),
+                "identity": json_or_none(who),
+                "organization_id": who.get("organizationId") if who else None,
                 "request_body": request_text,
                 "request_truncated": request_truncated,
                 "response_body": response_text,
@@ -453,32 +497,3 @@ def _request_id(environ: dict) -> str:
     """The id that the server log and X-Request-Id show for a request the API never saw."""
 
     return environ.setdefault(REQUEST_ID_KEY, secrets.token_hex(8))
-
-
-def _stored_faults(raw: str | None, default: FaultConfig) -> FaultConfig:
-    if raw is None:
-        return default
-    try:
-        return FaultConfig.from_json(json.loads(raw))
-    except Exception:
-        return default
-
-
-def _stored_contract(raw: str | None, default: str) -> str:
-    if raw is None:
-        return default
-    try:
-        mode = json.loads(raw).get("mode")
-    except Exception:
-        return default
-    return mode if mode in contract_mode.MODES else default
-
-
-def _stored_clock(raw: str | None, default: datetime | None) -> datetime | None:
-    if raw is None:
-        return default
-    try:
-        value = json.loads(raw).get("now")
-        return clock.parse_timestamp(value) if value else None
-    except Exception:
-        return default

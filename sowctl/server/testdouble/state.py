@@ -115,14 +115,21 @@ def log_request(entry: dict[str, Any], keep: int) -> None:
             m.RequestLog.delete().where(m.RequestLog.id <= row_id - keep).execute()
 
 
-def recent_requests(limit: int) -> list[dict[str, Any]]:
-    """The last ``limit`` requests, oldest first."""
-    rows = list(m.RequestLog.select().order_by(m.RequestLog.id.desc()).limit(limit))
+def recent_requests(limit: int, organization_id: str | None = None) -> list[dict[str, Any]]:
+    """The last ``limit`` requests, oldest first; with ``organization_id``, of its callers only
+    (a sandbox's admin token)."""
+    query = m.RequestLog.select()
+    if organization_id is not None:
+        query = query.where(m.RequestLog.organization_id == organization_id)
+    rows = list(query.order_by(m.RequestLog.id.desc()).limit(limit))
     return [_entry_out(row) for row in reversed(rows)]
 
 
-def clear_requests() -> int:
-    return m.RequestLog.delete().execute()
+def clear_requests(organization_id: str | None = None) -> int:
+    query = m.RequestLog.delete()
+    if organization_id is not None:
+        query = query.where(m.RequestLog.organization_id == organization_id)
+    return query.execute()
 
 
 def contract_departures() -> list[dict[str, Any]]:

@@ -1,6 +1,10 @@
 """The ``/_admin/webhooks`` and ``/_admin/webhook-faults`` handlers: webhook subscriptions,
 their delivery log and redeliveries (``services.webhooks``), and delivery faults
-(``services.webhook_faults``). ``admin_api`` routes each declared operation to these."""
+(``services.webhook_faults``). ``admin_api`` routes each declared operation to these.
+
+A sandbox's admin token (``request.scope``) sees and changes its organization's subscriptions
+only (another's answer 404, as absent ones do) and subscribes for its organization when the
+body names none; delivery faults apply to every subscription, so they are the full token's."""
 
 from __future__ import annotations
 
@@ -17,12 +21,22 @@ def _body(request: Any) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def _own(request: Any) -> str:
+    """The path's subscription id, once it is known to be the caller's to see."""
+    subscription_id = request.params["id"]
+    webhooks.require_in(subscription_id, request.scope)
+    return subscription_id
+
+
 def create(admin: Any, request: Any) -> dict[str, Any]:
     body = _body(request)
+    organization_id = body.get("organizationId", request.scope)
+    if request.scope is not None:
+        request.own(organization_id)
     return webhooks.create(
         webhooks.NewWebhook(
             url=body.get("url"),
-            organization_id=body.get("organizationId"),
+            organization_id=organization_id,
             event_types=body.get("eventTypes"),
             signing=body.get("signing"),
             secret=body.get("secret"),
@@ -33,40 +47,44 @@ def create(admin: Any, request: Any) -> dict[str, Any]:
 
 
 def list_all(admin: Any, request: Any) -> list[dict[str, Any]]:
-    return webhooks.list_all()
+    return webhooks.list_all(request.scope)
 
 
 def get(admin: Any, request: Any) -> dict[str, Any]:
-    return webhooks.get(request.params["id"])
+    return webhooks.get(_own(request))
 
 
 def delete(admin: Any, request: Any) -> dict[str, Any]:
-    webhooks.delete(request.params["id"])
-    return {"deleted": request.params["id"]}
+    subscription_id = _own(request)
+    webhooks.delete(subscription_id)
+    return {"deleted": subscription_id}
 
 
 def resume(admin: Any, request: Any) -> dict[str, Any]:
-    return webhooks.resume(request.params["id"])
+    return webhooks.resume(_own(request))
 
 
 def deliveries(admin: Any, request: Any) -> list[dict[str, Any]]:
     query = request.query if isinstance(request.query, dict) else {}
-    return webhooks.deliveries(request.params["id"], query.get("limit"))
+    return webhooks.deliveries(_own(request), query.get("limit"))
 
 
 def redeliver(admin: Any, request: Any) -> dict[str, Any]:
-    return webhooks.redeliver(request.params["id"], _body(request).get("eventId"))
+    return webhooks.redeliver(_own(request), _body(request).get("eventId"))
 
 
 def get_faults(admin: Any, request: Any) -> dict[str, Any]:
+    request.server_wide("webhook delivery faults")
     return {"rules": webhook_faults.read()}
 
 
 def set_faults(admin: Any, request: Any) -> dict[str, Any]:
+    request.server_wide("webhook delivery faults")
     return webhook_faults.store(webhook_faults.check(request.body))
 
 
 def clear_faults(admin: Any, request: Any) -> dict[str, Any]:
+    request.server_wide("webhook delivery faults")
     return webhook_faults.store([])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
+from contextvars import ContextVar
 from decimal import Decimal
 from operator import itemgetter
 from typing import Any
@@ -17,15 +18,30 @@ from sowctl.schemas import dataset as s
 from sowctl.schemas.finance import PurchaseOrderLineOut, PurchaseOrderOut
 from sowctl.services.dataset.columns import COLUMNS, Progress
 from sowctl.services.item_rules import parents_first
+from sowctl.services.organization_rows import rows_of
 from sowctl.storage import models as m
 from sowctl.storage.peewee_compat import tuples
 
+# A sandbox's export (``services.sandboxes``): that organization's records only.
+_scope: ContextVar[str | None] = ContextVar("export_scope", default=None)
 
-def export_dataset(*, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:
+
+def export_dataset(
+    *, progress: Progress | None = None, scope: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """The whole database as a dataset, by id (items: each parent first); no credentials.
 
     ``progress(done, total)`` is called after each kind (``total``: the number of kinds).
+    ``scope``: one organization's records only (a sandbox's).
     """
+    token = _scope.set(scope)
+    try:
+        return _export(progress)
+    finally:
+        _scope.reset(token)
+
+
+def _export(progress: Progress | None) -> dict[str, list[dict[str, Any]]]:
     result: dict[str, list[dict[str, Any]]] = {}
     database = m.database_proxy.obj
     # One consistent view of every table, even while others write. SQLite (WAL): a
@@ -116,6 +132,9 @@ def _select(
     query = model.select(*columns.values())
     if join is not None:
         query = query.join(*join)
+    scope = _scope.get()
+    if scope is not None:
+        query = query.where(rows_of(model, scope))
     keys = list(columns)
     converters = [
         (k, convert)
@@ -216,9 +235,12 @@ def _export_items(kind: str) -> list[dict[str, Any]]:
     order, except that a parent comes before its children: the import reads such a file once."""
     rows = _select(kind, extra={"sowId": m.Sow.id, "organizationId": m.Sow.organization}, join=(m.Sow,))
     organizations = pw.fn.COUNT(m.Sow.organization.distinct())
-    shared = {
-        sow_id for (sow_id,) in tuples(m.Sow.select(m.Sow.id).group_by(m.Sow.id).having(organizations > 1))
-    }
+    # One organization's export says nothing of which ids others use.
+    shared = (
+        {sow_id for (sow_id,) in tuples(m.Sow.select(m.Sow.id).group_by(m.Sow.id).having(organizations > 1))}
+        if _scope.get() is None
+        else set()
+    )
     for k, row in enumerate(rows):  # the SOW's organization, where its id alone would not say which
         organization = row.pop("organizationId")
         if row["sowId"] in shared:

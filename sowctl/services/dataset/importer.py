@@ -19,9 +19,12 @@ from sowctl.services.graph import (
 from sowctl.storage import models as m
 from sowctl.storage import tallies
 from sowctl.storage.database import write_transaction
+from sowctl.storage.peewee_compat import tuples
 
 
-def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = None) -> dict[str, int]:
+def import_dataset(
+    data: dict | DatasetSource, *, progress: Progress | None = None, scope: str | None = None
+) -> dict[str, int]:
     """Load a dataset, all or nothing; returns the number of records per kind.
 
     ``data`` is a parsed dataset or a ``DatasetSource`` (a file streamed kind by kind:
@@ -30,11 +33,12 @@ def import_dataset(data: dict | DatasetSource, *, progress: Progress | None = No
     problem rolls all of it back. Problems with the records themselves (types,
     fields) are reported alone, as they make reference checks meaningless.
     ``progress(done, total)`` is called after each inserted batch (rows of all tables).
+    ``scope``: a sandbox's organization, the only one whose records the file may name.
     """
     source = data if isinstance(data, DatasetSource) else DictSource(data)
     with collector_paused(), small_page_cache():
         with write_transaction("import"):
-            importer = _Importer(source, clock.now(), progress)
+            importer = _Importer(source, clock.now(), progress, scope)
             importer.check_and_build()
             importer.invalid.raise_if_any()
             importer.problems.raise_if_any()
@@ -192,6 +196,18 @@ class _Importer(FinanceChecks, ItemChecks):
         self._flat("projects", records)
         return {**self.db_projects, **{r.id: r.organization_id for r in records}}
 
+    def _keys_taken_elsewhere(self, records: list) -> set[str]:
+        """A sandbox's load (``scope``) sees its own SOWs only; a key is the server's: the
+        file's ids that another organization's SOWs hold as keys."""
+        if self.scope is None:
+            return set()
+        ids = [r.id for r in records]
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            query = m.Sow.select(m.Sow.key).where(m.Sow.key.in_(ids[start : start + 500]))
+            found.update(row[0] for row in tuples(query))
+        return found
+
     def _sow_key_of(self, sow_org: dict[str, str | None]) -> dict[tuple[str, str], str]:
         """(organization, shown id) -> key of every SOW, the file's and the database's."""
         shown = {key: sow_id for key, sow_id, _ in self.db_sows}
@@ -206,7 +222,7 @@ class _Importer(FinanceChecks, ItemChecks):
         the database's.
         """
         kind, records = "sows", self.records["sows"]
-        taken = {key for key, _, _ in self.db_sows}
+        taken = {key for key, _, _ in self.db_sows} | self._keys_taken_elsewhere(records)
         stored = {(org, sow_id) for _, sow_id, org in self.db_sows}
         where: dict[tuple[str, str], int] = {}
         sow_org: dict[str, str | None] = {key: org for key, _, org in self.db_sows}  # None: no project

@@ -15,6 +15,7 @@ from sowctl.services.dataset.problems import _Problems
 from sowctl.services.dataset.source import DatasetSource
 from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import _insert_rows
+from sowctl.services.organization_rows import rows_of
 from sowctl.storage import models as m
 from sowctl.storage.peewee_compat import tuples
 
@@ -40,8 +41,13 @@ _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
 class ImportState:
     """The state and helpers of an import; the checks (``ItemChecks``, ``FinanceChecks``) build on it."""
 
-    def __init__(self, source: DatasetSource, moment: datetime, progress: Progress | None) -> None:
+    def __init__(
+        self, source: DatasetSource, moment: datetime, progress: Progress | None, scope: str | None = None
+    ) -> None:
         self.source = source
+        # A sandbox's load (``services.sandboxes``): the database shows only this organization's
+        # rows, so a record that names another organization's is refused as not found.
+        self.scope = scope
         self.invalid = _Problems()  # problems of the records themselves: reported alone
         self.records = _Records(source, self.invalid)
         self.now = moment
@@ -87,12 +93,15 @@ class ImportState:
         """{first column: second column (or the rest as a tuple)} for every row."""
         if self.database_empty:
             return {}
-        query = columns[0].model.select(*columns)
+        query = self._visible(columns[0].model.select(*columns), columns[0].model)
         if len(columns) == 1:
             return {row[0]: None for row in tuples(query)}
         if len(columns) == 2:
             return dict(tuples(query))
         return {row[0]: row[1:] for row in tuples(query)}
+
+    def _visible(self, query: pw.SelectQuery, model: type[m.BaseModel]) -> pw.SelectQuery:
+        return query if self.scope is None else query.where(rows_of(model, self.scope))
 
     @cached_property
     def db_organizations(self) -> dict[str, None]:
@@ -115,7 +124,7 @@ class ImportState:
         """(key, id, organization) of every stored SOW."""
         if self.database_empty:
             return []
-        return list(tuples(m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.organization)))
+        return list(tuples(self._visible(m.Sow.select(m.Sow.key, m.Sow.id, m.Sow.organization), m.Sow)))
 
     @cached_property
     def db_items(self) -> dict[str, tuple[str, str]]:
