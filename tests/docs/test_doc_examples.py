@@ -115,9 +115,12 @@ def test_sowctl_commands_are_found():
 
 
 @pytest.mark.slow
-def test_the_readme_pytest_example_passes(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "heading", ["A local instance for your tests", "Webhooks and events from real state"]
+)
+def test_the_readme_pytest_examples_pass(tmp_path: Path, heading: str) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### A local instance for your tests", 1)[1]
+    section = readme.split(f"### {heading}", 1)[1]
     (tmp_path / "test_example.py").write_text(section.split("```python\n", 1)[1].split("```\n", 1)[0])
     done = subprocess.run(
         [
