@@ -94,7 +94,7 @@ def fresh_database(base_url: str) -> str:
         _cleaner.autocommit = True
     tables = [
         model._meta.table_name
-        for model in reversed(models.ALL_MODELS + list(getattr(models, "V2_MODELS", [])))
+        for model in reversed(models.ALL_MODELS + list(models.V2_MODELS) + list(models.V11_MODELS))
         if model._meta.table_name != "meta"
     ]
     # One round trip: a server-side block empties the tables that exist (child-first),
