@@ -41,6 +41,7 @@ from sowctl.schemas.admin import (
     TokenIssued,
     VerificationReport,
 )
+from sowctl.schemas.events import AdminEventQuery, EventPage
 
 PREFIX = "/_admin"
 TAG = "test double admin"
@@ -227,4 +228,21 @@ _declare(
     "Drop a checkpoint",
     response=CheckpointDeleted,
     write=True,
+)
+_declare(
+    "admin.events.list",
+    "GET",
+    "/events",
+    "The changes feed: the events after an event id, oldest first, of every organization or one",
+    query=AdminEventQuery,
+    response=EventPage,
+)
+_declare(
+    "admin.events.stream",
+    "GET",
+    "/events/stream",
+    "The changes feed as Server-Sent Events (text/event-stream), resuming after Last-Event-ID or since",
+    query=AdminEventQuery,
+    response=str,
+    stream=True,
 )

@@ -6,9 +6,11 @@ and when), in this API's camelCase, with the resource itself as the API returns 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from sowctl.schemas.common import CamelOut, Field, Timestamp
+from pydantic import BeforeValidator
+
+from sowctl.schemas.common import CamelModel, CamelOut, Field, Timestamp
 
 # The resources whose changes are events, by the name their event types start with.
 RESOURCES = ("item", "dependency", "sow", "purchaseOrder")
@@ -44,3 +46,81 @@ class EventOut(CamelOut):
     data: dict[str, Any] = Field(
         description="The resource as the API returns it after the change; for a delete, only its id"
     )
+
+
+# --- the changes feed ------------------------------------------------------------------
+
+DEFAULT_FEED_LIMIT = 100
+MAX_FEED_LIMIT = 1000
+MAX_TYPE_FILTERS = len(EVENT_TYPES)
+
+
+def event_types(text: str) -> list[str]:
+    """The event types a ``type`` filter names: a comma list of types (``item.created``) or
+    whole resources (``item.*``); ValueError naming the first unknown entry."""
+    wanted: dict[str, None] = {}
+    entries = [entry.strip() for entry in text.split(",")]
+    if len(entries) > MAX_TYPE_FILTERS * 2:
+        raise ValueError(f"at most {MAX_TYPE_FILTERS * 2} types")
+    for entry in entries:
+        if entry.endswith(".*") and entry[:-2] in RESOURCES:
+            wanted.update((known, None) for known in EVENT_TYPES if known.startswith(entry[:-1]))
+        elif entry in EVENT_TYPES:
+            wanted[entry] = None
+        else:
+            shown = entry if len(entry) <= 40 else entry[:40] + "..."
+            raise ValueError(
+                f"unknown event type {shown!r}: use {', '.join(EVENT_TYPES)}, or a resource and .* (item.*)"
+            )
+    return list(wanted)
+
+
+def _since(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or event_sequence(value.strip()) is None:
+        raise ValueError(f"must be an event id ({event_id(1)}) or its number")
+    return value.strip()
+
+
+def _types(value: Any) -> list[str] | None:
+    if value is None or value == []:
+        return None
+    if isinstance(value, list):  # a repeated parameter: the entries of each
+        value = ",".join(str(entry) for entry in value)
+    if not isinstance(value, str):
+        raise ValueError("must be a comma-separated list of event types")
+    return event_types(value)
+
+
+Since = Annotated[str | None, BeforeValidator(_since)]
+Types = Annotated[list[str] | None, BeforeValidator(_types)]
+
+
+class EventQuery(CamelModel):
+    """Which events a feed returns: those after ``since``, of ``type``, at most ``limit``."""
+
+    since: Since = Field(None, description="Return the events after this one (an event id, or its number)")
+    limit: int = Field(DEFAULT_FEED_LIMIT, ge=1, le=MAX_FEED_LIMIT, description="At most this many events")
+    type: Types = Field(None, description="Only these types: a comma list of item.created, ... or item.*")
+
+    @property
+    def after(self) -> int:
+        return event_sequence(self.since) or 0 if self.since is not None else 0
+
+
+class AdminEventQuery(EventQuery):
+    """The admin feed's filters: also one organization's events only."""
+
+    organization: str | None = Field(None, max_length=64, description="Only this organization's events")
+
+
+class EventPage(CamelOut):
+    """A page of the changes feed."""
+
+    events: list[EventOut]
+    last_event_id: str | None = Field(
+        description="The id of the last event returned; with none returned, the since value (or null): "
+        "ask for the events after it next"
+    )
+    has_more: bool = Field(description="Whether more events follow the last returned (ask again at once)")

@@ -283,6 +283,11 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
 
     success_schema = schemas.get(((op.name, "response"), "serialization"), {})
     success: dict[str, Any] = _json_response(_success_description(op), success_schema)
+    if op.stream:
+        success = {
+            "description": STREAM_DESCRIPTION,
+            "content": {"text/event-stream": {"schema": success_schema}},
+        }
     headers: dict[str, Any] = {}
     if op.paginated:
         headers["X-Total-Count"] = {
@@ -438,6 +443,14 @@ def _server_page(operation_id: str, summary: str, responses: dict[str, Any]) -> 
             "responses": responses,
         }
     }
+
+
+STREAM_DESCRIPTION = (
+    "Server-Sent Events: retry: 1000 first, then each event as id: <event id>, event: <type> and "
+    "data: <the event as JSON> lines, new ones as they commit, and a ': keep-alive' comment every "
+    "15 s; the stream ends after a few minutes (reconnect with Last-Event-ID). 429 or 503 with "
+    "Retry-After when too many streams are open"
+)
 
 
 def _json_response(description: str, schema: dict) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, Issue, Unauthorized
 from sowctl.operations import Operation
 from sowctl.operations.admin import ADMIN
-from sowctl.schemas.common import parse
+from sowctl.schemas.common import dump, parse
 from sowctl.server import auth
 from sowctl.server.http import json_bytes, parse_query, read_json_body, route_path
 from sowctl.server.responses import json_response
@@ -36,6 +36,7 @@ from sowctl.server.testdouble import verify
 from sowctl.server.testdouble.faults import FaultConfig
 from sowctl.server.testdouble.host import HostApp
 from sowctl.server.testdouble.layer import TestDouble
+from sowctl.services import events as outbox
 
 DEFAULT_REQUESTS = 100
 
@@ -94,6 +95,8 @@ class AdminApi:
                 self.authenticate(environ.get("HTTP_AUTHORIZATION"))
                 self.app.dispatcher.ensure_connection()
                 result = handler(self, self.request(op, params, environ))
+                if isinstance(result, bottle.HTTPResponse):  # a stream, made as it is sent
+                    return result
                 status, body = result if isinstance(result, tuple) else (op.status, result)
                 return json_response(status, json_bytes(body), {})
             except Exception as exc:
@@ -270,6 +273,22 @@ class AdminApi:
 
         holds, report = verify.verify(request.body, state.recent_requests(self.settings.request_log_size))
         return (200 if holds else 409), report
+
+    # --- the changes feed ----------------------------------------------------------------------
+
+    @handles("admin.events.list")
+    def events(self, request: AdminRequest) -> dict[str, Any]:
+        query = request.query
+        page = outbox.read_page(
+            query.after, query.limit, organization_id=query.organization, types=query.type
+        )
+        return dump(page)
+
+    @handles("admin.events.stream")
+    def event_stream(self, request: AdminRequest) -> bottle.HTTPResponse:
+        environ = bottle.request.environ
+        query = request.query
+        return self.app.dispatcher.event_streams.respond(environ, query.organization, query, {})
 
     # --- checkpoints ----------------------------------------------------------------------------
 
