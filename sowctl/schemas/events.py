@@ -6,7 +6,9 @@ and when), in this API's camelCase, with the resource itself as the API returns 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import json
+from collections.abc import Iterable, Iterator
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator
 
@@ -118,9 +120,40 @@ class AdminEventQuery(EventQuery):
 class EventPage(CamelOut):
     """A page of the changes feed."""
 
+    # Null before the first event: shown, not left out.
+    wire_nulls: ClassVar[frozenset[str]] = frozenset({"last_event_id"})
+
     events: list[EventOut]
     last_event_id: str | None = Field(
         description="The id of the last event returned; with none returned, the since value (or null): "
         "ask for the events after it next"
     )
     has_more: bool = Field(description="Whether more events follow the last returned (ask again at once)")
+
+
+# --- reading an event stream (clients: sowctl events tail, sowctl.testing) -------------------
+
+
+def stream_messages(lines: Iterable[str]) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """The events of a text/event-stream, as ``(id, event)`` pairs: each message's ``id``
+    field and its ``data`` parsed as JSON. Comments (keep-alives), ``retry`` and messages
+    without data are skipped; a data that is not a JSON object is refused (ValueError)."""
+    message_id: str | None = None
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                parsed = json.loads("\n".join(data))
+                if not isinstance(parsed, dict):
+                    raise ValueError("an event stream message's data is not a JSON object")
+                yield message_id, parsed
+            message_id, data = None, []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "id":
+            message_id = value
+        elif name == "data":
+            data.append(value)

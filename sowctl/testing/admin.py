@@ -14,11 +14,13 @@ what was expected, what was found, and how the closest recorded requests differe
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
 from sowctl.operations.admin import ADMIN, path_of
+from sowctl.schemas.events import stream_messages
 
 
 class AdminError(Exception):
@@ -160,6 +162,35 @@ class AdminClient:
 
     def delete_checkpoint(self, name: str) -> None:
         self._send("admin.checkpoints.delete", {"name": name})
+
+    # --- the changes feed ----------------------------------------------------------------------
+
+    def events(
+        self,
+        since: str | None = None,
+        limit: int = 100,
+        *,
+        type: str | None = None,
+        organization: str | None = None,
+    ) -> dict[str, Any]:
+        """A page of the changes feed: ``{"events", "lastEventId", "hasMore"}``."""
+        query = {"since": since, "limit": str(limit), "type": type, "organization": organization}
+        return self._send("admin.events.list", params={k: v for k, v in query.items() if v is not None})
+
+    def stream_events(
+        self, since: str | None = None, *, type: str | None = None, organization: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The changes feed's events as the server streams them (Server-Sent Events), until the
+        stream ends (after a few minutes: call again with the last event's id as ``since``)."""
+        op = ADMIN["admin.events.stream"]
+        query = {k: v for k, v in {"since": since, "type": type, "organization": organization}.items() if v}
+        with self._http.stream(op.method, op.path, params=query) as response:
+            if response.status_code != op.status:
+                response.read()
+                message = f"{op.method} {op.path}: HTTP {response.status_code}: {_error_text(response)}"
+                raise AdminError(message, response.status_code)
+            for _id, event in stream_messages(response.iter_lines()):
+                yield event
 
     # --- the request log ----------------------------------------------------------------------
 

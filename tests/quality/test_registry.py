@@ -34,6 +34,8 @@ OPERATIONS = {
     ("finance.po_options", "GET", "/api/external/purchase-order-options"),
     ("projects.list", "GET", "/projects"),
     ("clients.list", "GET", "/clients"),
+    ("events.list", "GET", "/api/events"),
+    ("events.stream", "GET", "/api/events/stream"),
 }
 EXTENSIONS = {
     "sows.list",
@@ -43,6 +45,8 @@ EXTENSIONS = {
     "sows.delete",
     "finance.list_pos",
     "finance.po_options",
+    "events.list",
+    "events.stream",
 }
 
 # The test double's admin API (sowctl.operations.admin): never in the registry above.
@@ -67,12 +71,14 @@ ADMIN_OPERATIONS = {
     ("admin.checkpoints.save", "POST", "/_admin/checkpoints"),
     ("admin.checkpoints.restore", "POST", "/_admin/checkpoints/{name}/restore"),
     ("admin.checkpoints.delete", "DELETE", "/_admin/checkpoints/{name}"),
+    ("admin.events.list", "GET", "/_admin/events"),
+    ("admin.events.stream", "GET", "/_admin/events/stream"),
 }
 
 COMMANDS = {
-    "budgets", "chain", "clients", "config", "conformance", "contract", "contracts", "deps", "export",
-    "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve", "skill",
-    "sows", "status", "tokens", "validate", "wait",
+    "budgets", "chain", "clients", "config", "conformance", "contract", "contracts", "deps", "events",
+    "export", "import", "items", "keys", "mcp", "api", "orgs", "po", "projects", "replay", "schema", "serve",
+    "skill", "sows", "status", "tokens", "validate", "wait",
 }  # fmt: skip
 
 

@@ -32,7 +32,7 @@ def test_every_admin_route_served_is_declared_and_every_declaration_served(migra
     app = create_app(migrated_db_url, ServerSettings(admin_token=ADMIN_TOKEN))
     declared = {(op.method, route_path(op.path)) for op in ADMIN.values()}
     assert served_admin_routes(app) == declared
-    assert len(declared) == len(ADMIN) == 20
+    assert len(declared) == len(ADMIN) == 22
     assert {route.name for route in app.routes if route.rule.startswith("/_admin")} == ADMIN.keys()
     assert app.body_limits == {
         op.path: (op.max_body_bytes, app.body_limits[op.path][1])
@@ -157,6 +157,8 @@ def test_the_admin_client_sends_each_declared_operation() -> None:
         admin.checkpoint("start")
         admin.restore("start")
         admin.delete_checkpoint("start")
+        admin.events(limit=5, type="item.*")
+        assert list(admin.stream_events(organization="org")) == []  # the mock answers no event
     used = {op.name for op in ADMIN.values() for method, path in sent if _matches(op, method, path)}
     assert used == ADMIN.keys() - ALIASES.keys()
 
@@ -259,10 +261,11 @@ def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) 
         ("POST", "/_admin/checkpoints/first/restore", {}),
         ("DELETE", "/_admin/checkpoints/first", {}),
         ("DELETE", "/_admin/requests", {}),
+        ("GET", "/_admin/events", {"params": {"limit": 5}}),
         ("POST", "/_admin/dataset", {"params": {"replace": "true"}, "json": dataset()}),
         ("POST", "/_admin/reset", {}),
     ]
-    answered = set()
+    answered = {_stream_documented(client, document)}
     for method, path, sent in steps:
         response = client.request(method, path, headers=ADMIN_HEADERS, **sent)
         (op,) = [op for op in ADMIN.values() if _matches(op, method, path)]
@@ -275,6 +278,17 @@ def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) 
         _no_undocumented_fields(response.json(), schema, document)
         answered.add(op.name)
     assert answered == ADMIN.keys()
+
+
+def _stream_documented(client: Any, document: dict[str, Any]) -> str:
+    """The event stream answers its documented content type (its first line read, then closed)."""
+    op = ADMIN["admin.events.stream"]
+    documented = document["paths"][op.path]["get"]["responses"]["200"]["content"]
+    with client.stream("GET", op.path, headers=ADMIN_HEADERS) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].split(";")[0] in documented
+        assert next(response.iter_lines()) == "retry: 1000"
+    return op.name
 
 
 def _no_undocumented_fields(body: Any, schema: dict[str, Any], document: dict[str, Any]) -> None:
