@@ -41,6 +41,11 @@ GROUPS: list[tuple[str, str]] = [
         "contracts",
         "Prime contracts of a financial project.\n\nExample: sowctl contracts show 31 --project 101",
     ),
+    (
+        "events",
+        "The changes feed: every committed change as an event (sowctl extension). List it, follow "
+        "it, or make an event on purpose.\n\nExample: sowctl events tail --type 'item.*'",
+    ),
     ("projects", "Projects of the organization.\n\nExample: sowctl projects list --status active"),
     ("clients", "Clients of the organization and their contacts.\n\nExample: sowctl clients list"),
     (

@@ -77,11 +77,18 @@ def event_types(text: str) -> list[str]:
     return list(wanted)
 
 
+# ``since=latest``: after the newest event there is now (a client that wants new events only).
+LATEST = "latest"
+LATEST_SEQUENCE = -1
+
+
 def _since(value: Any) -> str | None:
     if value is None:
         return None
+    if isinstance(value, str) and value.strip() == LATEST:
+        return LATEST
     if not isinstance(value, str) or event_sequence(value.strip()) is None:
-        raise ValueError(f"must be an event id ({event_id(1)}) or its number")
+        raise ValueError(f"must be an event id ({event_id(1)}), its number, or latest")
     return value.strip()
 
 
@@ -102,13 +109,21 @@ Types = Annotated[list[str] | None, BeforeValidator(_types)]
 class EventQuery(CamelModel):
     """Which events a feed returns: those after ``since``, of ``type``, at most ``limit``."""
 
-    since: Since = Field(None, description="Return the events after this one (an event id, or its number)")
+    since: Since = Field(
+        None,
+        description="Return the events after this one: an event id, its number, or latest (new events only)",
+    )
     limit: int = Field(DEFAULT_FEED_LIMIT, ge=1, le=MAX_FEED_LIMIT, description="At most this many events")
     type: Types = Field(None, description="Only these types: a comma list of item.created, ... or item.*")
 
     @property
     def after(self) -> int:
-        return event_sequence(self.since) or 0 if self.since is not None else 0
+        """The place to read after: 0 for the oldest kept, LATEST_SEQUENCE for the newest."""
+        if self.since is None:
+            return 0
+        if self.since == LATEST:
+            return LATEST_SEQUENCE
+        return event_sequence(self.since) or 0
 
 
 class AdminEventQuery(EventQuery):

@@ -184,7 +184,7 @@ class Streams:
     ) -> bottle.HTTPResponse:
         """The stream of ``query``'s events (one organization's, or every one's for None), in
         a slot of the caller's: refused before any byte when the slots are full."""
-        after = start_after(query, environ.get("HTTP_LAST_EVENT_ID"))
+        after = events.resolve_after(start_after(query, environ.get("HTTP_LAST_EVENT_ID")), organization_id)
         types = query.type
 
         def read(since: int, limit: int) -> list[EventOut]:

@@ -20,7 +20,7 @@ import peewee as pw
 from pydantic import BaseModel
 
 from sowctl.foundation import clock
-from sowctl.schemas.events import EventOut, EventPage, event_id
+from sowctl.schemas.events import LATEST_SEQUENCE, EventOut, EventPage, event_id
 from sowctl.services import bulk
 from sowctl.storage import models as m
 from sowctl.storage.database import hold_lock, try_lock
@@ -98,11 +98,23 @@ def read_after(
     return [to_out(row) for row in tuples(query.order_by(m.Event.id).limit(limit))]
 
 
+def resolve_after(after: int, organization_id: str | None = None) -> int:
+    """``after`` itself, or for ``LATEST_SEQUENCE`` the newest event's id (of the
+    organization, when one is given; 0 when there is none)."""
+    if after != LATEST_SEQUENCE:
+        return after
+    query = m.Event.select(pw.fn.MAX(m.Event.id))
+    if organization_id is not None:
+        query = query.where(m.Event.organization_id == organization_id)
+    return int(query.scalar() or 0)
+
+
 def read_page(
     after: int, limit: int, *, organization_id: str | None = None, types: Sequence[str] | None = None
 ) -> EventPage:
     """A page of the feed: at most ``limit`` events after ``after``, and whether more follow
     (one more is read to tell, not counted)."""
+    after = resolve_after(after, organization_id)
     found = read_after(after, limit + 1, organization_id=organization_id, types=types)
     shown = found[:limit]
     last = shown[-1].id if shown else (event_id(after) if after else None)
