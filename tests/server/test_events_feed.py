@@ -189,3 +189,35 @@ def test_streams_past_the_process_cap_are_503(db_url):
         assert refused.status_code == 503
         assert refused.headers["retry-after"] == "1"
         first.read()
+
+
+def test_a_checkpoint_restores_the_feed_as_it_was(double):
+    client, member = double
+    make_item(client, member, "Before")
+    saved = client.post("/_admin/checkpoints", json={"name": "start"}, headers=ADMIN)
+    assert saved.status_code == 201
+    before = client.get("/_admin/events", headers=ADMIN).json()
+    make_item(client, member, "After")
+    assert len(client.get("/_admin/events", headers=ADMIN).json()["events"]) == len(before["events"]) + 1
+    assert client.post("/_admin/checkpoints/start/restore", headers=ADMIN).status_code == 200
+    assert client.get("/_admin/events", headers=ADMIN).json() == before
+    again = make_item(client, member, "Again")
+    newest = client.get("/_admin/events", params={"since": before["lastEventId"]}, headers=ADMIN).json()
+    assert [e["resourceId"] for e in newest["events"]] == [again["id"]]
+
+
+def test_a_reset_empties_the_feed(double):
+    client, member = double
+    make_item(client, member, "Gone")
+    assert client.post("/_admin/reset", headers=ADMIN).status_code == 200
+    assert client.get("/_admin/events", headers=ADMIN).json() == {
+        "events": [],
+        "lastEventId": None,
+        "hasMore": False,
+    }
+
+
+def test_a_dataset_load_records_no_events(db_url):
+    client = in_process(db_url)
+    load(client)
+    assert client.get("/_admin/events", headers=ADMIN).json()["events"] == []

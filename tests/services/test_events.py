@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import peewee as pw
 import pytest
 
 from sowctl import operations
@@ -196,3 +197,56 @@ def test_refused_purchase_order_records_nothing(db):
     with pytest.raises(NotFound):
         api("finance.create_po", body=po_body(commitment_id="987654"))
     assert m.Event.select().count() == 0
+
+
+# --- retention -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def retention(monkeypatch):
+    """Set the outbox's retention for one test (the process's setting is restored after)."""
+    monkeypatch.setattr(events, "_retention", events.Retention())
+
+    def keep(count: int) -> None:
+        events.set_retention(count)
+
+    return keep
+
+
+def test_retention_keeps_at_most_about_n_events_pruned_by_writes(sow, retention):
+    retention(20)
+    for index in range(60):
+        item(sow, f"T{index}")
+    kept = all_events()
+    assert 20 <= len(kept) <= 22  # pruned every 2 events (a tenth of 20): at most that over
+    newest = m.Event.select(pw.fn.MAX(m.Event.id)).scalar()
+    assert kept[-1]["id"] == "evt_" + str(newest).zfill(16)  # the newest are the ones kept
+    assert kept[-1]["data"]["title"] == "T59"
+
+
+def test_a_prune_deletes_at_most_a_batch(sow, retention):
+    retention(100_000)
+    for index in range(30):
+        item(sow, f"T{index}")
+    assert events.prune(keep=5, batch=10) == 10
+    assert m.Event.select().count() == 31 - 10
+    assert events.prune(keep=5, batch=100) == 16
+    assert [e["data"]["title"] for e in all_events()] == [f"T{n}" for n in range(25, 30)]
+
+
+def test_retention_zero_records_no_events(db, retention):
+    retention(0)
+    api("sows.create", body={"title": "Quiet", "id": "quiet"})
+    item("quiet", "Unrecorded")
+    assert m.Event.select().count() == 0
+    with pytest.raises(ValueError):
+        events.set_retention(-1)
+
+
+def test_since_latest_starts_after_the_newest(sow):
+    item(sow, "A")
+    page = api("events.list", query={"since": "latest"})
+    assert page == {"events": [], "lastEventId": all_events()[-1]["id"], "hasMore": False}
+    later = item(sow, "B")
+    after = api("events.list", query={"since": page["lastEventId"]})
+    assert [e["resourceId"] for e in after["events"]] == [later["id"]]
