@@ -250,7 +250,9 @@ def trigger_event(
         raise InvalidInput.for_field("TYPE", f"must be one of {wanted}{hint}")
     context = app_context(ctx)
     feed = Feed(context, None, None)
-    fields = _fields(set_ or [], resource, action)  # refused before anything is made
+    fields = _fields(set_ or [], resource, action)
+    changed = "updated" if action == "updated" else "created"
+    _checked(resource, changed, {**_PLACEHOLDERS[(resource, changed)], **fields})  # before anything is made
     if not feed.remote:
         context.backend.open()  # type: ignore[attr-defined]  # local: a write makes a new database
     scratch = _scratch_sow(context, sow)
@@ -318,6 +320,22 @@ def _checked(resource: str, action: str, body: dict[str, Any]) -> dict[str, Any]
     except InvalidInput as exc:
         raise InvalidInput(f"--set {exc.message}", exc.issues) from None
     return body
+
+
+# Bodies that pass their model, for checking --set before anything is made.
+_PLACEHOLDERS: dict[tuple[str, str], dict[str, Any]] = {
+    ("item", "created"): {"title": TITLE, "type": "task_item"},
+    ("item", "updated"): {"title": TITLE},
+    ("dependency", "created"): {
+        "sourceItemId": "x",
+        "targetItemId": "y",
+        "dependencyType": "related_to",
+        "riskLevel": "low",
+    },
+    ("dependency", "updated"): {"notes": TITLE},
+    ("sow", "created"): {"title": TITLE},
+    ("sow", "updated"): {"title": TITLE},
+}
 
 
 def _scratch_sow(context: AppContext, sow: str) -> str:
