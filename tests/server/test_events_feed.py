@@ -221,3 +221,17 @@ def test_a_dataset_load_records_no_events(db_url):
     client = in_process(db_url)
     load(client)
     assert client.get("/_admin/events", headers=ADMIN).json()["events"] == []
+
+
+def test_contract_mode_strict_refuses_the_token_feed_and_report_marks_it(db_url):
+    client = in_process(db_url, contract="strict")
+    member = bearer(load(client)["token"])
+    for path in ("/api/events", "/api/events/stream"):
+        refused = client.get(path, headers=member)
+        assert refused.status_code == 400, refused.text
+        assert "route.extension" in refused.headers.get("x-sowctl-contract", "") + refused.text
+    assert client.put("/_admin/contract", json={"mode": "report"}, headers=ADMIN).status_code == 200
+    marked = client.get("/api/events", headers=member)
+    assert marked.status_code == 200
+    assert "route.extension" in marked.headers["x-sowctl-contract"]
+    assert client.get("/_admin/events", headers=ADMIN).status_code == 200  # the admin API is never judged
