@@ -15,6 +15,9 @@ from typing import Annotated, Any
 
 import typer
 
+from sowctl import operations
+from sowctl.backends.local import LocalBackend
+from sowctl.backends.remote_stream import stream_lines
 from sowctl.commands._context import AppContext, app_context
 from sowctl.commands._options import Json, Quiet
 from sowctl.foundation.errors import InvalidInput, Issue, NotFound, ServiceUnavailable, UsageError
@@ -22,6 +25,8 @@ from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_rows, text
 from sowctl.output.safe import clean_json
 from sowctl.output.terminal import current
+from sowctl.schemas import dependencies, items, sows
+from sowctl.schemas.common import parse
 from sowctl.schemas.events import EVENT_TYPES, LATEST, stream_messages
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
@@ -87,16 +92,11 @@ class Feed:
             return backend.raw(None, "GET", ADMIN_LIST, query, None, headers)
         if self.remote or not self.org:
             return self.context.call("events.list", query=query)
-        from sowctl.backends.local import LocalBackend
-
         settings = self.context.settings
         local = LocalBackend(settings.database, self.org, settings.company, chosen=settings.db is not None)
         return local.call("events.list", query=query)
 
     def lines(self, query: dict[str, str], last_event_id: str | None) -> Iterator[str]:
-        from sowctl import operations
-        from sowctl.backends.remote_stream import stream_lines
-
         headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
         if self.admin_token:
             query = {**query, "organization": self.org} if self.org else query
@@ -298,8 +298,6 @@ def _typed(schema: dict[str, Any], raw: str) -> Any:
 
 
 def _model(resource: str, action: str) -> Any:
-    from sowctl.schemas import dependencies, items, sows
-
     models = {
         ("item", "created"): items.ItemCreate,
         ("item", "updated"): items.ItemUpdate,
@@ -313,8 +311,6 @@ def _model(resource: str, action: str) -> Any:
 
 def _checked(resource: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
     """``body`` refused as the API would refuse it, naming the --set field."""
-    from sowctl.schemas.common import parse
-
     try:
         parse(_model(resource, action), body)
     except InvalidInput as exc:

@@ -41,7 +41,7 @@ from sowctl.schemas.admin import (
     TokenIssued,
     VerificationReport,
 )
-from sowctl.schemas.events import AdminEventQuery, EventPage
+from sowctl.schemas.events import AdminEventQuery, EventOut, EventPage
 
 PREFIX = "/_admin"
 TAG = "test double admin"
@@ -243,6 +243,6 @@ _declare(
     "/events/stream",
     "The changes feed as Server-Sent Events (text/event-stream), resuming after Last-Event-ID or since",
     query=AdminEventQuery,
-    response=str,
+    response=EventOut,  # the data of each message
     stream=True,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
-from sowctl.schemas.events import EventPage, EventQuery
+from sowctl.schemas.events import EventOut, EventPage, EventQuery
 
 service = LazyModule("sowctl.services.events")
 
@@ -41,7 +41,7 @@ def list_events(request: Request) -> Result:
     summary="The events of the caller's organization as Server-Sent Events (text/event-stream), "
     "resuming after Last-Event-ID or since (sowctl extension)",
     query=EventQuery,
-    response=str,
+    response=EventOut,  # the data of each message
     extension=True,
     stream=True,
 )

@@ -283,10 +283,10 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
 
     success_schema = schemas.get(((op.name, "response"), "serialization"), {})
     success: dict[str, Any] = _json_response(_success_description(op), success_schema)
-    if op.stream:
+    if op.stream:  # each message of the stream: its data is the declared response, as JSON text
         success = {
             "description": STREAM_DESCRIPTION,
-            "content": {"text/event-stream": {"schema": success_schema}},
+            "content": {"text/event-stream": {"schema": _sse(success_schema)}},
         }
     headers: dict[str, Any] = {}
     if op.paginated:
@@ -451,6 +451,22 @@ STREAM_DESCRIPTION = (
     "15 s; the stream ends after a few minutes (reconnect with Last-Event-ID). 429 or 503 with "
     "Retry-After when too many streams are open"
 )
+
+
+def _sse(data_schema: dict) -> dict[str, Any]:
+    """One Server-Sent Events message whose data is JSON of ``data_schema``."""
+    return {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "The event's id: send it back as Last-Event-ID"},
+            "event": {"type": "string", "description": "The event's type"},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data_schema},
+            "retry": {
+                "type": ["integer", "string"],
+                "description": "Milliseconds to wait before reconnecting",
+            },
+        },
+    }
 
 
 def _json_response(description: str, schema: dict) -> dict[str, Any]:
