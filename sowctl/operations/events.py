@@ -30,6 +30,8 @@ def list_events(request: Request) -> Result:
     page = service.read_page(
         query.after, query.limit, organization_id=request.caller.organization_id, types=query.type
     )
+    if not page.events:
+        request.caller.require_named_organization()  # local mode's --org naming no organization: 404
     return Result(dump(page))
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator
 
+from sowctl.foundation.budgets import MAX_EVENT_PAGE
 from sowctl.schemas.common import CamelModel, CamelOut, Field, Timestamp
 
 # The resources whose changes are events, by the name their event types start with.
@@ -53,7 +54,7 @@ class EventOut(CamelOut):
 # --- the changes feed ------------------------------------------------------------------
 
 DEFAULT_FEED_LIMIT = 100
-MAX_FEED_LIMIT = 1000
+MAX_FEED_LIMIT = MAX_EVENT_PAGE
 MAX_TYPE_FILTERS = len(EVENT_TYPES)
 
 
