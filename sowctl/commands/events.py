@@ -22,7 +22,7 @@ from sowctl.commands._context import AppContext, app_context
 from sowctl.commands._options import Json, Quiet
 from sowctl.foundation.errors import InvalidInput, Issue, NotFound, ServiceUnavailable, UsageError
 from sowctl.output.options import output_options
-from sowctl.output.render import Column, emit_rows, text
+from sowctl.output.render import Column, emit_json, emit_rows, text
 from sowctl.output.safe import clean_json
 from sowctl.output.terminal import current
 from sowctl.schemas import dependencies, items, sows
@@ -118,7 +118,9 @@ def event_line(event: dict[str, Any]) -> str:
 
 
 def _write_event(event: dict[str, Any], json_: bool) -> None:
-    if json_:
+    if json_ and current().shape.jq is not None:
+        emit_json(event)  # --jq: its results for this event
+    elif json_:
         line = clean_json(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
         current().out.write(line + "\n")
     else:
@@ -152,6 +154,7 @@ def list_events(
 
 
 @app.command("tail")
+@output_options()
 def tail_events(
     ctx: typer.Context,
     since: Since = None,
@@ -222,6 +225,7 @@ TITLE = "sowctl events trigger"
 
 
 @app.command("trigger")
+@output_options()
 def trigger_event(
     ctx: typer.Context,
     event_type: Annotated[str, typer.Argument(help="The event to make: " + ", ".join(EVENT_TYPES[:9]) + ".")],
