@@ -38,6 +38,13 @@ CONTENT_TYPE = "text/event-stream; charset=utf-8"
 # a reset must not wait for it).
 STREAM_KEY = "sowctl.event_stream"
 RETRY_MILLISECONDS = 1000
+# What the OpenAPI document says of a stream's answer (``message_schema``: each message).
+DESCRIPTION = (
+    "Server-Sent Events: retry: 1000 first, then each event as id: <event id>, event: <type> and "
+    "data: <the event as JSON> lines, new ones as they commit, and a ': keep-alive' comment every "
+    "15 s; the stream ends after a few minutes (reconnect with Last-Event-ID). 429 or 503 with "
+    "Retry-After when too many streams are open"
+)
 BATCH = 100  # events read per look
 
 
@@ -103,6 +110,20 @@ def frame(event: EventOut) -> bytes:
     """One event as an SSE message."""
     data = json.dumps(event.model_dump(mode="json", by_alias=True), ensure_ascii=False, separators=(",", ":"))
     return f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n".encode()
+
+
+def message_schema(data_schema: dict) -> dict:
+    """The JSON schema of one message of a stream whose data is JSON of ``data_schema`` (as
+    schemathesis reads a text/event-stream answer: each message an object of its fields)."""
+    return {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "The event's id: send it back as Last-Event-ID"},
+            "event": {"type": "string", "description": "The event's type"},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data_schema},
+            "retry": {"type": ["integer", "string"], "description": "Milliseconds before reconnecting"},
+        },
+    }
 
 
 Reader = Callable[[int, int], list[EventOut]]  # (after, limit) -> the events after ``after``

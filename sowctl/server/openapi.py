@@ -14,6 +14,7 @@ from sowctl.foundation.version import VERSION
 from sowctl.operations import Operation
 from sowctl.operations.admin import TAG as ADMIN_TAG
 from sowctl.operations.groups import API_KEY_HEADER, Authentication, Envelope, Group
+from sowctl.server import event_stream
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import GROUP_C_MESSAGES
 
@@ -285,8 +286,8 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
     success: dict[str, Any] = _json_response(_success_description(op), success_schema)
     if op.stream:  # each message of the stream: its data is the declared response, as JSON text
         success = {
-            "description": STREAM_DESCRIPTION,
-            "content": {"text/event-stream": {"schema": _sse(success_schema)}},
+            "description": event_stream.DESCRIPTION,
+            "content": {"text/event-stream": {"schema": event_stream.message_schema(success_schema)}},
         }
     headers: dict[str, Any] = {}
     if op.paginated:
@@ -442,30 +443,6 @@ def _server_page(operation_id: str, summary: str, responses: dict[str, Any]) -> 
             "x-sowctl-extension": True,
             "responses": responses,
         }
-    }
-
-
-STREAM_DESCRIPTION = (
-    "Server-Sent Events: retry: 1000 first, then each event as id: <event id>, event: <type> and "
-    "data: <the event as JSON> lines, new ones as they commit, and a ': keep-alive' comment every "
-    "15 s; the stream ends after a few minutes (reconnect with Last-Event-ID). 429 or 503 with "
-    "Retry-After when too many streams are open"
-)
-
-
-def _sse(data_schema: dict) -> dict[str, Any]:
-    """One Server-Sent Events message whose data is JSON of ``data_schema``."""
-    return {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": "The event's id: send it back as Last-Event-ID"},
-            "event": {"type": "string", "description": "The event's type"},
-            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data_schema},
-            "retry": {
-                "type": ["integer", "string"],
-                "description": "Milliseconds to wait before reconnecting",
-            },
-        },
     }
 
 
