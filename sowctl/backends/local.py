@@ -16,7 +16,8 @@ class LocalBackend:
         # --org scopes Groups B and C (their API takes an organization) and the SOW commands
         # (which organization a new SOW goes to). Items, dependencies and chains are reached
         # with full rights on every organization of the file: --org only tells apart a SOW
-        # id that several organizations use, it never hides a record.
+        # id that several organizations use, it never hides a record. The changes feed
+        # (events.*) is --org's events only, as a token's is its organization's.
         self.scoped = Caller.local(org)
         self.caller = Caller.local(prefers=org)
         self.company = company
@@ -94,6 +95,6 @@ class LocalBackend:
 
         return (
             self.scoped
-            if operations.get(name).group.organization_scoped or name.startswith("sows.")
+            if operations.get(name).group.organization_scoped or name.startswith(("sows.", "events."))
             else self.caller
         )

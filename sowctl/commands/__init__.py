@@ -41,6 +41,12 @@ GROUPS: list[tuple[str, str]] = [
         "contracts",
         "Prime contracts of a financial project.\n\nExample: sowctl contracts show 31 --project 101",
     ),
+    (
+        "events",
+        "The changes feed: every committed change as an event (sowctl extension). List it, follow "
+        "it, make an event on purpose, or forward a server's webhook deliveries to a local URL."
+        "\n\nExample: sowctl events tail --type 'item.*'",
+    ),
     ("projects", "Projects of the organization.\n\nExample: sowctl projects list --status active"),
     ("clients", "Clients of the organization and their contacts.\n\nExample: sowctl clients list"),
     (
@@ -53,11 +59,6 @@ GROUPS: list[tuple[str, str]] = [
         "Webhook subscriptions of a sowctl server: create, list, delete, resume, their delivery log,"
         " redelivery.\n\nExample: sowctl webhooks create --url https://ci.example.test/hook"
         " --event item.created",
-    ),
-    (
-        "events",
-        "Events of a sowctl server: forward its webhook deliveries to a local URL."
-        "\n\nExample: sowctl events listen --forward-to http://127.0.0.1:5000/hooks",
     ),
     (
         "sandbox",

@@ -66,6 +66,14 @@ def serve(
             "request id and incoming traceparent).",
         ),
     ] = LogFormat.text,
+    event_retention: Annotated[
+        int,
+        typer.Option(
+            "--event-retention",
+            min=0,
+            help="Events the changes feed keeps, the oldest pruned first; 0: record no events.",
+        ),
+    ] = 100_000,
     cors: Annotated[
         list[str] | None,
         typer.Option(
@@ -188,6 +196,10 @@ def serve(
     access log as JSON lines, and the standard OTEL_* variables turn on OpenTelemetry
     traces (with sowctl's optional extra named otel installed).
 
+    Every committed change is an event of the changes feed (GET /api/events, its
+    Server-Sent Events stream /api/events/stream, 'sowctl events'); --event-retention
+    bounds how many are kept.
+
     For one run of a test suite: --load FILE starts from a dataset, --exec CMD runs
     the suite against the server and exits with its exit code, --export-on-exit
     FILE keeps the state for the next run.
@@ -236,6 +248,7 @@ def serve(
         # Likewise whole-SOW reports (the chain): /healthz and ordinary requests find a thread.
         report_slots=max(1, threads - 1),
         max_buffered_bytes=buffer_bytes,
+        event_retention=event_retention,
         **double,
     )
     server = _Server(db_url, settings, host, port, workers, threads, quiet)

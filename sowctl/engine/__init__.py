@@ -11,7 +11,7 @@ why this server, measured against the others.
 
 from __future__ import annotations
 
-from sowctl.engine.hooks import CUT_SHORT_KEY, Hooks, Refusal
+from sowctl.engine.hooks import CUT_SHORT_KEY, PAUSE_KEY, Hooks, Pause, Refusal
 from sowctl.engine.limits import Limits
 
-__all__ = ["CUT_SHORT_KEY", "Hooks", "Limits", "Refusal"]
+__all__ = ["CUT_SHORT_KEY", "PAUSE_KEY", "Hooks", "Limits", "Pause", "Refusal"]

@@ -30,7 +30,7 @@ from urllib.parse import unquote_to_bytes
 
 from sowctl.engine import environ as wsgi_environ
 from sowctl.engine.body import BodyBuffers, Refused, read_body, too_large
-from sowctl.engine.hooks import CUT_SHORT_KEY, Hooks, Refusal
+from sowctl.engine.hooks import CUT_SHORT_KEY, PAUSE_KEY, Hooks, Refusal
 from sowctl.engine.limits import Limits
 from sowctl.engine.pacing import Pace, pieces
 from sowctl.engine.running import Answer, Dropped, WSGIApp, advance, close, start, timed
@@ -132,6 +132,7 @@ class Exchange:
             await self.refuse(refused.refusal, close=True)
             return
         self.environ = wsgi_environ.build(self.scope, body, multiprocess=self.bridge.multiprocess)
+        self.environ[PAUSE_KEY] = True
         del body
         caller = self._caller()
         try:
@@ -224,6 +225,8 @@ class Exchange:
                         return
                 if answer.done:
                     break
+                if answer.wait > 0:  # the body paused (an event stream between two looks): no thread
+                    await asyncio.sleep(answer.wait)
                 try:
                     await self.bridge.in_turn(caller, partial(advance, answer))
                 except Exception as exc:  # the application failed mid-answer: the body ends early

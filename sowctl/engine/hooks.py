@@ -15,6 +15,25 @@ Headers = list[tuple[str, str]]
 CUT_SHORT_KEY = "sowctl.engine.cut_short"
 
 
+class Pause(bytes):
+    """A body piece of no bytes that tells the engine: send what came before it now, and ask
+    for the next piece only after ``seconds``, no thread held meanwhile. For a body that
+    waits for news (an event stream): between two looks it costs a timer, not a thread.
+    Another WSGI server sees an empty piece (so such a body waits itself there: see
+    ``PAUSE_KEY``)."""
+
+    seconds: float
+
+    def __new__(cls, seconds: float) -> Pause:
+        piece = super().__new__(cls, b"")
+        piece.seconds = seconds
+        return piece
+
+
+# Set (True) in the environ of every request the engine runs: its bodies may yield ``Pause``.
+PAUSE_KEY = "sowctl.engine.pause"
+
+
 @dataclass(frozen=True)
 class Refusal:
     """An answer the engine gives itself, before or instead of the application's."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sowctl.engine.hooks import Pause
 from sowctl.engine.pacing import PIECE_BYTES
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -31,6 +32,7 @@ class Answer:
     iterator: Iterator[bytes] | None
     pieces: list[bytes] = field(default_factory=list)
     done: bool = False
+    wait: float = 0.0  # seconds to let pass before the next pieces are asked for (a Pause)
 
 
 def start(app: WSGIApp, environ: dict[str, Any], head_only: bool) -> Answer:
@@ -54,7 +56,7 @@ def start(app: WSGIApp, environ: dict[str, Any], head_only: bool) -> Answer:
         if head_only:
             answer.done = True
         else:
-            answer.pieces, answer.done = pull(iterator)
+            answer.pieces, answer.done, answer.wait = pull(iterator)
     except BaseException:
         close(body)
         raise
@@ -75,7 +77,7 @@ def advance(answer: Answer) -> None:
     """The next pieces of a streamed answer (closed once it ends)."""
     assert answer.iterator is not None
     try:
-        answer.pieces, answer.done = pull(answer.iterator)
+        answer.pieces, answer.done, answer.wait = pull(answer.iterator)
     except BaseException:
         answer.done = True
         close(answer.body)
@@ -84,17 +86,20 @@ def advance(answer: Answer) -> None:
         close(answer.body)
 
 
-def pull(iterator: Iterator[bytes], budget: int = PIECE_BYTES) -> tuple[list[bytes], bool]:
-    """Pieces of ``iterator`` until they make ``budget`` bytes; whether it ended."""
+def pull(iterator: Iterator[bytes], budget: int = PIECE_BYTES) -> tuple[list[bytes], bool, float]:
+    """Pieces of ``iterator`` until they make ``budget`` bytes or it pauses; whether it
+    ended; how long it asked to pause (0: ask again at once)."""
     pieces: list[bytes] = []
     size = 0
     for piece in iterator:
+        if type(piece) is Pause:
+            return pieces, False, piece.seconds
         if piece:
             pieces.append(piece)
             size += len(piece)
             if size >= budget:
-                return pieces, False
-    return pieces, True
+                return pieces, False, 0.0
+    return pieces, True, 0.0
 
 
 def close(body: Iterable[bytes]) -> None:

@@ -44,6 +44,9 @@ MAX_HIERARCHY_DEPTH = 100
 # Records in one page of a list (a larger ``limit`` is clamped); ``ServerSettings.max_limit``
 # defaults to it.
 MAX_PAGE_SIZE = 100
+# Events in one page of the changes feed (``GET /api/events``, ``/_admin/events``): a larger
+# ``limit`` is refused (a client that reads a feed catches up with pages of up to this).
+MAX_EVENT_PAGE = 1000
 
 # --- what an error may say -----------------------------------------------------------
 

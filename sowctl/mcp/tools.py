@@ -90,7 +90,7 @@ def tools(*, allow_writes: bool, admin: bool = False) -> list[ToolSpec]:
     specs = [
         ToolSpec(tool_name(op), describe(op), input_schema(op), op)
         for op in registry.values()
-        if allow_writes or not op.write
+        if (allow_writes or not op.write) and not op.stream  # a stream never ends: no tool's answer
     ]
     specs.append(_chain_check_tool(registry["chain.get"]))
     if admin and allow_writes:

@@ -30,6 +30,7 @@ MODULES = {
     "deps": "sowctl.operations.dependencies",
     "chain": "sowctl.operations.dependencies",
     "finance": "sowctl.operations.finance",
+    "events": "sowctl.operations.events",
     "projects": "sowctl.operations.projects",
     "clients": "sowctl.operations.clients",
 }
@@ -95,6 +96,10 @@ class Operation:
     report: bool = False
     # Extension routes are ours, not the service's; documented as such in OpenAPI.
     extension: bool = False
+    # An answer of Server-Sent Events (text/event-stream) that follows new events: the handler
+    # returns the stream's filters and the server makes the stream (``server.event_stream``),
+    # bounded in time and in how many are open. No CLI call or MCP tool runs it.
+    stream: bool = False
     # Answers other than ``status`` that carry a body of their own model (status -> model):
     # the test double's verification answers 409 with its report.
     answers: dict[int, Any] = field(default_factory=dict)

@@ -47,6 +47,7 @@ from sowctl.schemas.admin import (
     TokenIssued,
     VerificationReport,
 )
+from sowctl.schemas.events import AdminEventQuery, EventOut, EventPage
 from sowctl.schemas.webhooks import (
     DeliveryFaults,
     WebhookCreate,
@@ -361,4 +362,21 @@ _declare(
     "(full admin token only)",
     response=SandboxDeleted,
     write=True,
+)
+_declare(
+    "admin.events.list",
+    "GET",
+    "/events",
+    "The changes feed: the events after an event id, oldest first, of every organization or one",
+    query=AdminEventQuery,
+    response=EventPage,
+)
+_declare(
+    "admin.events.stream",
+    "GET",
+    "/events/stream",
+    "The changes feed as Server-Sent Events (text/event-stream), resuming after Last-Event-ID or since",
+    query=AdminEventQuery,
+    response=EventOut,  # the data of each message
+    stream=True,
 )

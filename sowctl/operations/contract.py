@@ -54,7 +54,8 @@ DEPARTURES: tuple[Departure, ...] = (
     Departure(
         "route.extension",
         EXTENSION,
-        "SOW routes (/api/sows...) and the purchase-order list and options routes",
+        "SOW routes (/api/sows...), the purchase-order list and options routes, and the changes "
+        "feed (/api/events and its event stream /api/events/stream)",
         "Endpoints for SOWs and tests: not shown. Group B: a purchase-order creation endpoint and "
         "read-only budget view, budget view snapshot and prime contract endpoints.",
     ),

@@ -70,7 +70,12 @@ SOURCES: dict[str, str] = {
     "sandbox create": "model:admin.SandboxIssued",
     "sandbox list": "model:admin.SandboxOut[]",
     "sandbox delete": "model:admin.SandboxDeleted",
+    "events list": "op:events.list",
+    "events tail": "model:events.EventOut",  # JSON lines: each line is one event
+    "events trigger": "model:events.EventOut",  # JSON lines: each line is one event
 }
+# Commands whose --json prints JSON lines (one object a line, as they come): the schema is a line's.
+JSON_LINES = frozenset({"events tail", "events trigger"})
 # Commands whose --json prints whatever the server answered: no fixed shape.
 ANY_JSON = {
     "api": "the answer's JSON body, as the route returns it",
@@ -111,4 +116,6 @@ def schema(command: str) -> dict[str, Any]:
     if command in ANY_JSON:
         return head | {"description": ANY_JSON[command]}
     body = TypeAdapter(_shape(SOURCES[command])).json_schema(by_alias=True, mode="serialization")
+    if command in JSON_LINES:
+        head = head | {"x-sowctl-json-lines": True, "description": "JSON lines: each line is one such object"}
     return body | head

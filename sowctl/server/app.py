@@ -25,7 +25,7 @@ from sowctl.foundation.redaction import mask_text
 from sowctl.operations import Operation
 from sowctl.operations.groups import Group, as_group
 from sowctl.schemas.common import build_deferred_models
-from sowctl.server import auth, cors, operator_pages
+from sowctl.server import auth, cors, event_stream, operator_pages
 from sowctl.server.callers import caller_of_environ
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import HttpStatusError, InternalError, envelope, group_of_path
@@ -56,6 +56,7 @@ from sowctl.server.responses import (
 from sowctl.server.routing import HTTP_METHODS, allowed_methods, method_phrase, route_order
 from sowctl.server.slots import Slots
 from sowctl.server.streaming import StreamedJson
+from sowctl.services import events as outbox
 from sowctl.storage import failures, guards, models
 from sowctl.storage.database import (
     open_database,
@@ -79,6 +80,7 @@ def create_app(
     so each worker thread opens its own on its first request and reuses it afterwards.
     """
     settings = settings or ServerSettings()
+    outbox.set_retention(settings.event_retention)  # this process's writes prune by it
     if isinstance(database, pw.Database):
         models.database_proxy.initialize(database)
     else:
@@ -129,6 +131,10 @@ class Dispatcher:
             )
             if settings.report_slots
             else None
+        )
+        # Open event streams of this process, in all and per caller (sowctl.server.event_stream).
+        self.event_streams = event_stream.Streams(
+            settings.event_streams, settings.event_streams_per_caller, settings.event_stream_seconds
         )
 
     # --- database -----------------------------------------------------------
@@ -189,6 +195,8 @@ class Dispatcher:
                 limit=limit,
                 company_id=company_id,
             )
+            if op.stream:  # Server-Sent Events, made as events commit
+                return self.event_streams.respond(environ, caller.organization_id, request.query, headers)
             if op.write:
                 check_writable(self.database)  # refused alike by every connection, not by chance
             if op.report and self._report_slots is not None:

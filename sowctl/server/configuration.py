@@ -96,6 +96,15 @@ class ServerSettings:
     # seconds in which none did (sowctl.server.slots). None: no limit (in process).
     report_slots: int | None = None
     report_slot_wait: float = 0.5
+    # Server-Sent Events streams of the changes feed (sowctl.server.event_stream): open at
+    # once in one worker process and per caller (past them 503 / 429 with Retry-After), and
+    # how long one lasts before it ends (the client reconnects with Last-Event-ID).
+    event_streams: int = 32
+    event_streams_per_caller: int = 4
+    event_stream_seconds: float = 300.0
+    # Events kept in the outbox, the oldest pruned first (serve --event-retention); 0: none
+    # are recorded (sowctl.services.events).
+    event_retention: int = 100_000
 
     # --- the test double (``serve --admin ...``; sowctl.server.testdouble.layer) -------------
     # Bearer token of the /_admin API; None: no /_admin routes at all (404).

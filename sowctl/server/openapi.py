@@ -14,6 +14,7 @@ from sowctl.foundation.version import VERSION
 from sowctl.operations import Operation
 from sowctl.operations.admin import TAG as ADMIN_TAG
 from sowctl.operations.groups import API_KEY_HEADER, Authentication, Envelope, Group
+from sowctl.server import event_stream
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import GROUP_C_MESSAGES
 
@@ -283,6 +284,11 @@ def _operation(op: Operation, schemas: dict, components: dict) -> dict[str, Any]
 
     success_schema = schemas.get(((op.name, "response"), "serialization"), {})
     success: dict[str, Any] = _json_response(_success_description(op), success_schema)
+    if op.stream:  # each message of the stream: its data is the declared response, as JSON text
+        success = {
+            "description": event_stream.DESCRIPTION,
+            "content": {"text/event-stream": {"schema": event_stream.message_schema(success_schema)}},
+        }
     headers: dict[str, Any] = {}
     if op.paginated:
         headers["X-Total-Count"] = {

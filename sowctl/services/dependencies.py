@@ -29,7 +29,7 @@ from sowctl.schemas.items import Message
 from sowctl.schemas.rows import from_row
 from sowctl.schemas.vocabulary import DEPENDENCY_KINDS, DependencyKind, DependencyStatus
 from sowctl.services import dependency_rules as rules
-from sowctl.services import graph
+from sowctl.services import events, graph
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.lookup import insert_row
 from sowctl.storage import models as m
@@ -248,7 +248,9 @@ def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
                 "organization_id": organization_id,
             },
         )
-    return to_out(dep)
+        created = to_out(dep)
+        events.record(organization_id, "dependency", "created", dep.id, created)
+    return created
 
 
 _UPDATABLE = {
@@ -287,8 +289,9 @@ def update_dependency(caller: Caller, dependency_id: str, data: DependencyUpdate
         updates[m.Dependency.before_item_id] = edge[0] if edge else None
         updates[m.Dependency.after_item_id] = edge[1] if edge else None
         m.Dependency.update(updates).where(m.Dependency.id == dependency_id).execute()
-        dep = m.Dependency.get_by_id(dependency_id)
-    return to_out(dep)
+        updated = to_out(m.Dependency.get_by_id(dependency_id))
+        events.record(organization_id, "dependency", "updated", dependency_id, updated)
+    return updated
 
 
 def delete_dependency(caller: Caller, dependency_id: str) -> Message:
@@ -296,6 +299,7 @@ def delete_dependency(caller: Caller, dependency_id: str) -> Message:
     _, organization_id = _visible(caller, dependency_id)
     with write_transaction(f"org:{organization_id}"):
         deleted = m.Dependency.delete().where(m.Dependency.id == dependency_id).execute()
-    if not deleted:  # removed by a concurrent request between the lookup and the lock
-        raise NotFound(f"dependency {dependency_id} not found")
+        if not deleted:  # removed by a concurrent request between the lookup and the lock
+            raise NotFound(f"dependency {dependency_id} not found")
+        events.record(organization_id, "dependency", "deleted", dependency_id, None)
     return Message(message=f"Dependency {dependency_id} deleted successfully")

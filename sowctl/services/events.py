@@ -11,16 +11,19 @@ misses none.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import peewee as pw
 from pydantic import BaseModel
 
 from sowctl.foundation import clock
-from sowctl.schemas.events import EventOut, event_id
+from sowctl.schemas.events import LATEST_SEQUENCE, EventOut, EventPage, event_id
 from sowctl.services import bulk
 from sowctl.storage import models as m
-from sowctl.storage.database import hold_lock
+from sowctl.storage.database import hold_lock, try_lock
 from sowctl.storage.peewee_compat import tuples
 
 _EVENT_TYPES = {"created": "create", "updated": "update", "deleted": "delete"}
@@ -52,6 +55,8 @@ def record_many(
     changes: Iterable[tuple[str, Data]],
 ) -> None:
     """Record one event per changed record (a cascade's deletes, a reorder's moves)."""
+    if _retention.keep == 0:
+        return  # serve --event-retention 0: the outbox is off
     hold_lock(f"org:{organization_id}")
     moment = clock.now()
     event_type = f"{resource}.{action}"
@@ -61,6 +66,7 @@ def record_many(
     ]
     for chunk in bulk.chunks(rows, per_row=len(_COLUMNS)):
         m.Event.insert_many(chunk, fields=list(_COLUMNS)).execute()
+    _count_and_maybe_prune(len(rows))
 
 
 def to_out(row: Sequence[Any]) -> EventOut:
@@ -90,3 +96,83 @@ def read_after(
     if types:
         query = query.where(m.Event.type.in_(list(types)))
     return [to_out(row) for row in tuples(query.order_by(m.Event.id).limit(limit))]
+
+
+def resolve_after(after: int, organization_id: str | None = None) -> int:
+    """``after`` itself, or for ``LATEST_SEQUENCE`` the newest event's id (of the
+    organization, when one is given; 0 when there is none)."""
+    if after != LATEST_SEQUENCE:
+        return after
+    query = m.Event.select(pw.fn.MAX(m.Event.id))
+    if organization_id is not None:
+        query = query.where(m.Event.organization_id == organization_id)
+    return int(query.scalar() or 0)
+
+
+def read_page(
+    after: int, limit: int, *, organization_id: str | None = None, types: Sequence[str] | None = None
+) -> EventPage:
+    """A page of the feed: at most ``limit`` events after ``after``, and whether more follow
+    (one more is read to tell, not counted)."""
+    after = resolve_after(after, organization_id)
+    found = read_after(after, limit + 1, organization_id=organization_id, types=types)
+    shown = found[:limit]
+    last = shown[-1].id if shown else (event_id(after) if after else None)
+    return EventPage(events=shown, last_event_id=last, has_more=len(found) > limit)
+
+
+# --- retention --------------------------------------------------------------------------
+
+DEFAULT_RETENTION = 100_000
+# The outbox is pruned by the write that records the PRUNE_EVERY-th event (a tenth of the
+# retention, if less) since this process last pruned, at most PRUNE_BATCH rows at a time
+# (a write after it prunes again while the table is still over): never per request, and
+# never an unbounded delete.
+PRUNE_EVERY = 1000
+PRUNE_BATCH = 10_000
+
+
+@dataclass
+class Retention:
+    keep: int = DEFAULT_RETENTION  # 0: record no events at all
+    recorded: int = 0  # events this process recorded since it last pruned
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_retention = Retention()
+
+
+def set_retention(keep: int) -> None:
+    """Keep at most ``keep`` events (``sowctl serve --event-retention``); 0 records none."""
+    if keep < 0:
+        raise ValueError("event retention must be 0 or more")
+    _retention.keep = keep
+
+
+def retention() -> int:
+    return _retention.keep
+
+
+def _count_and_maybe_prune(recorded: int) -> None:
+    """Inside the write's transaction, after its events: prune when due. On PostgreSQL the
+    prune takes a lock of its own only if it is free (a concurrent prune does the work)."""
+    with _retention.lock:
+        _retention.recorded += recorded
+        # A small retention is pruned sooner, so the table passes it by a tenth at most.
+        due = _retention.recorded >= min(PRUNE_EVERY, max(1, _retention.keep // 10))
+        if due:
+            _retention.recorded = 0
+    if due and try_lock("events:prune") and prune(_retention.keep) == PRUNE_BATCH:
+        with _retention.lock:
+            _retention.recorded = PRUNE_EVERY  # still over: the next write prunes again
+
+
+def prune(keep: int, batch: int = PRUNE_BATCH) -> int:
+    """Delete the oldest events beyond the newest ``keep``, at most ``batch`` of them; how
+    many went."""
+    newest = m.Event.select(pw.fn.MAX(m.Event.id)).scalar()
+    if newest is None or newest <= keep:
+        return 0
+    doomed = m.Event.select(m.Event.id).where(m.Event.id <= newest - keep).order_by(m.Event.id).limit(batch)
+    ids = [row[0] for row in tuples(doomed)]
+    return bulk.delete_where_in(m.Event, m.Event.id, ids)

@@ -39,6 +39,7 @@ from sowctl.schemas.finance import (
     VendorRef,
 )
 from sowctl.schemas.rows import from_row, row_values
+from sowctl.services import events
 from sowctl.services.access import Caller, organization_exists, organization_not_found
 from sowctl.services.lookup import Lookup, hydrate
 from sowctl.storage import models as m
@@ -328,6 +329,18 @@ def create_purchase_order(caller: Caller, company_id: str | None, data: Purchase
             )
             for index, line in enumerate(data.line_items)
         ]
+        created = _created_out(order, vendor, lines, cost_codes)
+        owner = m.Company.select(m.Company.organization).where(m.Company.id == project.company_id)
+        organization_id = owner.scalar()
+        # The organization's event lock last (after "po:<project>"): see services.events.
+        events.record(organization_id, "purchaseOrder", "created", str(order.id), created)
+    return created
+
+
+def _created_out(
+    order: m.PurchaseOrder, vendor: m.Vendor, lines: Sequence[m.PurchaseOrderLine], cost_codes: dict
+) -> PurchaseOrderOut:
+    """The purchase order just written, as the API returns it."""
     order_values = (order.id, order.number, order.status, order.title, vendor.id, vendor.name)
     amounts = (order.original_amount, order.revised_amount, order.total_amount)
     codes = [cost_codes[line.cost_code_id] for line in lines]

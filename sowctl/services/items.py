@@ -197,31 +197,39 @@ def update_item(caller: Caller, item_id: str, data: ItemUpdate) -> ItemOut:
             if before is not None and data.status is not None and before != data.status:
                 tallies.add_to_ancestors(item.parent_id, tallies.task_moved(before, data.status))
         m.Item.update(updates).where(m.Item.id == item_id).execute()
-    return get_item(caller, item_id)
+        updated = get_item(caller, item_id)
+        events.record(item.sow.project.organization_id, "item", "updated", item_id, updated)
+    return updated
 
 
 def delete_item(caller: Caller, item_id: str) -> Message:
     """Delete an item, its descendants, and every dependency touching any of them (the rule
     of ``item_cascade``, which the CLI shows before it deletes).
 
-    Under the organization's write lock, the statements that take least of it: on SQLite
-    the subtree is read before the lock, and under it the dependencies and then the
-    items go, children before parents, a thousand per statement (an item made under the
-    subtree in between goes with its parent, through ``ON DELETE CASCADE``). PostgreSQL
-    checks each deleted row's foreign keys with a query of its own anyway, and lets
-    those queries do the deleting in half the time: there the item alone is deleted and
+    Under the organization's write lock, the subtree and the dependencies touching it are
+    read (the events name each, ``services.events``), then on SQLite the dependencies and
+    the items go, children before parents, a thousand per statement. PostgreSQL checks
+    each deleted row's foreign keys with a query of its own anyway, and lets those queries
+    do the deleting in half the time: there the item alone is deleted and
     the cascade takes its descendants and their dependencies."""
     caller.require_write()
     item = item_for(caller, item_id)
-    doomed = _subtree(item_id) if is_sqlite() else None
-    with write_transaction(f"org:{item.sow.project.organization_id}"):
+    organization_id = item.sow.project.organization_id
+    with write_transaction(f"org:{organization_id}"):
+        # Read under the lock: the events name exactly what goes, an item made under the
+        # subtree meanwhile included.
+        if not m.Item.select().where(m.Item.id == item_id).exists():
+            raise NotFound(f"item {item_id} not found")  # deleted meanwhile: nothing to record
+        doomed = _subtree(item_id)
+        linked = _touching(doomed)
         _take_from_ancestors(item_id)
-        if doomed is None:
+        if not is_sqlite():
             bulk.delete_where_in(m.Item, m.Item.id, [item_id])
         else:
-            bulk.delete_where_in(m.Dependency, m.Dependency.source_item, doomed)
-            bulk.delete_where_in(m.Dependency, m.Dependency.target_item, doomed)
+            bulk.delete_where_in(m.Dependency, m.Dependency.id, linked)
             bulk.delete_where_in(m.Item, m.Item.id, doomed[::-1])
+        events.record_many(organization_id, "dependency", "deleted", [(dep, None) for dep in linked])
+        events.record_many(organization_id, "item", "deleted", [(gone, None) for gone in doomed])
     return Message(message=f"Item {item_id} deleted successfully")
 
 
@@ -264,10 +272,20 @@ def reorder_items(caller: Caller, sow_id: str, data: ReorderRequest) -> ReorderR
         if updated != len(rows):
             _require_in_sow(ids, sow.key, sow_id)  # names the item gone; raising undoes the rest
             raise NotFound(f"an item of the reorder left SOW {sow_id}")  # only if it came back
+        events.record_many(sow.project.organization_id, "item", "updated", _moved(ids, sow.key, sow.id))
     return ReorderResult(
         message="Items reordered successfully",
         items=[ReorderedItem(id=e.id, order_index=e.order_index) for e in data.items],
     )
+
+
+def _moved(ids: Sequence[str], sow_key: str, sow_id: str) -> list[tuple[str, ItemOut]]:
+    """Each reordered item as the API now shows it, in the order the request listed them."""
+    found: dict[str, ItemOut] = {}
+    for chunk in bulk.chunks(ids):
+        query = m.Item.select().where(m.Item.id.in_(list(chunk)) & (m.Item.sow == sow_key))
+        found.update((item.id, to_out(item, sow_id)) for item in query)
+    return [(item_id, found[item_id]) for item_id in ids]
 
 
 def _require_in_sow(ids: Sequence[str], sow_key: str, sow_id: str) -> None:
@@ -282,6 +300,16 @@ def _require_in_sow(ids: Sequence[str], sow_key: str, sow_id: str) -> None:
     missing = next((item_id for item_id in ids if item_id not in known), None)
     if missing is not None:
         raise NotFound(f"item {missing} not found in SOW {sow_id}")
+
+
+def _touching(item_ids: Sequence[str]) -> list[str]:
+    """Ids of the dependencies whose source or target is one of ``item_ids``, each once."""
+    found: dict[str, None] = {}
+    for chunk in bulk.chunks(item_ids):
+        touching = m.Dependency.source_item.in_(list(chunk)) | m.Dependency.target_item.in_(list(chunk))
+        query = m.Dependency.select(m.Dependency.id).where(touching).order_by(m.Dependency.id)
+        found.update((row[0], None) for row in tuples(query))
+    return list(found)
 
 
 def _subtree(root_id: str) -> list[str]:

@@ -8,6 +8,7 @@ from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, NotFound, UsageError
 from sowctl.schemas.rows import from_row
 from sowctl.schemas.sows import SowCreate, SowDeleted, SowOut, SowUpdate
+from sowctl.services import events
 from sowctl.services.access import Caller, named_organization_not_found, organization_exists, sow_for
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
@@ -70,7 +71,9 @@ def create_sow(caller: Caller, data: SowCreate) -> SowOut:
         if taken.exists():
             raise InvalidInput.for_field("id", f"SOW {sow_id} already exists")
         sow = _insert(sow_id, organization_id, project.id, data.title)
-    return from_row(SowOut, sow, project_id=project.id, item_count=0)
+        created = from_row(SowOut, sow, project_id=project.id, item_count=0)
+        events.record(organization_id, "sow", "created", sow.id, created)
+    return created
 
 
 def _only_organization() -> str:
@@ -171,8 +174,10 @@ def update_sow(caller: Caller, sow_id: str, data: SowUpdate) -> SowOut:
         updated = m.Sow.update(title=data.title).where(m.Sow.key == sow.key).execute()
         if not updated:  # deleted since it was read
             raise NotFound(f"SOW {sow_id} not found")
-    sow.title = data.title
-    return _out(sow)
+        sow.title = data.title
+        updated = _out(sow)
+        events.record(sow.organization_id, "sow", "updated", sow.id, updated)
+    return updated
 
 
 def delete_sow(caller: Caller, sow_id: str) -> SowDeleted:
@@ -181,13 +186,20 @@ def delete_sow(caller: Caller, sow_id: str) -> SowDeleted:
     the deleting, in the same transaction as the counting."""
     caller.require_write()
     sow = sow_for(caller, sow_id)
-    with write_transaction(f"org:{sow.organization_id}"):
+    organization_id = sow.organization_id
+    with write_transaction(f"org:{organization_id}"):
         items = m.Item.select(m.Item.id).where(m.Item.sow == sow.key)
-        item_count = items.count()
         touching = (m.Dependency.source_item.in_(items)) | (m.Dependency.target_item.in_(items))
-        dependency_count = m.Dependency.select().where(touching).count()
+        # The ids, not only their counts: each is an event (``services.events``).
+        item_ids = [row[0] for row in tuples(items.order_by(m.Item.id))]
+        linked = m.Dependency.select(m.Dependency.id).where(touching).order_by(m.Dependency.id)
+        dependency_ids = [row[0] for row in tuples(linked)]
         if not m.Sow.delete().where(m.Sow.key == sow.key).execute():
             raise NotFound(f"SOW {sow_id} not found")
+        events.record_many(organization_id, "dependency", "deleted", [(dep, None) for dep in dependency_ids])
+        events.record_many(organization_id, "item", "deleted", [(item, None) for item in item_ids])
+        events.record(organization_id, "sow", "deleted", sow.id, None)
+    item_count, dependency_count = len(item_ids), len(dependency_ids)
     return SowDeleted(
         message=f"SOW {sow_id} deleted successfully",
         deleted_items=item_count,

@@ -23,6 +23,7 @@ from sowctl.storage.transactions import (
     hold_lock,
     is_serialization_failure,
     retry_serialization_failures,
+    try_lock,
     with_retries,
     write_transaction,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "retry_serialization_failures",
     "schema_version",
     "sqlite_file",
+    "try_lock",
     "with_retries",
     "write_transaction",
 ]

@@ -91,6 +91,18 @@ def hold_lock(lock_key: str) -> None:
         database.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_lock_id(lock_key),))
 
 
+def try_lock(lock_key: str) -> bool:
+    """Inside a write transaction, take ``lock_key``'s lock until commit if no other
+    transaction holds it; whether it was taken. For work that one writer may do for all
+    (pruning the events): it never waits, so it may come after any other lock. SQLite:
+    always true (its transaction already excludes every writer)."""
+    database = models.database_proxy.obj
+    if not has_advisory_locks(database):
+        return True
+    row = database.execute_sql("SELECT pg_try_advisory_xact_lock(%s)", (_lock_id(lock_key),)).fetchone()
+    return bool(row[0])
+
+
 @contextlib.contextmanager
 def write_transaction(lock_key: str = "global") -> Iterator[None]:
     """A transaction that serialises writers sharing ``lock_key`` (e.g. an organization).

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
 from sowctl.operations.admin import ADMIN, path_of
+from sowctl.schemas.events import stream_messages
 from sowctl.testing.matching import differences, no_match_message
 
 EVENT_POLL_SECONDS = 0.1
@@ -234,6 +236,35 @@ class AdminClient:
     def delete_sandbox(self, organization_id: str) -> None:
         self._send("admin.sandboxes.delete", {"organizationId": organization_id})
 
+    # --- the changes feed ----------------------------------------------------------------------
+
+    def events(
+        self,
+        since: str | None = None,
+        limit: int = 100,
+        *,
+        type: str | None = None,
+        organization: str | None = None,
+    ) -> dict[str, Any]:
+        """A page of the changes feed: ``{"events", "lastEventId", "hasMore"}``."""
+        query = {"since": since, "limit": str(limit), "type": type, "organization": organization}
+        return self._send("admin.events.list", params={k: v for k, v in query.items() if v is not None})
+
+    def stream_events(
+        self, since: str | None = None, *, type: str | None = None, organization: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The changes feed's events as the server streams them (Server-Sent Events), until the
+        stream ends (after a few minutes: call again with the last event's id as ``since``)."""
+        op = ADMIN["admin.events.stream"]
+        query = {k: v for k, v in {"since": since, "type": type, "organization": organization}.items() if v}
+        with self._http.stream(op.method, op.path, params=query) as response:
+            if response.status_code != op.status:
+                response.read()
+                message = f"{op.method} {op.path}: HTTP {response.status_code}: {_error_text(response)}"
+                raise AdminError(message, response.status_code)
+            for _id, event in stream_messages(response.iter_lines()):
+                yield event
+
     # --- the request log ----------------------------------------------------------------------
 
     def requests(self, limit: int = 100, **filters: Any) -> list[dict[str, Any]]:
@@ -305,17 +336,7 @@ class AdminClient:
         report = response.json()
         raise VerificationError(near_miss_message(report), report)
 
-    # --- events ------------------------------------------------------------------------------
-
-    def events(self, since: str | None = None, limit: int = 100, **filters: Any) -> dict[str, Any]:
-        """A page of the events feed: ``{"events": [...], "lastEventId": ..., "hasMore": ...}``."""
-        query = {"limit": str(limit), **{k: str(v) for k, v in filters.items() if v is not None}}
-        if since is not None:
-            query["since"] = since
-        response = self._http.get("/_admin/events", params=query)
-        if response.status_code != 200:
-            raise AdminError(f"GET /_admin/events: HTTP {response.status_code}: {_error_text(response)}")
-        return response.json()
+    # --- waiting for an event ------------------------------------------------------------------
 
     def wait_for_event(
         self, type: str | None = None, *, timeout: float = 5.0, organization: str | None = None, **fields: Any

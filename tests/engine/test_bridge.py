@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sowctl.engine import CUT_SHORT_KEY, Hooks, Limits, Refusal
+from sowctl.engine import CUT_SHORT_KEY, PAUSE_KEY, Hooks, Limits, Pause, Refusal
 from sowctl.engine.bridge import Bridge
 
 KIB = 1024
@@ -433,3 +433,50 @@ def test_the_lifespan_is_answered() -> None:
 
     asyncio.run(bridge({"type": "lifespan"}, receive, send))
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def test_a_pause_sends_what_came_before_and_frees_the_thread_until_the_next_pieces() -> None:
+    """A body that yields ``Pause`` (an event stream between two looks): each piece before it
+    goes out at once, not batched with the next, and the environ says pauses are understood."""
+    made_on: list[str] = []
+    seen: dict[str, Any] = {}
+
+    def paused(environ: dict, start_response: Callable[..., Any]) -> Iterator[bytes]:
+        seen["pause"] = environ.get(PAUSE_KEY)
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        for n in range(3):
+            made_on.append(threading.current_thread().name)
+            yield f"event {n}\n".encode()
+            yield Pause(0.01)
+
+    result = run(paused, limits=Limits(threads=1))
+    bodies = [m.get("body", b"") for m in result.messages if m["type"] == "http.response.body"]
+    assert bodies[:3] == [b"event 0\n", b"event 1\n", b"event 2\n"]  # one message each: not batched
+    assert result.body == b"event 0\nevent 1\nevent 2\n" and result.ended
+    assert seen["pause"] is True
+    assert len(made_on) == 3
+
+
+def test_a_paused_answer_holds_no_thread_while_it_waits() -> None:
+    """One thread: a request that comes while a stream is paused is answered before the
+    stream goes on (without pauses, the stream would hold the only thread)."""
+
+    def routed(environ: dict, start_response: Callable[..., Any]) -> Any:
+        if environ["PATH_INFO"] == "/quick":
+            return hello(environ, start_response)
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        return iter([b"first\n", Pause(2.0), b"second\n"])
+
+    async def both() -> tuple[Result, bool]:
+        bridge = Bridge(routed, Hooks(), Limits(threads=1), multiprocess=False)
+        stream = asyncio.create_task(_exchange(bridge, "GET", b"/stream", b"", None, None, False, None))
+        await asyncio.sleep(0.2)  # the stream has sent its first piece and paused
+        quick = await _exchange(bridge, "GET", b"/quick", b"", None, None, False, None)
+        still_paused = not stream.done()
+        streamed = await stream
+        assert streamed.body == b"first\nsecond\n" and streamed.ended
+        return quick, still_paused
+
+    quick, still_paused = asyncio.run(both())
+    assert quick.status == 200 and quick.body == b"hello"
+    assert still_paused

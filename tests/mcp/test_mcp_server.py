@@ -69,7 +69,9 @@ def call(backend: Any, name: str, arguments: dict[str, Any], *, allow_writes: bo
 
 def test_read_only_by_default_one_tool_per_read_operation(local: LocalBackend) -> None:
     tools = listed_tools(local, allow_writes=False)
-    reads = {op.name.replace(".", "_") for op in operations.load_all().values() if not op.write}
+    reads = {
+        op.name.replace(".", "_") for op in operations.load_all().values() if not op.write and not op.stream
+    }
     assert {tool.name for tool in tools} == reads | {"chain_check"}
     assert all(tool.annotations.read_only_hint for tool in tools)
     assert "items_list" in reads and "chain_get" in reads
@@ -77,7 +79,11 @@ def test_read_only_by_default_one_tool_per_read_operation(local: LocalBackend) -
 
 def test_allow_writes_offers_every_operation_with_valid_schemas(local: LocalBackend) -> None:
     tools = listed_tools(local, allow_writes=True)
-    assert len(tools) == len(operations.load_all()) + 1 == len({tool.name for tool in tools})  # + chain_check
+    streams = [op for op in operations.load_all().values() if op.stream]  # no tool: they never end
+    assert [op.name for op in streams] == ["events.stream"]
+    assert (
+        len(tools) == len(operations.load_all()) - 1 + 1 == len({tool.name for tool in tools})
+    )  # + chain_check
     for tool in tools:
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
         assert tool.description

@@ -34,6 +34,8 @@ OPERATIONS = {
     ("finance.po_options", "GET", "/api/external/purchase-order-options"),
     ("projects.list", "GET", "/projects"),
     ("clients.list", "GET", "/clients"),
+    ("events.list", "GET", "/api/events"),
+    ("events.stream", "GET", "/api/events/stream"),
 }
 EXTENSIONS = {
     "sows.list",
@@ -43,6 +45,8 @@ EXTENSIONS = {
     "sows.delete",
     "finance.list_pos",
     "finance.po_options",
+    "events.list",
+    "events.stream",
 }
 
 # The test double's admin API (sowctl.operations.admin): never in the registry above.
@@ -81,6 +85,8 @@ ADMIN_OPERATIONS = {
     ("admin.sandboxes.create", "POST", "/_admin/sandboxes"),
     ("admin.sandboxes.list", "GET", "/_admin/sandboxes"),
     ("admin.sandboxes.delete", "DELETE", "/_admin/sandboxes/{organizationId}"),
+    ("admin.events.list", "GET", "/_admin/events"),
+    ("admin.events.stream", "GET", "/_admin/events/stream"),
 }
 
 COMMANDS = {

@@ -160,6 +160,7 @@ SPEC_NULLS = {
     ("ProjectOut", "endDate"),
     ("ProjectOut", "pinnedAt"),
     ("ClientOut", "pinnedAt"),
+    ("EventPage", "lastEventId"),  # sowctl's changes feed: null before the first event
 }
 
 

@@ -133,7 +133,9 @@ def test_a_reorder_of_ten_thousand_items_sends_a_few_statements(org) -> None:
     wanted = [(item_id, 10_000 - n) for n, item_id in enumerate(ids)]
     with statements() as sent:
         result = _reorder(wanted)
-    assert sent[0] <= 30  # ten reads before the lock, ten writes under it, and the lock
+    # Ten reads before the lock; under it ten writes, ten reads of the moved items and the
+    # inserts of their item.updated events (services.events), and the lock.
+    assert sent[0] <= 50
     assert result["message"] == "Items reordered successfully"
     assert result["items"] == [{"id": item_id, "orderIndex": index} for item_id, index in wanted]
     assert _order() == dict(wanted)
@@ -359,6 +361,6 @@ def test_a_cascade_delete_of_a_large_subtree_removes_it_and_its_dependencies(org
     _insert(m.Dependency, deps)
     with statements() as sent:
         operations.call_local("items.delete", CALLER, {"itemId": "root"})
-    assert sent[0] <= 20
+    assert sent[0] <= 30  # with the reads of what goes and the inserts of its events
     assert set(_order()) == {"outside", "other"}
     assert list(m.Dependency.select(m.Dependency.id).tuples()) == [("dep-other-outside",)]

@@ -48,8 +48,14 @@ def check(args: list[str], stdout: str) -> None:
     command = command_of(args)
     if command not in json_schemas.SOURCES:
         return
-    body: Any = json.loads(stdout)
-    errors = sorted(validator(command).iter_errors(body), key=lambda error: list(error.path))
-    assert not errors, (
-        f"sowctl {command} --json does not match its schema: {errors[0].message} at {list(errors[0].path)}"
+    bodies: list[Any] = (
+        [json.loads(line) for line in stdout.splitlines()]
+        if command in json_schemas.JSON_LINES
+        else [json.loads(stdout)]
     )
+    for body in bodies:
+        errors = sorted(validator(command).iter_errors(body), key=lambda error: list(error.path))
+        where = list(errors[0].path) if errors else []
+        assert not errors, (
+            f"sowctl {command} --json does not match its schema: {errors[0].message} at {where}"
+        )

@@ -55,7 +55,7 @@ def seeded(name: str, build: Callable[[], T]) -> T:
 
 def _empty(database: pw.Database) -> bool:
     """Whether the database holds no records (its schema version aside), in one statement."""
-    tables = [model._meta.table_name for model in m.ALL_MODELS + list(m.V2_MODELS)]
+    tables = [model._meta.table_name for model in m.ALL_MODELS + list(m.V2_MODELS) + list(m.V11_MODELS)]
     held = " OR ".join(
         f"""EXISTS (SELECT 1 FROM "{table}"{" WHERE key <> 'schema_version'" if table == "meta" else ""})"""
         for table in tables

@@ -108,6 +108,8 @@ def _checked(handle: Any) -> Any:
         response = handle(self, request)
         if group_of(request.url.path) is None:
             return response
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response  # an event stream (sowctl's own) is read as it comes, not whole here
         content = response.read()
         issues = problems(
             request.method,

@@ -32,7 +32,7 @@ def test_every_admin_route_served_is_declared_and_every_declaration_served(migra
     app = create_app(migrated_db_url, ServerSettings(admin_token=ADMIN_TOKEN))
     declared = {(op.method, route_path(op.path)) for op in ADMIN.values()}
     assert served_admin_routes(app) == declared
-    assert len(declared) == len(ADMIN) == 34
+    assert len(declared) == len(ADMIN) == 36
     assert {route.name for route in app.routes if route.rule.startswith("/_admin")} == ADMIN.keys()
     assert app.body_limits == {
         op.path: (op.max_body_bytes, app.body_limits[op.path][1])
@@ -171,6 +171,8 @@ def test_the_admin_client_sends_each_declared_operation() -> None:
         admin.create_sandbox(ttl="1h", name="ci")
         admin.sandboxes()
         admin.delete_sandbox("sbx-1")
+        admin.events(limit=5, type="item.*")
+        assert list(admin.stream_events(organization="org")) == []  # the mock answers no event
     used = {op.name for op in ADMIN.values() for method, path in sent if _matches(op, method, path)}
     assert used == ADMIN.keys() - ALIASES.keys()
 
@@ -275,13 +277,14 @@ def test_every_admin_answer_matches_its_documented_schema(migrated_db_url: str) 
         ("DELETE", "/_admin/checkpoints/first", {}),
         ("DELETE", "/_admin/requests", {}),
         *_webhook_steps(client, token),
+        ("GET", "/_admin/events", {"params": {"limit": 5}}),
         ("POST", "/_admin/dataset", {"params": {"replace": "true"}, "json": dataset()}),
         ("POST", "/_admin/sandboxes", {"json": {"ttl": "1h", "name": "ci"}}),
         ("GET", "/_admin/sandboxes", {}),
         ("DELETE", "/_admin/sandboxes/{made}", {}),
         ("POST", "/_admin/reset", {}),
     ]
-    answered = set()
+    answered = {_stream_documented(client, document)}
     made = ""
     for method, template, sent in steps:
         path = template.format(made=made)
@@ -332,6 +335,17 @@ def _webhook_steps(client: httpx.Client, token: str) -> list[tuple[str, str, dic
         ("GET", "/_admin/webhook-faults", {}),
         ("DELETE", "/_admin/webhook-faults", {}),
     ]
+
+
+def _stream_documented(client: Any, document: dict[str, Any]) -> str:
+    """The event stream answers its documented content type (its first line read, then closed)."""
+    op = ADMIN["admin.events.stream"]
+    documented = document["paths"][op.path]["get"]["responses"]["200"]["content"]
+    with client.stream("GET", op.path, headers=ADMIN_HEADERS) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].split(";")[0] in documented
+        assert next(response.iter_lines()) == "retry: 1000"
+    return op.name
 
 
 def _no_undocumented_fields(body: Any, schema: dict[str, Any], document: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from sowctl.foundation import clock
 from sowctl.foundation.errors import Forbidden, InvalidInput, Issue, Unauthorized
 from sowctl.operations import Operation
 from sowctl.operations.admin import ADMIN
-from sowctl.schemas.common import parse
+from sowctl.schemas.common import dump, parse
 from sowctl.server import auth
 from sowctl.server.http import json_bytes, parse_query, read_json_body, route_path
 from sowctl.server.responses import json_response
@@ -37,6 +37,7 @@ from sowctl.server.testdouble import pact, verify, webhooks_admin
 from sowctl.server.testdouble.faults import FaultConfig
 from sowctl.server.testdouble.host import HostApp
 from sowctl.server.testdouble.layer import TestDouble
+from sowctl.services import events as outbox
 from sowctl.services import sandbox_state, sandboxes
 
 DEFAULT_REQUESTS = 100
@@ -91,6 +92,17 @@ def register(app: HostApp, layer: TestDouble) -> None:
             app.body_limits[op.path] = (op.max_body_bytes, admin.may_upload)
 
 
+def _feed_organization(request: AdminRequest) -> str | None:
+    """Whose events the feed shows: ``organization=``'s (None: every one's); a sandbox's admin
+    token sees its own organization's only, and naming another is refused."""
+    organization = request.query.organization
+    if request.scope is None:
+        return organization
+    if organization is not None:
+        request.own(organization)
+    return request.scope
+
+
 class AdminApi:
     def __init__(self, app: HostApp, layer: TestDouble) -> None:
         self.app = app
@@ -109,6 +121,8 @@ class AdminApi:
                 self.app.dispatcher.ensure_connection()
                 scope = self.authenticate(environ.get("HTTP_AUTHORIZATION"))
                 result = handler(self, self.request(op, params, environ, scope))
+                if isinstance(result, bottle.HTTPResponse):  # a stream, made as it is sent
+                    return result
                 status, body = result if isinstance(result, tuple) else (op.status, result)
                 return json_response(status, json_bytes(body), {})
             except Exception as exc:
@@ -322,6 +336,21 @@ class AdminApi:
         logged = state.recent_requests(self.settings.request_log_size, request.scope)
         holds, report = verify.verify(request.body, logged)
         return (200 if holds else 409), report
+
+    # --- the changes feed ----------------------------------------------------------------------
+
+    @handles("admin.events.list")
+    def events(self, request: AdminRequest) -> dict[str, Any]:
+        query = request.query
+        organization = _feed_organization(request)
+        page = outbox.read_page(query.after, query.limit, organization_id=organization, types=query.type)
+        return dump(page)
+
+    @handles("admin.events.stream")
+    def event_stream(self, request: AdminRequest) -> bottle.HTTPResponse:
+        environ = bottle.request.environ
+        organization = _feed_organization(request)
+        return self.app.dispatcher.event_streams.respond(environ, organization, request.query, {})
 
     # --- checkpoints ----------------------------------------------------------------------------
 

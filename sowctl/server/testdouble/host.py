@@ -14,12 +14,14 @@ import peewee as pw
 
 from sowctl.operations.groups import Group
 from sowctl.server.configuration import ServerSettings
+from sowctl.server.event_stream import Streams
 
 WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
 
 
 class HostDispatcher(Protocol):
     database: pw.Database
+    event_streams: Streams  # the changes feed's open streams (/_admin/events/stream shares them)
 
     def ensure_connection(self) -> None: ...
 

@@ -42,6 +42,7 @@ from sowctl.operations.groups import Group
 from sowctl.server import auth, cors
 from sowctl.server.console import is_console_path
 from sowctl.server.envelopes import HttpStatusError, envelope, group_of_path
+from sowctl.server.event_stream import STREAM_KEY
 from sowctl.server.http import JSON_CONTENT_TYPE, json_bytes, read_body
 from sowctl.server.responses import REQUEST_ID_KEY, log
 from sowctl.server.testdouble import contract_mode, runtime_settings
@@ -227,7 +228,7 @@ class TestDouble:
         except BaseException:
             gate.close()
             raise
-        if isinstance(body, list):  # answered whole, its request-log row written
+        if isinstance(body, list) or environ.get(STREAM_KEY):  # answered whole, or an event stream
             gate.close()
             return body
         # A streamed body (a chain report) writes its log row when the server closes it:
