@@ -18,6 +18,7 @@ import typer
 
 from sowctl import operations
 from sowctl.backends.local import LocalBackend
+from sowctl.backends.remote import RemoteBackend
 from sowctl.backends.remote_stream import stream_lines
 from sowctl.commands._context import AppContext, app_context
 from sowctl.commands._options import Json, Quiet
@@ -104,9 +105,14 @@ class Feed:
         if self.admin_token:
             query = {**query, "organization": self.org} if self.org else query
             headers["Authorization"] = f"Bearer {self.admin_token}"
-            return stream_lines(self.context.backend, None, ADMIN_STREAM, query, headers)  # type: ignore[arg-type]
+            return stream_lines(self._remote(), None, ADMIN_STREAM, query, headers)
         route = operations.get("events.stream")
-        return stream_lines(self.context.backend, route, route.path, query, headers)  # type: ignore[arg-type]
+        return stream_lines(self._remote(), route, route.path, query, headers)
+
+    def _remote(self) -> RemoteBackend:
+        backend = self.context.backend
+        assert isinstance(backend, RemoteBackend)  # lines() is remote mode's only
+        return backend
 
 
 def _query(since: str | None, event_type: str | None, limit: int | None = None) -> dict[str, str]:
@@ -260,8 +266,8 @@ def trigger_event(
     fields = _fields(set_ or [], resource, action)
     changed = "updated" if action == "updated" else "created"
     _checked(resource, changed, {**_PLACEHOLDERS[(resource, changed)], **fields})  # before anything is made
-    if not feed.remote:
-        context.backend.open()  # type: ignore[attr-defined]  # local: a write makes a new database
+    if isinstance(context.backend, LocalBackend):
+        context.backend.open()  # a write makes a new database; the reads below would refuse it
     scratch = _scratch_sow(context, sow)
     before = _latest(feed, event_type)
     touched = _TRIGGERS[resource](context, action, fields, scratch)

@@ -365,7 +365,7 @@ def _error_statuses(op: Operation) -> list[int]:
         statuses.append(404)
     if op.body is not None:
         statuses.append(413)
-    if op.group.rate_limited:
+    if op.group.rate_limited or op.stream:  # a stream: its caller's streams are capped
         statuses.append(429)
     return [*statuses, 500, 503]
 
@@ -457,6 +457,8 @@ def _error_description(op: Operation, status: int) -> str:
         return "Missing or wrong admin token"
     if status == 404 and op.group is Group.ADMIN:
         return "No such checkpoint"
+    if status == 429 and op.stream:
+        return "Too many event streams of this caller are open (see Retry-After)"
     return ERROR_DESCRIPTIONS[status]
 
 
