@@ -198,3 +198,37 @@ def test_emulator_sets_contract_mode_and_shows_the_marks(tab: Tab, served: Simpl
         assert "route.extension" in page.text_content("#request-log tr.detail ul.marks")
     finally:
         served.admin.put("/_admin/contract", json={"mode": "off"})
+
+
+def test_emulator_shows_the_event_log_and_a_webhook_s_deliveries(tab: Tab, served: SimpleNamespace) -> None:
+    org = demo_data.DEMO_ORG
+    # Nothing listens on port 9: the first attempt fails and, at maxFailures 1, pauses the subscription.
+    hook = served.admin.post(
+        "/_admin/webhooks",
+        json={"url": "http://127.0.0.1:9/hook", "organizationId": org, "maxFailures": 1},
+    )
+    assert hook.status_code == 201, hook.text
+    hook_id = hook.json()["id"]
+    try:
+        made = served.api.post(f"/api/sow/{SOW}/items", json={"title": "Evented", "type": "requirement"})
+        assert made.status_code == 201, made.text
+        tab.open_link()
+        page = tab.page
+        page.click("#nav-emulator")
+        row = page.locator("#event-log tr.entry", has_text=made.json()["id"]).first
+        row.wait_for()
+        assert row.locator("td.event-type").text_content() == "item.created"
+        row.click()
+        assert '"title": "Evented"' in page.text_content("#event-log tr.detail pre")
+
+        subscription = page.locator(f"#webhooks tr.entry[data-id='{hook_id}']")
+        subscription.wait_for()
+        page.wait_for_selector(
+            f"#webhooks tr.entry[data-id='{hook_id}'] td.webhook-status:text('paused')", timeout=20_000
+        )
+        subscription.click()
+        page.wait_for_selector("#deliveries tr.entry td.outcome:text('failed')")
+        subscription.locator("button.resume").click()
+        page.wait_for_selector(f"text=Subscription {hook_id} resumed.")
+    finally:
+        served.admin.delete(f"/_admin/webhooks/{hook_id}")

@@ -4,6 +4,7 @@
 
 import { ApiError, admin, session } from "./api.js";
 import { contractCard, marksList } from "./contract.js";
+import { eventLog, webhooksCard } from "./events.js";
 import { fill, h, notice, prettyBody, when } from "./dom.js";
 import { card, numberOrNull, reporter } from "./panel.js";
 
@@ -64,17 +65,22 @@ export function showEmulator(main, { adminOn }) {
     const schedule = () => {
       stop();
       // A hidden tab asks nothing (it looks again once shown); the panel never loads the server for no one.
-      const poll = () => (document.hidden ? schedule() : Promise.all([log.refresh(), contract.refresh()]).finally(schedule));
+      const poll = () => (document.hidden ? schedule()
+        : Promise.all([log.refresh(), contract.refresh(), feed.refresh(), hooks.refresh()]).finally(schedule));
       if (!closed && log.live()) timer = window.setTimeout(poll, POLL_MS);
     };
     const checkpoints = h("div");
     const contract = contractCard(log.refresh);
+    const feed = eventLog();
+    const hooks = webhooksCard();
     fill(main,
       h("h1", {}, "Emulator"),
       h("div", { class: "emulator" },
-        log.element,
+        h("div", { class: "main-column" }, log.element, feed.element, hooks.element),
         h("div", { class: "side" }, faultsCard(log.refresh), clockCard(), contract.element, dataCard(log.refresh), checkpoints)));
     checkpointsCard(checkpoints, log.refresh);
+    feed.refresh();
+    hooks.refresh();
     log.refresh().finally(schedule);
   };
 
