@@ -41,6 +41,7 @@ from sowctl.services.webhooks import secret_key
 POLL_SECONDS = 0.2
 IN_FLIGHT = 4
 TIMEOUT_SECONDS = 5.0
+BATCH = 50  # events one claim delivers in a row, at most, before the poll looks again
 MAX_RESPONSE_BYTES = 4096
 # The answer's body is read for at most this long, however slowly it trickles in.
 MAX_READ_SECONDS = 2 * TIMEOUT_SECONDS
@@ -158,16 +159,25 @@ class Dispatcher:
     # --- one attempt ------------------------------------------------------------------------
 
     def _attempt(self, subscription_id: str) -> None:
+        """Deliver the subscription's next events while they succeed, at most ``BATCH`` of them
+        (each under a lease taken again, so another dispatcher may take over in between): a
+        backlog drains at the receiver's pace, not one event per poll."""
         try:
             self._connect()
-            work, skip_to = webhook_dispatch.next_work(subscription_id, self.owner)
-            if work is None:
-                webhook_dispatch.release(subscription_id, self.owner, skip_to)
-                return
-            attempts, delivered_up_to = self._deliver(work)
-            webhook_dispatch.finish(work, self.owner, attempts, delivered_up_to)
-            for attempt in attempts:
-                self._count(_metric_outcome(attempt))
+            for sent in range(1, BATCH + 1):
+                work, skip_to = webhook_dispatch.next_work(subscription_id, self.owner)
+                if work is None:
+                    webhook_dispatch.release(subscription_id, self.owner, skip_to)
+                    return
+                attempts, delivered_up_to = self._deliver(work)
+                webhook_dispatch.finish(work, self.owner, attempts, delivered_up_to)
+                for attempt in attempts:
+                    self._count(_metric_outcome(attempt))
+                # ``finish`` gave the lease back: take it again only to go on.
+                if delivered_up_to is None or sent == BATCH or self._stop.is_set():
+                    return
+                if not webhook_dispatch.claim(subscription_id, self.owner, time.time()):
+                    return
         except Exception as exc:  # never the thread's end: give the lease back, or let it lapse
             self._recover()
             sys.stderr.write(f"sowctl: webhook {subscription_id}: {type(exc).__name__}\n")

@@ -18,7 +18,7 @@ import peewee as pw
 
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_WEBHOOK_DELIVERIES_KEPT, MAX_WEBHOOK_EXCERPT_CHARS
-from sowctl.schemas.events import EventOut, event_id
+from sowctl.schemas.events import EVENT_TYPES, LATEST_SEQUENCE, EventOut, event_id
 from sowctl.services import events
 from sowctl.services.webhooks import RETRY_SECONDS, matches
 from sowctl.storage import models as m
@@ -29,7 +29,6 @@ Sub = WebhookSubscription
 # Longer than any attempt can take: two sends (a duplicate, a reorder) of 5 s each, and a
 # delay fault of at most MAX_FAULT_DELAY_MS; a dispatcher that dies frees its lease by then.
 LEASE_SECONDS = 120.0
-SCAN = 100  # events read after a cursor at once
 
 
 @dataclass(frozen=True)
@@ -126,11 +125,21 @@ def next_work(subscription_id: str, owner: str) -> tuple[Work | None, int | None
             return _work(row, found[0], again.event_id, again.id), None
         WebhookRedelivery.delete().where(WebhookRedelivery.id == again.id).execute()  # gone (a reset)
         return None, None
-    scanned = events.read_after(row.cursor, SCAN, organization_id=row.organization_id)
-    for event in scanned:
-        if matches(patterns, event.type):
-            return _work(row, event, _sequence(event), None), None
-    return None, (_sequence(scanned[-1]) if scanned else None)
+    # The newest event first, then the first wanted one after the cursor: when there is none,
+    # every event up to that newest one is of another type and can be skipped. (Read the other
+    # way round, a wanted event committed between the two reads would be skipped unsent.)
+    newest = events.resolve_after(LATEST_SEQUENCE, row.organization_id)
+    found = events.read_after(row.cursor, 1, organization_id=row.organization_id, types=_wanted(patterns))
+    if found:
+        return _work(row, found[0], _sequence(found[0]), None), None
+    return None, (newest if newest > row.cursor else None)
+
+
+def _wanted(patterns: list[str] | None) -> list[str] | None:
+    """The event types a subscription's patterns (``item.*``, ``*``) stand for; None: every one."""
+    if patterns is None or "*" in patterns:
+        return None
+    return [event_type for event_type in EVENT_TYPES if matches(patterns, event_type)]
 
 
 def following(work: Work) -> Work | None:
@@ -139,10 +148,8 @@ def following(work: Work) -> Work | None:
     if row is None or work.redelivery_id is not None:
         return None
     patterns = json.loads(row.event_types) if row.event_types else None
-    for event in events.read_after(work.sequence, SCAN, organization_id=row.organization_id):
-        if matches(patterns, event.type):
-            return _work(row, event, _sequence(event), None)
-    return None
+    found = events.read_after(work.sequence, 1, organization_id=row.organization_id, types=_wanted(patterns))
+    return _work(row, found[0], _sequence(found[0]), None) if found else None
 
 
 def finish(work: Work, owner: str, attempts: list[Attempt], delivered_up_to: int | None) -> bool:
