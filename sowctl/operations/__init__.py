@@ -73,6 +73,10 @@ class Result:
     total: int | None = None
 
 
+# What an Operation.token_read answers: the caller its token names, and the handler's Result.
+TokenAnswer = tuple["Caller", Result]
+
+
 @dataclass
 class Operation:
     name: str
@@ -103,9 +107,20 @@ class Operation:
     # "query", "body": parts whose declared model describes input that the handler checks by
     # rules of its own (a dataset's records, a fault config, a request pattern), as sent.
     checked_by_handler: tuple[str, ...] = ()
+    # The handler's answer with the bearer token authenticated in the same statement as the
+    # read (``services.token_reads``): given the token's secret and the path parameters, the
+    # caller and the Result ``handler`` would give that caller; Unauthorized for the token,
+    # as authentication words it. The server takes it instead of authenticating and then
+    # running ``handler`` when nothing checked in between would refuse the request (see
+    # ``token_read_applies``), so an operation declaring it takes no query, body or paging.
+    token_read: Callable[[str, dict[str, str]], TokenAnswer] | None = None
 
     def __post_init__(self) -> None:
         self.group = as_group(self.group)  # a letter names its group
+        if self.token_read is not None and (
+            self.write or self.paginated or self.report or self.query is not None or self.body is not None
+        ):
+            raise ValueError(f"{self.name}: a token read takes no query, body or paging and writes nothing")
 
     @property
     def path_params(self) -> list[str]:
@@ -146,6 +161,15 @@ def load_all() -> dict[str, Operation]:
     for module in dict.fromkeys(MODULES.values()):
         importlib.import_module(module)  # a missing module would silently shrink the API: fail instead
     return REGISTRY
+
+
+def token_read_applies(op: Operation, params: dict[str, str]) -> bool:
+    """Whether ``op.token_read`` may answer a request with these path parameters: the
+    operation declares one, and ``build_request`` would take them (otherwise the request
+    goes the ordinary way, and is refused after its authentication, as always)."""
+    return op.token_read is not None and not any(
+        isinstance(value, str) and has_unstorable(value) for value in params.values()
+    )
 
 
 def build_request(
