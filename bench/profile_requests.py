@@ -4,6 +4,7 @@
     python bench/profile_requests.py                    # SQLite copy of the throughput dataset
     python bench/profile_requests.py --db postgresql://postgres@127.0.0.1:5432/sowctl_bench_run
     python bench/profile_requests.py --top 25           # also print cProfile's top functions
+    python bench/profile_requests.py --top 25 --sort tottime   # ... by their own time
     PYTHONPATH=/path/to/older/checkout python bench/profile_requests.py   # the same for another sowctl
 
 Uses the throughput benchmark's dataset (``bench_throughput.sqlite_template``; on
@@ -157,6 +158,7 @@ def main() -> None:
     parser.add_argument("--db", help="database URL (default: a copy of the SQLite benchmark dataset)")
     parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--top", type=int, default=0, help="print cProfile's N most expensive functions")
+    parser.add_argument("--sort", default="cumulative", help="cProfile's order for --top (tottime: own time)")
     parser.add_argument("--only", default="", help="substring of the request names to run")
     args = parser.parse_args()
 
@@ -223,7 +225,7 @@ def main() -> None:
                     wsgi_call(app, method, path, headers)
                 profile.disable()
                 out = io.StringIO()
-                pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
+                pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.top)
                 print(f"## {name}\n{out.getvalue()}")
         print("\n".join(lines))
 
