@@ -47,7 +47,7 @@ def list_items(request: Request) -> Result:
 
 def get_item_with_token(secret: str, params: dict[str, str]) -> TokenAnswer:
     caller, item = service.get_item_with_token(secret, params["itemId"])
-    return caller, Result(dump(item))
+    return caller, Result(item)
 
 
 @operation(

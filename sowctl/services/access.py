@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sowctl.foundation.errors import Forbidden, InvalidInput, NotFound
 from sowctl.schemas.common import has_unstorable
@@ -71,8 +69,14 @@ _SOW_IN_ORG = Lookup(
     arity=2,
 )
 _ITEM_FIELDS = m.Item._meta.sorted_fields
-ITEM_COLUMNS = (*_ITEM_FIELDS, m.Sow.id, m.Sow.project, m.Sow.organization)  # what item_of_row reads
-_ITEM = Lookup(lambda item_id: m.Item.select(*ITEM_COLUMNS).join(m.Sow).where(m.Item.id == item_id).limit(1))
+_ITEM = Lookup(
+    lambda item_id: (
+        m.Item.select(*_ITEM_FIELDS, m.Sow.id, m.Sow.project, m.Sow.organization)
+        .join(m.Sow)
+        .where(m.Item.id == item_id)
+        .limit(1)
+    )
+)
 
 
 def _with_project(sow: m.Sow) -> m.Sow:
@@ -143,18 +147,18 @@ def named_organization_not_found(organization_id: str) -> NotFound:
 def item_for(caller: Caller, item_id: str) -> m.Item:
     """The item if it exists and is the caller's; ``item.sow`` (its key, shown id and
     project) and ``item.sow.project.organization_id`` are loaded."""
-    return item_of_row(caller, item_id, _ITEM.first(item_id))
-
-
-def item_of_row(caller: Caller, item_id: str, row: Sequence[Any] | None) -> m.Item:
-    """``item_for``'s answer from ``row``, the values of ``ITEM_COLUMNS`` read for ``item_id``
-    (None, or an item id of None: no such item)."""
-    if row is None or row[0] is None or not caller.sees(row[-1]):
-        raise NotFound(f"item {item_id} not found")
+    row = _ITEM.first(item_id)
+    if row is None or not caller.sees(row[-1]):
+        raise item_not_found(item_id)
     item = hydrate(m.Item, _ITEM_FIELDS, row[:-3])
     sow = hydrate(m.Sow, (m.Sow.key, m.Sow.id, m.Sow.project, m.Sow.organization), (item.sow_id, *row[-3:]))
     item.__rel__["sow"] = _with_project(sow)
     return item
+
+
+def item_not_found(item_id: str) -> NotFound:
+    """An item that does not exist, or is another organization's: the same answer."""
+    return NotFound(f"item {item_id} not found")
 
 
 def organization_of_sow(sow: m.Sow) -> str:

@@ -117,11 +117,10 @@ def get_item(caller: Caller, item_id: str) -> ItemOut:
     return to_out(item, item.sow.id)
 
 
-def get_item_with_token(secret: str, item_id: str) -> tuple[Caller, ItemOut]:
-    """``get_item`` for the caller a bearer token names, the token read in the item's
-    statement (``services.token_reads``)."""
-    caller, item = token_reads.item_for_token(secret, item_id)
-    return caller, to_out(item, item.sow.id)
+def get_item_with_token(secret: str, item_id: str) -> tuple[Caller, dict[str, Any]]:
+    """The caller a bearer token names and the JSON object of ``get_item(caller, item_id)``,
+    the token read in the item's statement (``services.token_reads``)."""
+    return token_reads.item_for_token(secret, item_id)
 
 
 # --- changes ------------------------------------------------------------------

@@ -9,24 +9,28 @@ record columns are NULL.
 
 Nothing is remembered between requests: every request reads the token's row as it is
 when its statement runs, so a revoked token is refused by the next statement, in every
-worker. The token is judged by ``credentials.token_caller`` and the record by the same
-function its ordinary lookup uses, so the answers and their wording are the same.
+worker. The token is judged by ``credentials.token_caller``, as every bearer token is,
+and an item becomes its JSON object as a list page's items do (``item_pages``: from the
+row's values, with no model instance made in between).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import peewee as pw
 
-from sowctl.services import credentials
-from sowctl.services.access import ITEM_COLUMNS, Caller, item_of_row
+from sowctl.services import credentials, item_pages
+from sowctl.services.access import Caller, item_not_found
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
 
 _TOKEN_WIDTH = len(credentials.TOKEN_COLUMNS)
 
+# The token's columns, the item's as a list page reads them, its SOW's shown id and organization.
 _ITEM_WITH_TOKEN = Lookup(
     lambda digest, item_id: (
-        m.ApiToken.select(*credentials.TOKEN_COLUMNS, *ITEM_COLUMNS)
+        m.ApiToken.select(*credentials.TOKEN_COLUMNS, *item_pages.COLUMNS, m.Sow.id, m.Sow.organization)
         .join(m.Item, pw.JOIN.LEFT_OUTER, on=(m.Item.id == item_id))
         .join(m.Sow, pw.JOIN.LEFT_OUTER, on=(m.Item.sow == m.Sow.key))
         .where(m.ApiToken.token_hash == digest)
@@ -36,12 +40,16 @@ _ITEM_WITH_TOKEN = Lookup(
 )
 
 
-def item_for_token(secret: str, item_id: str) -> tuple[Caller, m.Item]:
-    """The caller a bearer token's ``secret`` names and ``access.item_for(caller, item_id)``,
-    in one statement. Unauthorized for the token first, then NotFound for the item, as the
-    two lookups one after the other would answer."""
+def item_for_token(secret: str, item_id: str) -> tuple[Caller, dict[str, Any]]:
+    """The caller a bearer token's ``secret`` names, and the JSON object of the item
+    ``item_id`` as ``items.get_item`` answers that caller, in one statement. Unauthorized
+    for the token first, then NotFound for the item (missing, or another organization's),
+    as authenticating and then reading would answer."""
     digest = credentials.hash_secret(secret)
     row = _ITEM_WITH_TOKEN.first(digest, item_id)
     caller = credentials.token_caller(digest, None if row is None else row[:_TOKEN_WIDTH])
     assert row is not None  # token_caller refused a missing row
-    return caller, item_of_row(caller, item_id, row[_TOKEN_WIDTH:])
+    *values, sow_shown_id, organization_id = row[_TOKEN_WIDTH:]
+    if values[0] is None or not caller.sees(organization_id):  # no item of that id, or not theirs
+        raise item_not_found(item_id)
+    return caller, item_pages.dump_page([item_pages.PageRow._make(values)], sow_shown_id)[0]

@@ -40,6 +40,19 @@ def test_get_item_is_one_statement_with_the_answer_of_get_item(api: Api, monkeyp
     assert response.json() == operations.call_local("items.get", member, {"itemId": item["id"]}) == item
 
 
+def test_a_requirement_s_status_and_parent_are_those_of_get_item(api: Api) -> None:
+    requirement = create_item(api, "Structure", type="requirement")
+    task = create_item(api, "Pour", parentItemId=requirement["id"])
+    done = api.request("PUT", f"/api/items/{task['id']}", api.member, json={"status": "in_progress"})
+    assert done.status_code == 200, done.text
+    member = Caller(user_id="user-member", organization_id="org-a", role="member")
+    for item_id in (requirement["id"], task["id"]):
+        served = api.get(f"/api/items/{item_id}", api.member).json()
+        assert served == operations.call_local("items.get", member, {"itemId": item_id})
+    assert api.get(f"/api/items/{requirement['id']}", api.member).json()["status"] == "in_progress"
+    assert api.get(f"/api/items/{task['id']}", api.member).json()["parentItemId"] == requirement["id"]
+
+
 def test_a_token_revoked_is_refused_by_the_next_request(api: Api) -> None:
     item = create_item(api)
     token = credentials.create_token("user-late", "org-a", "viewer").secret
