@@ -42,9 +42,12 @@ class LazyModule:
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._module: Any = None
 
     def __getattr__(self, attribute: str) -> Any:
-        return getattr(importlib.import_module(self._name), attribute)
+        if self._module is None:  # every request reaches its service through here: import once
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attribute)
 
 
 @dataclass
