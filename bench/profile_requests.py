@@ -21,7 +21,8 @@ included: the WSGI server (gunicorn's HTTP parsing and its access log line, off 
 Phases:
 
 * authentication: ``credentials.authenticate_token`` / ``authenticate_key`` (hashing the
-  secret, building the caller) and the Group B rate counter;
+  secret, building the caller), ``token_reads.item_for_token`` (get item: the token and the
+  item in one statement, which counts as a query) and the Group B rate counter;
 * query building: peewee turning query objects into SQL (``Database.execute``);
 * queries: ``Database.execute_sql`` (the driver and the database, prepared or not);
   fetching the rows counts for whoever fetches them;
@@ -63,6 +64,7 @@ def _throughput() -> ModuleType:
 PHASES = [
     ("authentication", "sowctl.services.credentials", "authenticate_token"),
     ("authentication", "sowctl.services.credentials", "authenticate_key"),
+    ("authentication", "sowctl.services.token_reads", "item_for_token"),  # get item: token and item at once
     ("authentication", "sowctl.services.ratelimit", "hit"),
     ("query building", "peewee", "Database.execute"),
     ("queries", "peewee", "Database.execute_sql"),
