@@ -4,6 +4,7 @@
     python bench/profile_requests.py                    # SQLite copy of the throughput dataset
     python bench/profile_requests.py --db postgresql://postgres@127.0.0.1:5432/sowctl_bench_run
     python bench/profile_requests.py --top 25           # also print cProfile's top functions
+    python bench/profile_requests.py --top 25 --sort tottime   # ... by their own time
     PYTHONPATH=/path/to/older/checkout python bench/profile_requests.py   # the same for another sowctl
 
 Uses the throughput benchmark's dataset (``bench_throughput.sqlite_template``; on
@@ -20,7 +21,8 @@ included: the WSGI server (gunicorn's HTTP parsing and its access log line, off 
 Phases:
 
 * authentication: ``credentials.authenticate_token`` / ``authenticate_key`` (hashing the
-  secret, building the caller) and the Group B rate counter;
+  secret, building the caller), ``token_reads.item_for_token`` (get item: the token and the
+  item in one statement, which counts as a query) and the Group B rate counter;
 * query building: peewee turning query objects into SQL (``Database.execute``);
 * queries: ``Database.execute_sql`` (the driver and the database, prepared or not);
   fetching the rows counts for whoever fetches them;
@@ -62,6 +64,7 @@ def _throughput() -> ModuleType:
 PHASES = [
     ("authentication", "sowctl.services.credentials", "authenticate_token"),
     ("authentication", "sowctl.services.credentials", "authenticate_key"),
+    ("authentication", "sowctl.services.token_reads", "item_for_token"),  # get item: token and item at once
     ("authentication", "sowctl.services.ratelimit", "hit"),
     ("query building", "peewee", "Database.execute"),
     ("queries", "peewee", "Database.execute_sql"),
@@ -157,6 +160,7 @@ def main() -> None:
     parser.add_argument("--db", help="database URL (default: a copy of the SQLite benchmark dataset)")
     parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--top", type=int, default=0, help="print cProfile's N most expensive functions")
+    parser.add_argument("--sort", default="cumulative", help="cProfile's order for --top (tottime: own time)")
     parser.add_argument("--only", default="", help="substring of the request names to run")
     args = parser.parse_args()
 
@@ -223,7 +227,7 @@ def main() -> None:
                     wsgi_call(app, method, path, headers)
                 profile.disable()
                 out = io.StringIO()
-                pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
+                pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.top)
                 print(f"## {name}\n{out.getvalue()}")
         print("\n".join(lines))
 

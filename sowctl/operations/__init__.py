@@ -43,9 +43,12 @@ class LazyModule:
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._module: Any = None
 
     def __getattr__(self, attribute: str) -> Any:
-        return getattr(importlib.import_module(self._name), attribute)
+        if self._module is None:  # every request reaches its service through here: import once
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attribute)
 
 
 @dataclass
@@ -72,6 +75,10 @@ class Result:
 
     body: Any
     total: int | None = None
+
+
+# What an Operation.token_read answers: the caller its token names, and the handler's Result.
+TokenAnswer = tuple["Caller", Result]
 
 
 @dataclass
@@ -108,9 +115,20 @@ class Operation:
     # "query", "body": parts whose declared model describes input that the handler checks by
     # rules of its own (a dataset's records, a fault config, a request pattern), as sent.
     checked_by_handler: tuple[str, ...] = ()
+    # The handler's answer with the bearer token authenticated in the same statement as the
+    # read (``services.token_reads``): given the token's secret and the path parameters, the
+    # caller and the Result ``handler`` would give that caller; Unauthorized for the token,
+    # as authentication words it. The server takes it instead of authenticating and then
+    # running ``handler`` when nothing checked in between would refuse the request (see
+    # ``token_read_applies``), so an operation declaring it takes no query, body or paging.
+    token_read: Callable[[str, dict[str, str]], TokenAnswer] | None = None
 
     def __post_init__(self) -> None:
         self.group = as_group(self.group)  # a letter names its group
+        if self.token_read is not None and (
+            self.write or self.paginated or self.report or self.query is not None or self.body is not None
+        ):
+            raise ValueError(f"{self.name}: a token read takes no query, body or paging and writes nothing")
 
     @property
     def path_params(self) -> list[str]:
@@ -151,6 +169,15 @@ def load_all() -> dict[str, Operation]:
     for module in dict.fromkeys(MODULES.values()):
         importlib.import_module(module)  # a missing module would silently shrink the API: fail instead
     return REGISTRY
+
+
+def token_read_applies(op: Operation, params: dict[str, str]) -> bool:
+    """Whether ``op.token_read`` may answer a request with these path parameters: the
+    operation declares one, and ``build_request`` would take them (otherwise the request
+    goes the ordinary way, and is refused after its authentication, as always)."""
+    return op.token_read is not None and not any(
+        isinstance(value, str) and has_unstorable(value) for value in params.values()
+    )
 
 
 def build_request(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sowctl.operations import LazyModule, Request, Result, operation
+from sowctl.operations import LazyModule, Request, Result, TokenAnswer, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import CamelModel, StrictStr, dump
 from sowctl.schemas.items import (
@@ -45,6 +45,11 @@ def list_items(request: Request) -> Result:
     return Result(items, total)
 
 
+def get_item_with_token(secret: str, params: dict[str, str]) -> TokenAnswer:
+    caller, item = service.get_item_with_token(secret, params["itemId"])
+    return caller, Result(item)
+
+
 @operation(
     name="items.get",
     method="GET",
@@ -52,6 +57,7 @@ def list_items(request: Request) -> Result:
     group=Group.A,
     summary="Retrieve one item",
     response=ItemOut,
+    token_read=get_item_with_token,
 )
 def get_item(request: Request) -> Result:
     return Result(dump(service.get_item(request.caller, request.params["itemId"])))

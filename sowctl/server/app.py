@@ -162,6 +162,10 @@ class Dispatcher:
 
     def handle(self, op: Operation, params: dict[str, str]) -> bottle.HTTPResponse:
         environ = bottle.request.environ
+        if op.token_read is not None:
+            answered = self._token_read(op, params, environ)
+            if answered is not None:
+                return answered
         headers: dict[str, str] = {}
         release: Callable[[], None] | None = None  # a report slot this request holds
         try:
@@ -228,6 +232,31 @@ class Dispatcher:
                 release()
             return self.failure_response(environ, op.group, exc, headers)
         return json_response(op.status, payload, headers)
+
+    def _token_read(self, op: Operation, params: dict[str, str], environ: dict) -> bottle.HTTPResponse | None:
+        """``handle``'s answer in one statement (``Operation.token_read``): the token
+        authenticated in the read's statement. None when the ordinary path must answer: no
+        usable bearer header, or a query string or path parameter that path refuses after
+        authenticating; so every refusal comes in the order it always does."""
+        secret = auth.bearer_secret(environ.get("HTTP_AUTHORIZATION"))
+        if secret is None or not operations.token_read_applies(op, params):
+            return None
+        query_string = environ.get("QUERY_STRING", "")
+        if query_string:
+            try:
+                parse_query(query_string)  # taken by no token read, but refused when malformed
+            except InvalidInput:
+                return None
+        try:
+            check_declared_length(environ, self.settings.max_body_bytes)
+            self.ensure_connection()
+            _, result = with_retries(
+                lambda: auth.token_read(op, secret, params), attempts=self.settings.read_attempts
+            )
+            payload = json_bytes(result.body)
+        except Exception as exc:
+            return self.failure_response(environ, op.group, exc, {})
+        return json_response(op.status, payload, {})
 
     def failure_response(
         self, environ: dict, group: Group | str, exc: Exception, headers: dict[str, str]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sowctl.foundation.errors import Issue, RateLimited, Unauthorized
+from sowctl.operations import Operation, TokenAnswer
 from sowctl.operations.groups import API_KEY_ENVIRON, Group
 from sowctl.services import credentials
 from sowctl.services.access import Caller
@@ -32,6 +33,15 @@ def bearer_caller(authorization: str | None) -> Caller:
     try:
         return credentials.authenticate_token(secret)
     except Unauthorized as exc:
+        raise _unauthorized(exc.message) from None
+
+
+def token_read(op: Operation, secret: str, params: dict[str, str]) -> TokenAnswer:
+    """``op.token_read``'s caller and answer; its token's refusal worded as ``bearer_caller``'s."""
+    assert op.token_read is not None
+    try:
+        return op.token_read(secret, params)
+    except Unauthorized as exc:  # only the token is refused so (an Operation.token_read's promise)
         raise _unauthorized(exc.message) from None
 
 

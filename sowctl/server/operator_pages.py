@@ -15,8 +15,9 @@ from sowctl.server.envelopes import InternalError
 from sowctl.server.http import json_bytes
 from sowctl.server.metrics import Metrics
 from sowctl.server.responses import error_response, json_response, log, log_exception
+from sowctl.services.lookup import Lookup
 from sowctl.storage import failures, guards, models
-from sowctl.storage.database import SCHEMA_VERSION, schema_version, write_transaction
+from sowctl.storage.database import SCHEMA_VERSION, write_transaction
 from sowctl.storage.guards import check_writable
 
 
@@ -31,6 +32,18 @@ class PagesDispatcher(Protocol):
     def ensure_connection(self) -> None: ...
 
     def recover_connection(self) -> None: ...
+
+
+# The schema version as migrations.schema_version reads it, its SQL built once (and prepared
+# on PostgreSQL): /readyz's one statement, which a load balancer may send every second.
+_SCHEMA_VERSION = Lookup(
+    lambda key: models.Meta.select(models.Meta.value).where(models.Meta.key == key).limit(1)
+)
+
+
+def stored_schema_version() -> int:
+    row = _SCHEMA_VERSION.first("schema_version")
+    return int(row[0]) if row else 0
 
 
 def register(app: Any, dispatcher: PagesDispatcher) -> None:
@@ -56,11 +69,10 @@ class OperatorPages:
             # Its own short deadline: a frozen database is reported, not waited for.
             with guards.deadline(guards.HEALTH_TIMEOUT_SECONDS):
                 self.dispatcher.ensure_connection()
-                self.dispatcher.database.execute_sql("SELECT 1")
+                version = stored_schema_version()  # one statement: the database answers, with its schema
                 check_writable(self.dispatcher.database)  # check_storage's, and that the file can be written
                 if self.dispatcher.storage_failure is not None:
                     self._probe_write()
-                version = schema_version()
         except Exception as exc:
             self.dispatcher.recover_connection()
             failure = failures.classify(exc)

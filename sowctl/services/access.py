@@ -149,11 +149,16 @@ def item_for(caller: Caller, item_id: str) -> m.Item:
     project) and ``item.sow.project.organization_id`` are loaded."""
     row = _ITEM.first(item_id)
     if row is None or not caller.sees(row[-1]):
-        raise NotFound(f"item {item_id} not found")
+        raise item_not_found(item_id)
     item = hydrate(m.Item, _ITEM_FIELDS, row[:-3])
     sow = hydrate(m.Sow, (m.Sow.key, m.Sow.id, m.Sow.project, m.Sow.organization), (item.sow_id, *row[-3:]))
     item.__rel__["sow"] = _with_project(sow)
     return item
+
+
+def item_not_found(item_id: str) -> NotFound:
+    """An item that does not exist, or is another organization's: the same answer."""
+    return NotFound(f"item {item_id} not found")
 
 
 def organization_of_sow(sow: m.Sow) -> str:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, NotFound, Unauthorized
@@ -89,7 +91,13 @@ def authenticate_token(secret: str | None) -> Caller:
     if not secret:
         raise Unauthorized("missing bearer token")
     digest = hash_secret(secret)
-    row = _TOKEN.first(digest)  # every Group A/C request: SQL built once (services.lookup)
+    return token_caller(digest, _TOKEN.first(digest))  # every Group A/C request: SQL built once
+
+
+def token_caller(digest: str, row: Sequence[Any] | None) -> Caller:
+    """The Caller of a token found by its hash ``digest``: ``row`` holds ``TOKEN_COLUMNS``'
+    values (None: no token has that hash). Unauthorized, worded for the client, otherwise.
+    Every bearer token is judged here, alone or read with a record (``services.token_reads``)."""
     if row is None or not hmac.compare_digest(row[0], digest):
         raise Unauthorized("invalid bearer token")
     _, user_id, organization_id, role, revoked_at = row
@@ -98,18 +106,15 @@ def authenticate_token(secret: str | None) -> Caller:
     return Caller(user_id=user_id, organization_id=organization_id, role=role)
 
 
+TOKEN_COLUMNS = (
+    m.ApiToken.token_hash,
+    m.ApiToken.user,
+    m.ApiToken.organization,
+    m.ApiToken.role,
+    m.ApiToken.revoked_at,
+)
 _TOKEN = Lookup(
-    lambda digest: (
-        m.ApiToken.select(
-            m.ApiToken.token_hash,
-            m.ApiToken.user,
-            m.ApiToken.organization,
-            m.ApiToken.role,
-            m.ApiToken.revoked_at,
-        )
-        .where(m.ApiToken.token_hash == digest)
-        .limit(1)
-    )
+    lambda digest: m.ApiToken.select(*TOKEN_COLUMNS).where(m.ApiToken.token_hash == digest).limit(1)
 )
 
 

@@ -22,7 +22,7 @@ from sowctl.schemas.items import (
 )
 from sowctl.schemas.rows import from_row
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX, ItemType
-from sowctl.services import bulk, events, item_pages
+from sowctl.services import bulk, events, item_pages, token_reads
 from sowctl.services.access import Caller, item_for, sow_for
 from sowctl.services.item_rules import depth_problem, shown_status
 from sowctl.storage import models as m
@@ -115,6 +115,12 @@ def _in_sow(item_id: str, sow_key: str) -> bool:
 def get_item(caller: Caller, item_id: str) -> ItemOut:
     item = item_for(caller, item_id)
     return to_out(item, item.sow.id)
+
+
+def get_item_with_token(secret: str, item_id: str) -> tuple[Caller, dict[str, Any]]:
+    """The caller a bearer token names and the JSON object of ``get_item(caller, item_id)``,
+    the token read in the item's statement (``services.token_reads``)."""
+    return token_reads.item_for_token(secret, item_id)
 
 
 # --- changes ------------------------------------------------------------------

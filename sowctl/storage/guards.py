@@ -49,7 +49,8 @@ import os
 import select
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import peewee as pw
 
@@ -331,31 +332,43 @@ def _readable(fileno: int) -> bool:
 
 def install_query_deadline() -> None:
     """Give every psycopg2 call a deadline (idempotent; a no-op without psycopg2)."""
+    global _wait_with_deadline
     try:
+        import psycopg2
         import psycopg2.extensions as extensions
     except ImportError:
         return
+    if _wait_with_deadline is None:
+        _wait_with_deadline = _deadline_wait(
+            extensions.POLL_OK, extensions.POLL_READ, extensions.POLL_WRITE, psycopg2.OperationalError
+        )
     if extensions.get_wait_callback() is not _wait_with_deadline:
         extensions.set_wait_callback(_wait_with_deadline)
 
 
-def _wait_with_deadline(connection) -> None:
-    import psycopg2
-    import psycopg2.extensions as extensions
+_wait_with_deadline: Callable[[Any], None] | None = None  # made once psycopg2 is found
 
-    seconds = current_timeout()
-    deadline = time.monotonic() + seconds
-    while True:
-        state = connection.poll()
-        if state == extensions.POLL_OK:
-            return
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise psycopg2.OperationalError(f"timeout: the database did not answer within {seconds:g} s")
-        fileno = connection.fileno()
-        if state == extensions.POLL_READ:
-            select.select([fileno], [], [], remaining)
-        elif state == extensions.POLL_WRITE:
-            select.select([], [fileno], [], remaining)
-        else:  # pragma: no cover - psycopg2 documents no other state
-            raise psycopg2.OperationalError(f"bad poll state {state}")
+
+def _deadline_wait(ok: int, read: int, write: int, failure: type[Exception]) -> Callable[[Any], None]:
+    """psycopg2's wait callback, with the driver's poll states and error bound once: it runs
+    for every statement."""
+
+    def wait(connection: Any) -> None:
+        seconds = current_timeout()
+        deadline = time.monotonic() + seconds
+        while True:
+            state = connection.poll()
+            if state == ok:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise failure(f"timeout: the database did not answer within {seconds:g} s")
+            fileno = connection.fileno()
+            if state == read:
+                select.select([fileno], [], [], remaining)
+            elif state == write:
+                select.select([], [fileno], [], remaining)
+            else:  # pragma: no cover - psycopg2 documents no other state
+                raise failure(f"bad poll state {state}")
+
+    return wait

@@ -332,3 +332,19 @@ def test_a_bad_timeout_variable_is_refused_naming_it(value, monkeypatch, tmp_pat
     monkeypatch.setenv("SOWCTL_DB_TIMEOUT", value)
     with pytest.raises(UsageError, match="SOWCTL_DB_TIMEOUT must be a positive number of seconds"):
         open_database(str(tmp_path / "x.db"))
+
+
+def test_an_idle_connection_is_dead_once_its_server_sent_something_or_hung_up() -> None:
+    """The check before each request (guards._readable): nothing to read is alive; a
+    farewell or an end of file is not."""
+    ours, server = socket.socketpair()
+    try:
+        assert guards._readable(ours.fileno()) is False
+        server.sendall(b"E")  # what PostgreSQL sends first when it ends a connection (an ErrorResponse)
+        assert guards._readable(ours.fileno()) is True
+        ours.recv(1)
+        assert guards._readable(ours.fileno()) is False
+        server.close()
+        assert guards._readable(ours.fileno()) is True  # end of file
+    finally:
+        ours.close()

@@ -23,7 +23,7 @@ from sowctl import operations
 from sowctl.foundation import clock
 from sowctl.operations import Operation
 from sowctl.server.configuration import ServerSettings
-from sowctl.services import credentials, demo_data
+from sowctl.services import credentials, demo_data, token_reads
 from sowctl.services.dataset import export_dataset, import_dataset
 from sowctl.storage import models as m
 from sowctl.storage.database import open_database
@@ -79,9 +79,18 @@ def test_the_generator_is_the_secrets_module() -> None:
 
 
 def test_authentication_compares_in_constant_time() -> None:
-    for function in (credentials.authenticate_token, credentials.authenticate_key):
-        source = inspect.getsource(function)
-        assert "hmac.compare_digest(" in source and "hash_secret(" in source
+    # Every bearer token is judged by token_caller, alone (authenticate_token) or read with
+    # the record a request reads (services.token_reads.item_for_token).
+    for function in (
+        credentials.authenticate_token,
+        token_reads.item_for_token,
+        credentials.authenticate_key,
+    ):
+        assert "hash_secret(" in inspect.getsource(function)
+    for function in (credentials.authenticate_token, token_reads.item_for_token):
+        assert "token_caller(" in inspect.getsource(function)
+    for function in (credentials.token_caller, credentials.authenticate_key):
+        assert "hmac.compare_digest(" in inspect.getsource(function)
     from sowctl.server.testdouble import admin_api  # the /_admin API has a token of its own
 
     assert "hmac.compare_digest(" in inspect.getsource(admin_api.AdminApi)

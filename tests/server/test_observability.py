@@ -71,6 +71,22 @@ def test_healthz_answers_without_asking_the_database_and_readyz_says_it_cannot(m
     assert "readiness check failed: database unavailable" in client.errors.getvalue()  # type: ignore[attr-defined]
 
 
+def test_readyz_sends_one_statement(migrated_db_url, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = wsgi_client(create_app(migrated_db_url))
+    assert client.get("/readyz").json() == {"status": "ok"}  # on PostgreSQL, prepared once
+    sent: list[str] = []
+    database = models.database_proxy.obj
+    original = database.execute_sql
+
+    def counting(sql, params=None, *args, **kwargs):
+        sent.append(sql)
+        return original(sql, params, *args, **kwargs)
+
+    monkeypatch.setattr(database, "execute_sql", counting)
+    assert client.get("/readyz").json() == {"status": "ok"}
+    assert len(sent) == 1
+
+
 def test_readyz_is_503_while_the_database_holds_a_schema_this_sowctl_does_not_know(migrated_db_url) -> None:
     client = wsgi_client(create_app(migrated_db_url))
     assert client.get("/readyz").json() == {"status": "ok"}

@@ -543,8 +543,15 @@ def test_unexpected_error_is_500_without_details(db_url: str, monkeypatch: pytes
     assert response.json()["issues"] == []
 
 
+def fail_item_reads(monkeypatch: pytest.MonkeyPatch, failure) -> None:
+    """Make reading an item fail both ways the server reads one: the token read in the item's
+    statement (services.token_reads), and get_item after authenticating."""
+    monkeypatch.setattr(item_service, "get_item", lambda caller, item_id: failure(item_id))
+    monkeypatch.setattr(item_service, "get_item_with_token", lambda secret, item_id: failure(item_id))
+
+
 def test_service_failure_is_500(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(item_service, "get_item", lambda caller, item_id: 1 / 0)
+    fail_item_reads(monkeypatch, lambda item_id: 1 / 0)
     assert_group_a_error(api.get("/api/items/x", api.member), 500, "internal server error")
     assert "ZeroDivisionError" in api.errors.getvalue()
 
@@ -565,11 +572,11 @@ def test_unserialisable_result_is_500(db_url: str, monkeypatch: pytest.MonkeyPat
 def test_locked_database_is_503_after_retries(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
-    def locked(caller, item_id):
+    def locked(item_id):
         calls.append(item_id)
         raise pw.OperationalError("database is locked")
 
-    monkeypatch.setattr(item_service, "get_item", locked)
+    fail_item_reads(monkeypatch, locked)
     monkeypatch.setattr("time.sleep", lambda seconds: None)
     response = api.get("/api/items/x", api.member)
     assert_group_a_error(response, 503, "busy")
