@@ -26,6 +26,7 @@ from typing import Any
 
 from sowctl.engine import descriptors, logs
 from sowctl.engine.hooks import Hooks
+from sowctl.engine.isolation import start_zygote
 from sowctl.engine.limits import Limits
 
 Loader = Callable[[], tuple[Any, Hooks]]
@@ -135,6 +136,8 @@ def _worker_loader(
         from sowctl.engine.bridge import Bridge
 
         _end_with(master)
+        # Forked first, while this worker is one thread (granian's runtime starts after).
+        zygote = start_zygote(lambda: load()[0], limits.heavy_nice) if limits.heavy_processes > 0 else None
         _bound_stalled_writes(port, limits.send_timeout, settled)
         try:
             app, hooks = load()
@@ -142,7 +145,7 @@ def _worker_loader(
             _exit_worker(exc)
         if limits.switch_interval is not None:
             sys.setswitchinterval(limits.switch_interval)
-        return Bridge(app, hooks, limits, multiprocess=multiprocess)
+        return Bridge(app, hooks, limits, multiprocess=multiprocess, zygote=zygote)
 
     return loader
 

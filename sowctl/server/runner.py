@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sowctl.engine import Hooks, Limits, Refusal
+from sowctl.engine.isolation import in_helper
 from sowctl.server.access_log import WSGIApplication
 from sowctl.server.configuration import ServerSettings
 
@@ -56,12 +57,14 @@ def serve(
 
         tracing.start_from_environment()
         app = app_factory()
-        webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own
+        if not in_helper():  # a helper process only answers the heavy requests handed to it
+            webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own
         served = AccessLog(app, json_lines=json_lines) if access_log else app
         hooks = Hooks(
             answer=lambda path, refusal: answer(path, refusal, settings),
             caller=_caller,
             body_limit=_body_limit_of(app),
+            heavy=_app_method(app, "is_heavy"),
             on_refusal=_on_refusal(app, partial(log_refusal, json_lines=json_lines) if access_log else None),
         )
         return served, hooks
@@ -103,6 +106,9 @@ def engine_limits(settings: ServerSettings, threads: int) -> Limits:
         cpu_burst=settings.cpu_burst,
         cpu_share=settings.cpu_share,
         switch_interval=settings.switch_interval,
+        heavy_processes=settings.heavy_processes,
+        heavy_queue=settings.heavy_queue,
+        heavy_cpu=settings.heavy_cpu,
     )
 
 
@@ -131,6 +137,13 @@ def _caller(environ: dict[str, Any]) -> Any:
     from sowctl.server.callers import caller_of_environ
 
     return caller_of_environ(environ)
+
+
+def _app_method(app: Any, name: str) -> Any:
+    """The application's method ``name`` seen through any wrapper, or None."""
+    while app is not None and not callable(getattr(app, name, None)):
+        app = getattr(app, "app", None)
+    return None if app is None else getattr(app, name)
 
 
 def _body_limit_of(app: Any) -> Callable[[str, str, str | None], int | Refusal] | None:
