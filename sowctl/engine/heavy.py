@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import threading
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -40,35 +42,99 @@ class QueueFull(Exception):
     """The caller already has its share of heavy requests waiting."""
 
 
+class Channel:
+    """One helper process's socket: requests sent, and a thread that hands each reply to the
+    request waiting for it (every waiting request gets ``HelperGone`` when the socket ends)."""
+
+    def __init__(self, connection: Connection, on_end: Callable[[Channel], None]) -> None:
+        self.connection = connection
+        self.on_end = on_end
+        self.lock = threading.Lock()
+        self.open = True
+        self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        threading.Thread(target=self._read, name="sowctl-helper-replies", daemon=True).start()
+
+    def send(self, request: int, message: tuple[Any, ...], waiter: tuple[Any, asyncio.Future[Any]]) -> None:
+        with self.lock:
+            if not self.open:
+                raise HelperGone("the helper process ended")
+            self.pending[request] = waiter
+        try:
+            self.connection.send((request, message))
+        except OSError:
+            with self.lock:
+                self.pending.pop(request, None)
+            raise HelperGone("the helper process ended") from None
+
+    def _read(self) -> None:
+        while True:
+            try:
+                request, reply = self.connection.recv()
+            except (EOFError, OSError):
+                break
+            with self.lock:
+                waiter = self.pending.pop(request, None)
+            if waiter is not None:
+                waiter[0].call_soon_threadsafe(_settle, waiter[1], tuple(reply), None)
+        with self.lock:
+            self.open = False
+            waiters, self.pending = list(self.pending.values()), {}
+        for loop, future in waiters:
+            loop.call_soon_threadsafe(_settle, future, None, HelperGone("the helper process ended"))
+        self.connection.close()
+        self.on_end(self)
+
+
+def _settle(future: asyncio.Future[Any], reply: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(reply)
+
+
 class Helper:
-    """One helper process, seen from the worker: a connection, and a thread that waits on it."""
+    """One helper process, seen from the worker: its channel, started (again) by a thread of
+    its own, which also sends every message (so the event loop never blocks on the socket)."""
 
     def __init__(self, zygote: Zygote) -> None:
         self.zygote = zygote
-        self.connection: Connection | None = None
+        self.channel: Channel | None = None
+        self.running = 0  # requests under way in it
+        self._ids = itertools.count()
         self.io = ThreadPoolExecutor(1, thread_name_prefix="sowctl-helper")
         self.io.submit(self._ready)  # loaded before the first heavy request, not by it
 
-    async def call(self, message: tuple[Any, ...]) -> tuple[Any, ...]:
-        """Send ``message`` and return the reply; ``HelperGone`` when the helper ended (the next
-        call starts another)."""
-        return await asyncio.get_running_loop().run_in_executor(self.io, self._round_trip, message)
+    def new_request(self) -> int:
+        return next(self._ids)
 
-    def _round_trip(self, message: tuple[Any, ...]) -> tuple[Any, ...]:
-        if self.connection is None:
-            self.connection = self._started()
-        try:
-            self.connection.send(message)
-            return tuple(self.connection.recv())
-        except (EOFError, OSError) as exc:
-            self._forget()
-            self.io.submit(self._ready)  # its successor starts now, not at the next request
-            raise HelperGone(f"the helper process ended: {type(exc).__name__}") from None
+    async def call(self, request: int, message: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Send ``message`` of ``request`` and return the reply; ``HelperGone`` when the helper ended (another
+        is started at once), ``HelperUnavailable`` when none can be."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        await loop.run_in_executor(self.io, self._send, request, message, (loop, future))
+        return await future
+
+    def _send(self, request: int, message: tuple[Any, ...], waiter: tuple[Any, asyncio.Future[Any]]) -> None:
+        if self.channel is None or not self.channel.open:
+            self.channel = Channel(self._started(), self._ended)
+        self.channel.send(request, message, waiter)
+
+    def _ended(self, channel: Channel) -> None:
+        def replace() -> None:
+            if self.channel is channel:
+                self.channel = None
+                self._ready()
+
+        with contextlib.suppress(RuntimeError):  # the worker is stopping
+            self.io.submit(replace)
 
     def _ready(self) -> None:
-        if self.connection is None:
+        if self.channel is None:
             with contextlib.suppress(HelperGone):
-                self.connection = self._started()
+                self.channel = Channel(self._started(), self._ended)
 
     def _started(self) -> Connection:
         connection = self.zygote.helper()
@@ -82,10 +148,14 @@ class Helper:
             raise HelperUnavailable(f"the helper process could not start: {reply[1]}")
         return connection
 
-    def _forget(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
-            self.connection = None
+    def stop(self) -> None:
+        def close() -> None:
+            if self.channel is not None:
+                self.channel.connection.close()
+
+        with contextlib.suppress(RuntimeError):
+            self.io.submit(close)
+        self.io.shutdown(wait=True)
 
 
 @dataclass
@@ -97,6 +167,7 @@ class RemoteAnswer:
     pieces: list[bytes]
     done: bool
     helper: Helper
+    request: int
     caller: Hashable
 
 
@@ -105,8 +176,8 @@ class HeavyLane:
         self.usage = usage
         self.limits = limits
         self.zygote = zygote
-        self.idle = [Helper(zygote) for _ in range(limits.heavy_processes)]
-        self.turns = Turns(limits.heavy_processes, usage, limits.queue_timeout)
+        self.helpers = [Helper(zygote) for _ in range(limits.heavy_processes)]
+        self.turns = Turns(limits.heavy_processes * limits.threads, usage, limits.queue_timeout)
         self.waiting: Counter[Hashable] = Counter()
         self.in_process = False  # no helper could be started: heavy requests run in threads
 
@@ -122,29 +193,23 @@ class HeavyLane:
         ``Dropped``, ``HelperGone`` or ``RuntimeError`` (the application failed)."""
         if self.waiting[caller] >= self.limits.heavy_queue:
             raise QueueFull
-        self.waiting[caller] += 1
+        helper = min(self.helpers, key=lambda h: h.running)
+        answer = RemoteAnswer(0, [], [], False, helper, helper.new_request(), caller)
+        message = ("start", sendable(environ), environ["wsgi.input"].getvalue(), head_only)
+        helper.running += 1
         try:
-            await self.turns.acquire(caller)
-        finally:
-            self.waiting[caller] -= 1
-            if self.waiting[caller] <= 0:
-                del self.waiting[caller]
-        helper = self.idle.pop()
-        body = environ["wsgi.input"].getvalue()
-        try:
-            reply = await helper.call(("start", sendable(environ), body, head_only))
-        except HelperGone as gone:
-            self._release(helper, caller)
-            self.in_process = isinstance(gone, HelperUnavailable)
+            reply = await self._in_turn(answer, message, counted=True)
+        except BaseException as exc:
+            helper.running -= 1
+            self.in_process = isinstance(exc, HelperUnavailable)
             raise
-        self.usage.charge(caller, reply[-1])
         if reply[0] == "answer":
-            _, status, headers, pieces, done, _ = reply
-            answer = RemoteAnswer(status, headers, pieces, done, helper, caller)
-            if done:
-                self._release(helper, caller)
+            _, answer.status, answer.headers, answer.pieces, answer.done, _ = reply
+            if answer.done:
+                helper.running -= 1
             return answer
-        self._release(helper, caller)
+        answer.done = True
+        helper.running -= 1
         if reply[0] == "dropped":
             raise Dropped
         raise RuntimeError(reply[1])
@@ -152,40 +217,50 @@ class HeavyLane:
     async def advance(self, answer: RemoteAnswer) -> None:
         """The next pieces of ``answer``; ``HelperGone`` or ``RuntimeError`` end it."""
         try:
-            reply = await answer.helper.call(("next",))
-        except HelperGone:
-            answer.done = True
-            self._release(answer.helper, answer.caller)
+            _, ok, pieces, done, _ = await self._in_turn(answer, ("next",))
+        except BaseException:
+            self._end(answer)
             raise
-        _, ok, pieces, done, seconds = reply
-        self.usage.charge(answer.caller, seconds)
         if not ok:
-            answer.done = True
-            self._release(answer.helper, answer.caller)
+            self._end(answer)
             raise RuntimeError(pieces)
-        answer.pieces, answer.done = pieces, done
+        answer.pieces = pieces
         if done:
-            self._release(answer.helper, answer.caller)
+            self._end(answer)
 
     async def close(self, answer: RemoteAnswer, cut_short: str | None) -> None:
-        """Close an answer not sent to its end, and give its helper back."""
+        """Close an answer not sent to its end (not in a turn: it must not wait)."""
         if answer.done:
             return
-        answer.done = True
+        self._end(answer)
+        with contextlib.suppress(HelperGone):
+            await answer.helper.call(answer.request, ("close", cut_short))
+
+    async def _in_turn(self, answer: RemoteAnswer, message: tuple[Any, ...], counted: bool = False) -> Any:
+        """``message``'s reply from the answer's helper, in its caller's turn, charged to it;
+        ``counted``: the wait counts against the caller's queue of heavy requests."""
+        caller = answer.caller
+        self.waiting[caller] += counted
         try:
-            await answer.helper.call(("close", cut_short))
-        except HelperGone:
-            pass
+            await self.turns.acquire(caller)
         finally:
-            self._release(answer.helper, answer.caller)
+            self.waiting[caller] -= counted
+            if self.waiting[caller] <= 0:
+                del self.waiting[caller]
+        try:
+            reply = await answer.helper.call(answer.request, message)
+        finally:
+            self.turns.release(caller)
+        self.usage.charge(caller, reply[-1])
+        return reply
+
+    def _end(self, answer: RemoteAnswer) -> None:
+        if not answer.done:
+            answer.done = True
+            answer.helper.running -= 1
 
     def stop(self) -> None:
         """End the helpers and the zygote (their sockets close; each ends as it reads that)."""
-        for helper in self.idle:
-            helper.io.submit(helper._forget)
-            helper.io.shutdown(wait=True)
+        for helper in self.helpers:
+            helper.stop()
         self.zygote.stop()
-
-    def _release(self, helper: Helper, caller: Hashable) -> None:
-        self.idle.append(helper)
-        self.turns.release(caller)

@@ -8,10 +8,12 @@ inherited but the standard streams and its control socket (a listening socket ke
 a process that never accepts would swallow the connections the kernel hands it), and then
 only forks: for each socket the worker sends it (``SCM_RIGHTS``), one *helper* process that
 loads the application itself (its own database connections) and runs requests handed over
-that socket, one at a time. A helper that dies is replaced by asking the zygote again, with a
+that socket in threads of its own (as many as a worker has: its report and write slots are
+the application's, as in a worker). A helper that dies is replaced by asking the zygote again, with a
 new socket, so the worker sees a helper's death as the end of its socket.
 
-The exchange is in lockstep, one message each way, pickled (both ends are this program):
+Each message is ``(request id, message)``, pickled (both ends are this program); per request
+the exchange is in lockstep, one message each way:
 
 * ``("start", environ, body, head_only)``: run the application; the reply is
   ``("answer", status, headers, pieces, done, seconds)``, ``("dropped", seconds)`` or
@@ -32,8 +34,10 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any
@@ -93,7 +97,7 @@ class Zygote:
             return
 
 
-def start_zygote(load_app: AppLoader, nice: int = 0) -> Zygote:
+def start_zygote(load_app: AppLoader, nice: int = 0, threads: int = 4) -> Zygote:
     """Fork the zygote (call while this process is a single thread); its helpers run ``nice``
     steps below this process's priority, so that the system gives the worker's ordinary
     requests the processor first when both want it."""
@@ -103,12 +107,12 @@ def start_zygote(load_app: AppLoader, nice: int = 0) -> Zygote:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         ours.close()
-        _run_zygote(theirs, load_app, nice)
+        _run_zygote(theirs, load_app, nice, threads)
     theirs.close()
     return Zygote(pid, ours)
 
 
-def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int) -> None:  # pragma: no cover
+def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int, threads: int) -> None:
     code = 0
     try:
         _keep_only(control.fileno())
@@ -128,7 +132,7 @@ def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int) -> None:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 _end_with_parent()
-                _run_helper(fds[0], load_app)
+                _run_helper(fds[0], load_app, threads)
             os.close(fds[0])
     except BaseException:
         code = 1
@@ -152,7 +156,7 @@ def _end_with_parent() -> None:  # pragma: no cover - child
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-def _run_helper(fd: int, load_app: AppLoader) -> None:  # pragma: no cover - child
+def _run_helper(fd: int, load_app: AppLoader, threads: int) -> None:  # pragma: no cover - child
     global _IN_HELPER
     _IN_HELPER = True
     connection = Connection(fd)
@@ -163,19 +167,31 @@ def _run_helper(fd: int, load_app: AppLoader) -> None:  # pragma: no cover - chi
             connection.send(("unavailable", f"{type(exc).__name__}: {exc}"))
         os._exit(1)
     connection.send(("ready",))
-    serve_requests(connection, app)
+    serve_requests(connection, app, threads)
     os._exit(0)
 
 
-def serve_requests(connection: Connection, app: WSGIApp) -> None:
-    """Answer the worker's messages until its socket ends."""
-    current: list[Any] = [None, None]  # the answer under way and its environ
-    while True:
-        try:
-            message = connection.recv()
-        except (EOFError, OSError):
-            return
-        connection.send(_reply(app, message, current))
+def serve_requests(connection: Connection, app: WSGIApp, threads: int) -> None:
+    """Answer the worker's messages, each ``(request id, message)``, in up to ``threads``
+    threads, until its socket ends."""
+    sending = threading.Lock()
+    answers: dict[int, list[Any]] = {}  # request id: [the answer under way, its environ]
+
+    def work(request: int, message: tuple[Any, ...]) -> None:
+        current = answers.setdefault(request, [None, None])
+        reply = _reply(app, message, current)
+        if current[0] is None or current[0].done:
+            answers.pop(request, None)
+        with sending:
+            connection.send((request, reply))
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="sowctl-heavy") as pool:
+        while True:
+            try:
+                request, message = connection.recv()
+            except (EOFError, OSError):
+                return
+            pool.submit(work, request, message)
 
 
 def _reply(app: WSGIApp, message: tuple[Any, ...], current: list[Any]) -> tuple[Any, ...]:

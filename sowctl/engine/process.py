@@ -137,7 +137,9 @@ def _worker_loader(
 
         _end_with(master)
         # Forked first, while this worker is one thread (granian's runtime starts after).
-        zygote = start_zygote(lambda: load()[0], limits.heavy_nice) if limits.heavy_processes > 0 else None
+        zygote = None
+        if limits.heavy_processes > 0:
+            zygote = start_zygote(lambda: load()[0], limits.heavy_nice, limits.threads)
         _bound_stalled_writes(port, limits.send_timeout, settled)
         try:
             app, hooks = load()

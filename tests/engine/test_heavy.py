@@ -48,7 +48,7 @@ def heavy_unless_light(method: str, path: str, body_bytes: int) -> bool:
 @pytest.fixture
 def bridge() -> Iterator[Bridge]:
     hooks = Hooks(caller=lambda environ: environ.get("HTTP_AUTHORIZATION"), heavy=heavy_unless_light)
-    limits = Limits(heavy_processes=1, heavy_queue=1)
+    limits = Limits(threads=1, heavy_processes=1, heavy_queue=1)
     made = Bridge(app, hooks, limits, multiprocess=False, zygote=start_zygote(lambda: app))
     yield made
     assert made.lane is not None
