@@ -29,6 +29,7 @@ the exchange is in lockstep, one message each way:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import os
 import signal
@@ -121,7 +122,7 @@ def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int, threads:
                 os.nice(nice)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C: the worker ends us
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # helpers are reaped as they end
-        _end_with_parent()
+        end_with_parent()
         while True:
             message, fds, _, _ = socket.recv_fds(control, 16, 1)
             if not message:
@@ -131,7 +132,7 @@ def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int, threads:
             if os.fork() == 0:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                _end_with_parent()
+                end_with_parent()
                 _run_helper(fds[0], load_app, threads)
             os.close(fds[0])
     except BaseException:
@@ -146,14 +147,16 @@ def _keep_only(control: int) -> None:
     os.closerange(control + 1, max(control + 2, int(top)))
 
 
-def _end_with_parent() -> None:  # pragma: no cover - child
-    """Be sent SIGTERM when the parent dies (Linux); elsewhere the parent's socket ending does it."""
+def end_with_parent() -> bool:
+    """Have this process sent SIGTERM when its parent dies, however it dies (Linux only:
+    ``PR_SET_PDEATHSIG``); whether that was set."""
     if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
+        return False
+    try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _run_helper(fd: int, load_app: AppLoader, threads: int) -> None:  # pragma: no cover - child

@@ -46,6 +46,7 @@ def serve(
 
     from sowctl.engine.process import serve as run
     from sowctl.server import metrics, tracing, webhook_dispatcher
+    from sowctl.storage import guards
 
     settings = settings or ServerSettings()
     json_lines = settings.log_format == "json"
@@ -56,6 +57,7 @@ def serve(
         from sowctl.server.access_log import AccessLog, log_refusal
 
         tracing.start_from_environment()
+        guards.share_write_turns_between_processes()  # a worker and its helper write one file
         app = app_factory()
         if not in_helper():  # a helper process only answers the heavy requests handed to it
             webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own

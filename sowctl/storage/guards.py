@@ -53,6 +53,11 @@ from collections.abc import Iterator
 
 import peewee as pw
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 from sowctl.foundation.errors import ServiceUnavailable
 from sowctl.storage import failures
 from sowctl.storage.peewee_compat import connection_state
@@ -183,6 +188,63 @@ class WriteTurns:
             return (self._holder is not None) + sum(len(line) for line in self._lines.values())
 
 
+# Whether this process's SQLite writers take turns with other processes' too (``serve``: its
+# workers and their helper processes write the same file).
+_TURNS_BETWEEN_PROCESSES = False
+# How often a writer of one process looks whether another process's writer is done, and how
+# long a process that just wrote waits before it writes again when another one may be waiting.
+_POLL_SECONDS = 0.001
+_STEP_ASIDE_SECONDS = 0.002
+
+
+def share_write_turns_between_processes() -> None:
+    """Have this process's SQLite writers take turns with those of other processes that call
+    this too (``sowctl serve``: a worker and its helper process)."""
+    global _TURNS_BETWEEN_PROCESSES
+    _TURNS_BETWEEN_PROCESSES = True
+
+
+class ProcessTurns:
+    """The turn to write a SQLite file between processes: an exclusive ``flock`` on a file
+    beside it (``<database>-writers``; flock locks never meet SQLite's own POSIX locks).
+
+    SQLite's busy handler makes a writer of another process sleep and poll, longer and longer
+    (up to 100 ms a time), so a process whose writers follow each other (a helper running
+    several heavy writes) keeps the lock in the gaps. Here a waiting writer looks every
+    millisecond, and a process that just released the turn waits two milliseconds before it
+    takes it again, so a writer of another process gets the next turn."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path + "-writers"
+        self._fd: int | None = None
+        self._released = 0.0
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float) -> Iterator[None]:
+        if fcntl is None:  # no flock (Windows): the busy handler alone
+            yield
+            return
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        since = time.monotonic() - self._released
+        if since < _STEP_ASIDE_SECONDS:
+            time.sleep(_STEP_ASIDE_SECONDS - since)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise pw.OperationalError(_QUEUED_TOO_LONG) from None
+                time.sleep(_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._released = time.monotonic()
+
+
 class GuardedSqliteDatabase(pw.SqliteDatabase):
     """A SQLite database that notices when its file is removed or replaced, and whose
     writers in this process take turns (``write_turn``)."""
@@ -191,13 +253,23 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
         super().__init__(*args, **kwargs)
         self._identity: tuple[int, int] | None = None
         self.turns = WriteTurns()
+        self._process_turns: ProcessTurns | None = None
 
     def write_turn(self, key: str) -> contextlib.AbstractContextManager[None]:
         """This thread's turn to write, in ``key``'s line, for a transaction that takes the
         write lock; a nested transaction already has it."""
         if self.transaction_depth() > 0:
             return contextlib.nullcontext()
-        return self.turns.turn(key, LOCK_TIMEOUT_SECONDS)
+        if self.database in ("", ":memory:") or not _TURNS_BETWEEN_PROCESSES:
+            return self.turns.turn(key, LOCK_TIMEOUT_SECONDS)
+        return self._turn_between_processes(key)
+
+    @contextlib.contextmanager
+    def _turn_between_processes(self, key: str) -> Iterator[None]:
+        if self._process_turns is None:
+            self._process_turns = ProcessTurns(self.database)
+        with self.turns.turn(key, LOCK_TIMEOUT_SECONDS), self._process_turns.hold(LOCK_TIMEOUT_SECONDS):
+            yield
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:
