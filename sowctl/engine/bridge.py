@@ -144,7 +144,8 @@ class Exchange:
         del body
         caller = self._caller()
         lane = self.bridge.lane
-        if lane is not None and lane.wants(caller, self._heavy_by_head()):
+        contended = self.bridge.turns.contended(caller)
+        if lane is not None and lane.wants(caller, self._heavy_by_head(), contended):
             await self._run_heavy(lane, caller)
             return
         try:

@@ -177,16 +177,20 @@ class HeavyLane:
         self.limits = limits
         self.zygote = zygote
         self.helpers = [Helper(zygote) for _ in range(limits.heavy_processes)]
-        self.turns = Turns(limits.heavy_processes * limits.threads, usage, limits.queue_timeout)
+        # One call at a time in each helper: two heavy calls in one interpreter would stretch
+        # each other (a write holding SQLite's lock waits for another's json.loads). An answer
+        # paused between pieces holds no turn, so a slow reader does not hold the helper.
+        self.turns = Turns(limits.heavy_processes, usage, limits.queue_timeout)
         self.waiting: Counter[Hashable] = Counter()
         self.in_process = False  # no helper could be started: heavy requests run in threads
 
-    def wants(self, caller: Hashable, heavy_by_head: bool) -> bool:
-        """Whether a request goes to a helper."""
+    def wants(self, caller: Hashable, heavy_by_head: bool, contended: bool) -> bool:
+        """Whether a request goes to a helper (``contended``: other callers are active in the
+        worker; a caller alone keeps the worker's threads whatever it spends)."""
         if self.in_process:
             return False
         spent = self.usage.burst - self.usage.level(caller)
-        return heavy_by_head or (self.usage.share > 0 and spent > self.limits.heavy_cpu)
+        return heavy_by_head or (contended and self.usage.share > 0 and spent > self.limits.heavy_cpu)
 
     async def start(self, caller: Hashable, environ: dict[str, Any], head_only: bool) -> RemoteAnswer:
         """Run the request in a helper, in ``caller``'s turn. ``QueueFull``, ``QueueTimeout``,

@@ -47,10 +47,10 @@ class Limits:
     # database call, so shorter keeps ordinary requests quick beside heavy ones.
     switch_interval: float | None = None
     # Helper processes per worker for heavy requests (sowctl.engine.heavy; 0: none, every
-    # request runs in the worker's threads); a caller's heavy requests waiting for one, at most
-    # (past it 503); and the processor seconds a caller may spend of its bucket before all its
-    # requests count as heavy; and how many steps of priority the helpers run below the worker
-    # (nice: the system gives ordinary requests the processor first).
+    # request runs in the worker's threads); how many steps of priority they run below the
+    # worker (nice: the system gives ordinary requests the processor first); a caller's heavy
+    # requests waiting for one, at most (past it 503); and the processor seconds a caller may
+    # spend of its bucket before all its requests count as heavy while others are active.
     heavy_processes: int = 0
     heavy_nice: int = 10
     heavy_queue: int = 2

@@ -19,6 +19,9 @@ from sowctl.server.access_log import WSGIApplication
 from sowctl.server.configuration import ServerSettings
 
 UNAUTHORIZED_UPLOAD = "a body this large needs a valid admin token"
+# Seconds a process waits after its last SQLite write before it asks for the next turn.
+WORKER_STEP_ASIDE = 0.001
+HELPER_STEP_ASIDE = 0.01
 
 
 def serve(
@@ -57,7 +60,9 @@ def serve(
         from sowctl.server.access_log import AccessLog, log_refusal
 
         tracing.start_from_environment()
-        guards.share_write_turns_between_processes()  # a worker and its helper write one file
+        # A worker and its helper write one file; the helper's writes (heavy ones) let a
+        # worker's writer that waits go first.
+        guards.share_write_turns_between_processes(HELPER_STEP_ASIDE if in_helper() else WORKER_STEP_ASIDE)
         app = app_factory()
         if not in_helper():  # a helper process only answers the heavy requests handed to it
             webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own

@@ -189,19 +189,23 @@ class WriteTurns:
 
 
 # Whether this process's SQLite writers take turns with other processes' too (``serve``: its
-# workers and their helper processes write the same file).
+# workers and their helper processes write the same file), and how long a writer of this
+# process waits, after this process last wrote, before it looks for the turn.
 _TURNS_BETWEEN_PROCESSES = False
-# How often a writer of one process looks whether another process's writer is done, and how
-# long a process that just wrote waits before it writes again when another one may be waiting.
-_POLL_SECONDS = 0.001
 _STEP_ASIDE_SECONDS = 0.002
+# How often a writer waiting for another process's writer looks whether it is done.
+_POLL_SECONDS = 0.001
 
 
-def share_write_turns_between_processes() -> None:
+def share_write_turns_between_processes(step_aside: float = 0.002) -> None:
     """Have this process's SQLite writers take turns with those of other processes that call
-    this too (``sowctl serve``: a worker and its helper process)."""
-    global _TURNS_BETWEEN_PROCESSES
+    this too (``sowctl serve``: a worker and its helper process). ``step_aside``: seconds a
+    writer waits after this process's last write before it asks for the turn, so that a
+    writer of another process already waiting gets it first (a helper process, whose writes
+    are heavy ones, steps aside longer than a worker)."""
+    global _TURNS_BETWEEN_PROCESSES, _STEP_ASIDE_SECONDS
     _TURNS_BETWEEN_PROCESSES = True
+    _STEP_ASIDE_SECONDS = step_aside
 
 
 class ProcessTurns:
@@ -211,8 +215,9 @@ class ProcessTurns:
     SQLite's busy handler makes a writer of another process sleep and poll, longer and longer
     (up to 100 ms a time), so a process whose writers follow each other (a helper running
     several heavy writes) keeps the lock in the gaps. Here a waiting writer looks every
-    millisecond, and a process that just released the turn waits two milliseconds before it
-    takes it again, so a writer of another process gets the next turn."""
+    millisecond, and a process that just released the turn waits a while before it takes it
+    again (``share_write_turns_between_processes``), so a writer of another process gets the
+    next turn."""
 
     def __init__(self, path: str) -> None:
         self.path = path + "-writers"
