@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import queue
 import threading
 from collections import Counter
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -103,7 +104,7 @@ class Helper:
         self.channel: Channel | None = None
         self.running = 0  # requests under way in it
         self._ids = itertools.count()
-        self.io = ThreadPoolExecutor(1, thread_name_prefix="sowctl-helper")
+        self.io = _Line()
         self.io.submit(self._ready)  # loaded before the first heavy request, not by it
 
     def new_request(self) -> int:
@@ -114,7 +115,7 @@ class Helper:
         is started at once), ``HelperUnavailable`` when none can be."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        await loop.run_in_executor(self.io, self._send, request, message, (loop, future))
+        await asyncio.wrap_future(self.io.submit(self._send, request, message, (loop, future)))
         return await future
 
     def _send(self, request: int, message: tuple[Any, ...], waiter: tuple[Any, asyncio.Future[Any]]) -> None:
@@ -149,13 +150,42 @@ class Helper:
         return connection
 
     def stop(self) -> None:
-        def close() -> None:
-            if self.channel is not None:
-                self.channel.connection.close()
+        """Close the helper's socket (it ends as it reads that), without waiting for it."""
+        channel = self.channel
+        if channel is not None:
+            with contextlib.suppress(OSError):
+                channel.connection.close()
+        self.io.stopped = True
 
-        with contextlib.suppress(RuntimeError):
-            self.io.submit(close)
-        self.io.shutdown(wait=True)
+
+_Work = tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]
+
+
+class _Line:
+    """Work done one piece after another by a daemon thread of its own: a helper that is slow
+    to start never holds up the worker's exit, as a pool's thread would (they are joined)."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._queue: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="sowctl-helper", daemon=True).start()
+
+    def submit(self, work: Callable[..., Any], *args: Any) -> Future[Any]:
+        if self.stopped:
+            raise RuntimeError("the worker is stopping")
+        future: Future[Any] = Future()
+        self._queue.put((future, work, args))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, work, args = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(work(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
 
 
 @dataclass
