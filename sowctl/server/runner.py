@@ -20,7 +20,7 @@ from sowctl.server.configuration import ServerSettings
 
 UNAUTHORIZED_UPLOAD = "a body this large needs a valid admin token"
 # Seconds a process waits after its last SQLite write before it asks for the next turn.
-WORKER_STEP_ASIDE = 0.001
+WORKER_STEP_ASIDE = 0.0
 HELPER_STEP_ASIDE = 0.01
 
 

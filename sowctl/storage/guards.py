@@ -226,11 +226,12 @@ class ProcessTurns:
 
     @contextlib.contextmanager
     def hold(self, timeout: float) -> Iterator[None]:
-        if fcntl is None:  # no flock (Windows): the busy handler alone
+        if self._fd is None and fcntl is not None:
+            with contextlib.suppress(OSError):  # a directory that cannot be written: no file
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        if self._fd is None or fcntl is None:  # the busy handler alone (as on Windows)
             yield
             return
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         since = time.monotonic() - self._released
         if since < _STEP_ASIDE_SECONDS:
             time.sleep(_STEP_ASIDE_SECONDS - since)
