@@ -2,18 +2,20 @@
 
 A request is heavy when the application says so from its head and the size of its body
 (``Hooks.heavy``: a reorder of thousands of items, a long report), or when its caller has
-spent more than ``Limits.heavy_cpu`` seconds of its processor bucket (``engine.usage``):
-whatever such a caller sends next may be costly too (a dependency whose re-ranking walks a
-long chain announces nothing in its head). A heavy request holds none of the worker's
+spent more than ``Limits.heavy_cpu`` seconds of its processor bucket (``engine.usage``) while
+other callers are active: whatever such a caller sends next may be costly too (a dependency
+whose re-ranking walks a long chain announces nothing in its head). A heavy request holds none of the worker's
 threads: it waits on the event loop for a helper in its caller's turn (``engine.turns``, the
 same processor buckets), and the helper's time is charged to it. A caller with
 ``Limits.heavy_queue`` heavy requests already waiting is refused at once (503, Retry-After):
 what it queues is bounded, whatever it sends.
 
-A helper runs one request at a time and holds it until its answer is closed, so a streamed
-answer is made piece by piece there, as a thread would make it. A helper that dies answers
-503 (or cuts the answer under way short) and is replaced; while none can be started the
-lane runs its requests in the worker's threads, as before it existed.
+A helper runs one call at a time (a start, or the next pieces of a streamed answer, each in
+its caller's turn), so two heavy calls never stretch each other in one interpreter; an
+answer waiting for its client between pieces holds no turn, and is made piece by piece as a
+thread would make it. A helper that dies answers 503 (or cuts the answer under way short)
+and is replaced; while none can be started the lane runs its requests in the worker's
+threads, as before it existed.
 """
 
 from __future__ import annotations

@@ -7,10 +7,11 @@ its runtime and before the application is loaded). The zygote closes every descr
 inherited but the standard streams and its control socket (a listening socket kept open in
 a process that never accepts would swallow the connections the kernel hands it), and then
 only forks: for each socket the worker sends it (``SCM_RIGHTS``), one *helper* process that
-loads the application itself (its own database connections) and runs requests handed over
-that socket in threads of its own (as many as a worker has: its report and write slots are
-the application's, as in a worker). A helper that dies is replaced by asking the zygote again, with a
-new socket, so the worker sees a helper's death as the end of its socket.
+loads the application itself (its own database connections) and runs the calls handed over
+that socket in threads of its own (as many as a worker has; the worker's turns let one run
+at a time, and the report and write slots are the application's, as in a worker). A helper
+that dies is replaced by asking the zygote again, with a new socket, so the worker sees a
+helper's death as the end of its socket.
 
 Each message is ``(request id, message)``, pickled (both ends are this program); per request
 the exchange is in lockstep, one message each way:
