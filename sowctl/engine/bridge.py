@@ -30,7 +30,9 @@ from urllib.parse import unquote_to_bytes
 
 from sowctl.engine import environ as wsgi_environ
 from sowctl.engine.body import BodyBuffers, Refused, read_body, too_large
+from sowctl.engine.heavy import HeavyLane, QueueFull, RemoteAnswer
 from sowctl.engine.hooks import CUT_SHORT_KEY, PAUSE_KEY, Hooks, Refusal
+from sowctl.engine.isolation import HelperGone, Zygote
 from sowctl.engine.limits import Limits
 from sowctl.engine.pacing import Pace, pieces
 from sowctl.engine.running import Answer, Dropped, WSGIApp, advance, close, start, timed
@@ -45,15 +47,20 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 BUSY = "the server is busy; retry later"
 FRAMING = "invalid or conflicting Content-Length or Transfer-Encoding header"
 INTERNAL = "internal server error"
+HEAVY_QUEUE_FULL = "too many heavy requests of this caller are waiting; retry later"
 
 
 class Bridge:
-    def __init__(self, app: WSGIApp, hooks: Hooks, limits: Limits, *, multiprocess: bool) -> None:
+    def __init__(
+        self, app: WSGIApp, hooks: Hooks, limits: Limits, *, multiprocess: bool, zygote: Zygote | None = None
+    ) -> None:
         self.app = app
         self.hooks = hooks
         self.limits = limits
         self.multiprocess = multiprocess
         self.usage = CpuUsage(limits.cpu_burst, limits.cpu_share)
+        # Heavy requests' helper processes (None: every request runs in a thread).
+        self.lane = HeavyLane(zygote, self.usage, limits) if zygote and limits.heavy_processes else None
         self.turns = Turns(limits.threads, self.usage, limits.queue_timeout)
         self.buffers = BodyBuffers(limits.max_buffered_bytes, limits.free_body_bytes)
         self._pool: ThreadPoolExecutor | None = None
@@ -100,6 +107,8 @@ class Bridge:
             elif message["type"] == "lifespan.shutdown":
                 if self._pool is not None:
                     self._pool.shutdown(wait=False, cancel_futures=True)
+                if self.lane is not None:
+                    self.lane.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -135,6 +144,12 @@ class Exchange:
         self.environ[PAUSE_KEY] = True
         del body
         caller = self._caller()
+        lane = self.bridge.lane
+        contended = self.bridge.turns.contended(caller)
+        by_head = self._heavy_by_head()
+        if lane is not None and by_head is not None and lane.wants(caller, by_head, contended):
+            await self._run_heavy(lane, caller)
+            return
         try:
             answer = await self.bridge.in_turn(
                 caller, partial(start, self.bridge.app, self.environ, self.method == "HEAD")
@@ -149,7 +164,53 @@ class Exchange:
             log_line(f"the application failed: {type(exc).__name__}: {exc}")
             await self.refuse(Refusal(500, INTERNAL), close=True)
             return
-        await self.respond(caller, answer)
+        await self.respond(
+            answer,
+            partial(self.bridge.in_turn, caller, partial(advance, answer)),
+            partial(self._close_local, answer),
+        )
+
+    async def _close_local(self, answer: Answer) -> None:
+        if not answer.done:
+            answer.done = True
+            await self.bridge.off_turn(partial(close, answer.body))
+
+    async def _run_heavy(self, lane: HeavyLane, caller: Hashable) -> None:
+        """The request in a helper process (``sowctl.engine.heavy``)."""
+        try:
+            answer = await lane.start(caller, self.environ, self.method == "HEAD")
+        except QueueFull:
+            await self.refuse(Refusal(503, HEAVY_QUEUE_FULL, retry_after=1), close=False)
+            return
+        except (QueueTimeout, HelperGone):
+            await self.refuse(Refusal(503, BUSY, retry_after=1), close=False)
+            return
+        except Dropped:
+            await self.drop()
+            return
+        except Exception as exc:
+            log_line(f"the application failed: {type(exc).__name__}: {exc}")
+            await self.refuse(Refusal(500, INTERNAL), close=True)
+            return
+        await self.respond(
+            answer,
+            partial(lane.advance, answer),
+            lambda: lane.close(answer, self.environ.get(CUT_SHORT_KEY)),
+        )
+
+    def _heavy_by_head(self) -> bool | None:
+        """Whether the application calls this request heavy from its head and body size; None:
+        it must stay in the worker whatever its caller spent (an event stream, which waits
+        between its pieces without a thread: a helper would be held for its whole life)."""
+        if self.bridge.hooks.heavy is None:
+            return False
+        size = int(self.environ.get("CONTENT_LENGTH") or 0)
+        try:
+            judged = self.bridge.hooks.heavy(self.method, self.path, size)
+            return None if judged is None else bool(judged)
+        except Exception as exc:
+            log_line(f"judging a request heavy failed: {type(exc).__name__}: {exc}")
+            return False
 
     def _caller(self) -> Hashable:
         try:
@@ -209,7 +270,14 @@ class Exchange:
 
     # --- answers --------------------------------------------------------------------
 
-    async def respond(self, caller: Hashable, answer: Answer) -> None:
+    async def respond(
+        self,
+        answer: Answer | RemoteAnswer,
+        more: Callable[[], Awaitable[Any]],
+        finish: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Send ``answer``, asking ``more()`` for its next pieces, and ``finish()`` it at the end
+        (closing it if it was not made to its end)."""
         pace = Pace(self.limits.send_timeout, self.limits.min_send_rate)
         try:
             try:
@@ -228,7 +296,7 @@ class Exchange:
                 if answer.wait > 0:  # the body paused (an event stream between two looks): no thread
                     await asyncio.sleep(answer.wait)
                 try:
-                    await self.bridge.in_turn(caller, partial(advance, answer))
+                    await more()
                 except Exception as exc:  # the application failed mid-answer: the body ends early
                     log_line(f"the application failed mid-answer: {type(exc).__name__}: {exc}")
                     self.environ.setdefault(CUT_SHORT_KEY, "failed")
@@ -237,9 +305,7 @@ class Exchange:
         except QueueTimeout:
             self.environ.setdefault(CUT_SHORT_KEY, "busy")
         finally:
-            if not answer.done:
-                answer.done = True
-                await self.bridge.off_turn(partial(close, answer.body))
+            await finish()
 
     async def send_piece(self, pace: Pace, piece: bytes) -> bool:
         """Send ``piece`` within its allowance; False when the client is cut off or gone."""

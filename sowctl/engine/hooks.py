@@ -69,10 +69,14 @@ class Hooks:
     ``caller(environ)``: who sent a request, for turns and the processor share (an environ
     whose body is already read; only its head may be used). ``body_limit(method, path,
     authorization)``: the largest body the request may carry, or a Refusal to answer before
-    reading any of it. ``on_refusal(client, method, target, protocol, status, headers)``: log a
-    request the engine answered itself (``headers``: those of the answer ``answer`` made)."""
+    reading any of it. ``heavy(method, path, body_bytes)``: whether a request is heavy enough
+    to run in a helper process (``sowctl.engine.heavy``; None: never, whatever its caller
+    spent). ``on_refusal(client, method, target, protocol, status, headers)``: log a request
+    the engine answered itself
+    (``headers``: those of the answer ``answer`` made)."""
 
     answer: Callable[[str, Refusal], tuple[Headers, bytes]] = plain_answer
     caller: Callable[[dict[str, Any]], Hashable] = _by_host
     body_limit: Callable[[str, str, str | None], int | Refusal] | None = None
+    heavy: Callable[[str, str, int], bool | None] | None = None
     on_refusal: Callable[[str, str, str, str, int, Headers], None] = _no_log

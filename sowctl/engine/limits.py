@@ -46,6 +46,15 @@ class Limits:
     # 5 ms). A request waiting behind a processor-bound one waits up to this at each
     # database call, so shorter keeps ordinary requests quick beside heavy ones.
     switch_interval: float | None = None
+    # Helper processes per worker for heavy requests (sowctl.engine.heavy; 0: none, every
+    # request runs in the worker's threads); how many steps of priority they run below the
+    # worker (nice: the system gives ordinary requests the processor first); a caller's heavy
+    # requests waiting for one, at most (past it 503); and the processor seconds a caller may
+    # spend of its bucket before all its requests count as heavy while others are active.
+    heavy_processes: int = 0
+    heavy_nice: int = 10
+    heavy_queue: int = 2
+    heavy_cpu: float = 0.5
     # Seconds a stopping worker gives requests under way before it is killed.
     graceful_timeout: float = 5.0
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from sowctl.engine import descriptors, logs
 from sowctl.engine.hooks import Hooks
+from sowctl.engine.isolation import end_with_parent, start_zygote
 from sowctl.engine.limits import Limits
 
 Loader = Callable[[], tuple[Any, Hooks]]
@@ -33,7 +34,6 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _READY_POLL = 0.02
 _SETTLE_POLL = 0.002  # a worker's look for its listening socket: soon after it listens
 _SETTLE_WAIT = 10.0  # seconds the server waits for its workers' sockets to settle, at most
-_PR_SET_PDEATHSIG = 1
 
 
 def serve(
@@ -135,6 +135,10 @@ def _worker_loader(
         from sowctl.engine.bridge import Bridge
 
         _end_with(master)
+        # Forked first, while this worker is one thread (granian's runtime starts after).
+        zygote = None
+        if limits.heavy_processes > 0:
+            zygote = start_zygote(lambda: load()[0], limits.heavy_nice, limits.threads)
         _bound_stalled_writes(port, limits.send_timeout, settled)
         try:
             app, hooks = load()
@@ -142,7 +146,7 @@ def _worker_loader(
             _exit_worker(exc)
         if limits.switch_interval is not None:
             sys.setswitchinterval(limits.switch_interval)
-        return Bridge(app, hooks, limits, multiprocess=multiprocess)
+        return Bridge(app, hooks, limits, multiprocess=multiprocess, zygote=zygote)
 
     return loader
 
@@ -150,14 +154,7 @@ def _worker_loader(
 def _end_with(master: int) -> None:
     """Have this worker stopped when the master dies, however it dies (SIGKILL included):
     a worker left behind would go on holding the port. Linux only (``PR_SET_PDEATHSIG``)."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
+    if not end_with_parent():
         return
     if os.getppid() != master:  # the master died before the request took effect
         os.kill(os.getpid(), signal.SIGTERM)

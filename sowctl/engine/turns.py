@@ -93,7 +93,7 @@ class Turns:
             horizon = now - self.window
             self._last_active = {c: t for c, t in self._last_active.items() if t >= horizon}
 
-    def _contended(self, caller: Hashable) -> bool:
+    def contended(self, caller: Hashable) -> bool:
         """Whether a caller within its share runs, waits, or was active lately besides ``caller``."""
         others = [c for c in (*self.running, *self._waiting) if c != caller]
         if any(not self.usage.over(other) for other in others):
@@ -104,7 +104,7 @@ class Turns:
     def _may_run(self, caller: Hashable) -> bool:
         if self.free <= 0 or self.running[caller] >= self.share:
             return False
-        return not (self.usage.over(caller) and self._contended(caller))
+        return not (self.usage.over(caller) and self.contended(caller))
 
     def _grant(self) -> None:
         while self.free > 0 and self._waiting:

@@ -20,10 +20,11 @@ import bottle
 import peewee as pw
 
 from sowctl import operations
-from sowctl.foundation.errors import InvalidInput, PayloadTooLarge, RateLimited, SowctlError
+from sowctl.foundation.errors import InvalidInput, MethodNotAllowed, PayloadTooLarge, RateLimited, SowctlError
 from sowctl.foundation.redaction import mask_text
 from sowctl.operations import Operation
 from sowctl.operations.groups import Group, as_group
+from sowctl.operations.routes import match as operation_of
 from sowctl.schemas.common import build_deferred_models
 from sowctl.server import auth, cors, event_stream, operator_pages
 from sowctl.server.callers import caller_of_environ
@@ -367,6 +368,28 @@ class SowctlBottle(bottle.Bottle):
             return self.settings.max_body_bytes
         limit, allowed = special
         return limit if allowed(authorization) else None
+
+    def is_heavy(self, method: str, path: str, body_bytes: int) -> bool | None:
+        """Whether an API request is heavy from its head alone, so that ``sowctl serve`` runs
+        it in a helper process (``sowctl.engine.heavy``): a body past
+        ``settings.heavy_body_bytes`` (a reorder of thousands of items, an order of hundreds
+        of lines) or a report (a whole SOW's chain, a page of purchase orders). The test
+        double's ``/_admin`` routes stay in the worker. None for an event stream: it stays in
+        the worker however much its caller spent (it waits without a thread there; a helper
+        would be held for the stream's whole life)."""
+        if path.startswith("/_admin/events/stream"):
+            return None
+        if not path.startswith("/api/"):
+            return False
+        try:
+            found = operation_of(method, path)
+        except MethodNotAllowed:
+            return False
+        if found is not None and found[0].stream:
+            return None
+        if body_bytes > self.settings.heavy_body_bytes:
+            return True
+        return found is not None and found[0].report
 
     # --- errors Bottle raises itself (routing), and the last resort -----------
 

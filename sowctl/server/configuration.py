@@ -65,6 +65,16 @@ class ServerSettings:
     # database calls, so 0.5 ms keeps ordinary requests quick beside heavy ones
     # (bench/bench_cpu_share.py).
     switch_interval: float = 0.0005
+    # Heavy requests run in helper processes of each worker, so that their long native calls
+    # (parsing and validating a large body, serializing a long report) never hold the
+    # interpreter ordinary requests need (sowctl.engine.heavy): heavy_processes helpers per
+    # worker (0: none); a request is heavy when its body passes heavy_body_bytes, when it is a
+    # report, or when its caller spent heavy_cpu seconds of its processor burst; a caller may
+    # have heavy_queue heavy requests waiting for a helper (past it 503 with Retry-After).
+    heavy_processes: int = 1
+    heavy_body_bytes: int = 64 * KIB
+    heavy_cpu: float = 0.5
+    heavy_queue: int = 2
     # Origins allowed to call the API from a browser ("*" for any); () disables CORS.
     cors_origins: tuple[str, ...] = ()
     # Whether the WSGI server writes an access log line per request (``serve --quiet``).

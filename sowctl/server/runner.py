@@ -14,10 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from sowctl.engine import Hooks, Limits, Refusal
+from sowctl.engine.isolation import in_helper
 from sowctl.server.access_log import WSGIApplication
 from sowctl.server.configuration import ServerSettings
 
 UNAUTHORIZED_UPLOAD = "a body this large needs a valid admin token"
+# Seconds a process waits after its last SQLite write before it asks for the next turn.
+WORKER_STEP_ASIDE = 0.0
+HELPER_STEP_ASIDE = 0.01
 
 
 def serve(
@@ -45,6 +49,7 @@ def serve(
 
     from sowctl.engine.process import serve as run
     from sowctl.server import metrics, tracing, webhook_dispatcher
+    from sowctl.storage import guards
 
     settings = settings or ServerSettings()
     json_lines = settings.log_format == "json"
@@ -55,13 +60,18 @@ def serve(
         from sowctl.server.access_log import AccessLog, log_refusal
 
         tracing.start_from_environment()
+        # A worker and its helper write one file; the helper's writes (heavy ones) let a
+        # worker's writer that waits go first.
+        guards.share_write_turns_between_processes(HELPER_STEP_ASIDE if in_helper() else WORKER_STEP_ASIDE)
         app = app_factory()
-        webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own
+        if not in_helper():  # a helper process only answers the heavy requests handed to it
+            webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own
         served = AccessLog(app, json_lines=json_lines) if access_log else app
         hooks = Hooks(
             answer=lambda path, refusal: answer(path, refusal, settings),
             caller=_caller,
             body_limit=_body_limit_of(app),
+            heavy=_app_method(app, "is_heavy"),
             on_refusal=_on_refusal(app, partial(log_refusal, json_lines=json_lines) if access_log else None),
         )
         return served, hooks
@@ -103,6 +113,9 @@ def engine_limits(settings: ServerSettings, threads: int) -> Limits:
         cpu_burst=settings.cpu_burst,
         cpu_share=settings.cpu_share,
         switch_interval=settings.switch_interval,
+        heavy_processes=settings.heavy_processes,
+        heavy_queue=settings.heavy_queue,
+        heavy_cpu=settings.heavy_cpu,
     )
 
 
@@ -131,6 +144,13 @@ def _caller(environ: dict[str, Any]) -> Any:
     from sowctl.server.callers import caller_of_environ
 
     return caller_of_environ(environ)
+
+
+def _app_method(app: Any, name: str) -> Any:
+    """The application's method ``name`` seen through any wrapper, or None."""
+    while app is not None and not callable(getattr(app, name, None)):
+        app = getattr(app, "app", None)
+    return None if app is None else getattr(app, name)
 
 
 def _body_limit_of(app: Any) -> Callable[[str, str, str | None], int | Refusal] | None:

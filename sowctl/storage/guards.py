@@ -54,6 +54,11 @@ from typing import Any
 
 import peewee as pw
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 from sowctl.foundation.errors import ServiceUnavailable
 from sowctl.storage import failures
 from sowctl.storage.peewee_compat import connection_state
@@ -184,6 +189,69 @@ class WriteTurns:
             return (self._holder is not None) + sum(len(line) for line in self._lines.values())
 
 
+# Whether this process's SQLite writers take turns with other processes' too (``serve``: its
+# workers and their helper processes write the same file), and how long a writer of this
+# process waits, after this process last wrote, before it looks for the turn.
+_TURNS_BETWEEN_PROCESSES = False
+_STEP_ASIDE_SECONDS = 0.002
+# How often a writer waiting for another process's writer looks whether it is done.
+_POLL_SECONDS = 0.001
+
+
+def share_write_turns_between_processes(step_aside: float = 0.002) -> None:
+    """Have this process's SQLite writers take turns with those of other processes that call
+    this too (``sowctl serve``: a worker and its helper process). ``step_aside``: seconds a
+    writer waits after this process's last write before it asks for the turn, so that a
+    writer of another process already waiting gets it first (a helper process, whose writes
+    are heavy ones, steps aside longer than a worker)."""
+    global _TURNS_BETWEEN_PROCESSES, _STEP_ASIDE_SECONDS
+    _TURNS_BETWEEN_PROCESSES = True
+    _STEP_ASIDE_SECONDS = step_aside
+
+
+class ProcessTurns:
+    """The turn to write a SQLite file between processes: an exclusive ``flock`` on a file
+    beside it (``<database>-writers``; flock locks never meet SQLite's own POSIX locks).
+
+    SQLite's busy handler makes a writer of another process sleep and poll, longer and longer
+    (up to 100 ms a time), so a process whose writers follow each other (a helper running
+    several heavy writes) keeps the lock in the gaps. Here a waiting writer looks every
+    millisecond, and a process that just released the turn waits a while before it takes it
+    again (``share_write_turns_between_processes``), so a writer of another process gets the
+    next turn."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path + "-writers"
+        self._fd: int | None = None
+        self._released = 0.0
+
+    @contextlib.contextmanager
+    def hold(self, timeout: float) -> Iterator[None]:
+        if self._fd is None and fcntl is not None:
+            with contextlib.suppress(OSError):  # a directory that cannot be written: no file
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        if self._fd is None or fcntl is None:  # the busy handler alone (as on Windows)
+            yield
+            return
+        since = time.monotonic() - self._released
+        if since < _STEP_ASIDE_SECONDS:
+            time.sleep(_STEP_ASIDE_SECONDS - since)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise pw.OperationalError(_QUEUED_TOO_LONG) from None
+                time.sleep(_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._released = time.monotonic()
+
+
 class GuardedSqliteDatabase(pw.SqliteDatabase):
     """A SQLite database that notices when its file is removed or replaced, and whose
     writers in this process take turns (``write_turn``)."""
@@ -192,13 +260,23 @@ class GuardedSqliteDatabase(pw.SqliteDatabase):
         super().__init__(*args, **kwargs)
         self._identity: tuple[int, int] | None = None
         self.turns = WriteTurns()
+        self._process_turns: ProcessTurns | None = None
 
     def write_turn(self, key: str) -> contextlib.AbstractContextManager[None]:
         """This thread's turn to write, in ``key``'s line, for a transaction that takes the
         write lock; a nested transaction already has it."""
         if self.transaction_depth() > 0:
             return contextlib.nullcontext()
-        return self.turns.turn(key, LOCK_TIMEOUT_SECONDS)
+        if self.database in ("", ":memory:") or not _TURNS_BETWEEN_PROCESSES:
+            return self.turns.turn(key, LOCK_TIMEOUT_SECONDS)
+        return self._turn_between_processes(key)
+
+    @contextlib.contextmanager
+    def _turn_between_processes(self, key: str) -> Iterator[None]:
+        if self._process_turns is None:
+            self._process_turns = ProcessTurns(self.database)
+        with self.turns.turn(key, LOCK_TIMEOUT_SECONDS), self._process_turns.hold(LOCK_TIMEOUT_SECONDS):
+            yield
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:

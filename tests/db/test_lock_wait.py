@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import fcntl
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -332,5 +334,34 @@ def test_a_writer_queued_past_the_lock_timeout_is_refused_and_the_queue_goes_on(
         assert database.turns.waiting == 0  # the abandoned turn is skipped
         with write_transaction("org:after"):  # the next writer gets the lock at once
             m.Item.select().count()
+    finally:
+        database.close()
+
+
+def test_writers_of_processes_that_share_turns_wait_for_each_other_and_then_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve``'s worker and helper processes take turns for SQLite's write lock
+    (``guards.ProcessTurns``, a ``flock`` beside the file): a writer waits while another
+    process holds the turn, is refused as SQLite's own lock would be past the wait, and
+    writes once the turn is free."""
+    monkeypatch.setattr(guards, "LOCK_TIMEOUT_SECONDS", 0.3)
+    monkeypatch.setattr(guards, "_TURNS_BETWEEN_PROCESSES", False)
+    monkeypatch.setattr(guards, "_STEP_ASIDE_SECONDS", guards._STEP_ASIDE_SECONDS)
+    guards.share_write_turns_between_processes(0.0)
+    path = tmp_path / "shared.db"
+    database = open_database(str(path))
+    try:
+        other = os.open(str(path) + "-writers", os.O_RDWR | os.O_CREAT, 0o600)  # another process's
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX)
+            with pytest.raises(pw.OperationalError, match="database is locked"), write_transaction("org:x"):
+                m.Organization.create(id="org-x", name="Not written")
+            fcntl.flock(other, fcntl.LOCK_UN)
+            with write_transaction("org:x"):
+                m.Organization.create(id="org-x", name="Written")
+        finally:
+            os.close(other)
+        assert m.Organization.get_by_id("org-x").name == "Written"
     finally:
         database.close()
