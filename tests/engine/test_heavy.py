@@ -41,7 +41,9 @@ def app(environ: dict, start_response: Callable[..., Any]) -> Iterator[bytes]:
     return iter([body or b"hello"])
 
 
-def heavy_unless_light(method: str, path: str, body_bytes: int) -> bool:
+def heavy_unless_light(method: str, path: str, body_bytes: int) -> bool | None:
+    if path == "/pinned":
+        return None  # never heavy (an event stream): it stays in the worker
     return path != "/light"
 
 
@@ -127,6 +129,13 @@ def test_a_caller_past_its_processor_allowance_beside_others_is_served_by_the_he
     beside = run(bridge, "/light", caller="spender")
     assert alone.headers["x-pid"] == other.headers["x-pid"] == str(os.getpid())
     assert beside.status == 200 and beside.headers["x-pid"] != str(os.getpid())
+
+
+def test_a_request_the_application_pins_stays_in_the_worker_whatever_its_caller_spent(bridge: Bridge) -> None:
+    bridge.usage.charge("spender", 1.0)
+    run(bridge, "/light", caller="other")  # another caller is active
+    pinned = run(bridge, "/pinned", caller="spender")
+    assert pinned.status == 200 and pinned.headers["x-pid"] == str(os.getpid())
 
 
 def test_a_callers_heavy_request_past_its_queue_is_refused_with_retry_after(

@@ -235,3 +235,13 @@ def test_contract_mode_strict_refuses_the_token_feed_and_report_marks_it(db_url)
     assert marked.status_code == 200
     assert "route.extension" in marked.headers["x-sowctl-contract"]
     assert client.get("/_admin/events", headers=ADMIN).status_code == 200  # the admin API is never judged
+
+
+def test_an_event_stream_is_never_sent_to_a_heavy_helper(db_url):
+    from sowctl.server.app import create_app
+    from sowctl.server.configuration import ServerSettings
+
+    app = create_app(db_url, ServerSettings(admin_token="t" * 32))
+    assert app.is_heavy("GET", "/api/events/stream", 0) is None
+    assert app.is_heavy("GET", "/_admin/events/stream", 0) is None
+    assert app.is_heavy("GET", "/api/events", 0) is False
