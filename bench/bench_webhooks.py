@@ -7,7 +7,8 @@
 
 One ``sowctl serve`` (its production runner, ``--quiet``, one worker) on a small dataset: one
 organization, one SOW, a bearer token. wrk POSTs task items to the SOW (``bench/post_items.lua``):
-every request is a 201 that records an ``item.created`` event. The two sides run interleaved,
+every request is a 201 that records an ``item.created`` event (a new SOW for each run: a SOW
+holds a bounded number of items). The two sides run interleaved,
 each round one after the other, the order reversed each round:
 
 * **none**: no webhook subscription;
@@ -87,15 +88,17 @@ def prepare(admin: httpx.Client) -> str:
     answer.raise_for_status()
     token = admin.post("/_admin/tokens", json={"userId": USER, "organizationId": ORG, "role": "member"})
     token.raise_for_status()
-    secret = token.json()["token"]
-    created = httpx.post(
-        f"{admin.base_url}/api/sows",
-        json={"id": SOW, "title": "Bench"},
-        headers={"Authorization": f"Bearer {secret}"},
-    )
+    return token.json()["token"]
+
+
+def new_sow(url: str, token: str, number: int) -> str:
+    """A SOW of its own for each run: a SOW holds a bounded number of items."""
+    sow = f"{SOW}-{number}"
+    headers = {"Authorization": f"Bearer {token}"}
+    created = httpx.post(f"{url}/api/sows", json={"id": sow, "title": "Bench"}, headers=headers)
     if created.status_code != 201:
         raise SystemExit(f"could not create the SOW: {created.status_code} {created.text}")
-    return secret
+    return sow
 
 
 def set_subscriptions(admin: httpx.Client, ports: list[int], count: int) -> None:
@@ -129,9 +132,9 @@ def _newest_event(admin: httpx.Client) -> str | None:
         since = page["lastEventId"]
 
 
-def run_wrk(url: str, token: str, seconds: int) -> float:
+def run_wrk(url: str, token: str, sow: str, seconds: int) -> float:
     script = str(Path(__file__).resolve().parent / "post_items.lua")
-    command = ["wrk", "-t2", "-c8", f"-d{seconds}s", "-s", script, url, "--", SOW, token]
+    command = ["wrk", "-t2", "-c8", f"-d{seconds}s", "-s", script, url, "--", sow, token]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     match = re.search(r"Requests/sec:\s+([\d.]+)", output)
     if not match or "Non-2xx" in output:
@@ -171,7 +174,8 @@ def main() -> None:
             for side in sides:
                 set_subscriptions(admin, ports, side)
                 before = meter.snapshot()
-                rate = run_wrk(url, token, args.seconds)
+                sow = new_sow(url, token, 2 * round_number + (side > 0))
+                rate = run_wrk(url, token, sow, args.seconds)
                 after = meter.snapshot()
                 requests = int(rate * args.seconds)
                 if side:

@@ -147,7 +147,14 @@ class Exchange:
         lane = self.bridge.lane
         contended = self.bridge.turns.contended(caller)
         by_head = self._heavy_by_head()
-        if lane is not None and by_head is not None and lane.wants(caller, by_head, contended):
+        # An ordinary request sent aside for its caller's spending alone waits its turn in the
+        # worker when the caller's helper queue is full: only heavy ones are refused for it.
+        if (
+            lane is not None
+            and by_head is not None
+            and lane.wants(caller, by_head, contended)
+            and (by_head or lane.has_room(caller))
+        ):
             await self._run_heavy(lane, caller)
             return
         try:

@@ -225,6 +225,10 @@ class HeavyLane:
         spent = self.usage.burst - self.usage.level(caller)
         return heavy_by_head or (contended and self.usage.share > 0 and spent > self.limits.heavy_cpu)
 
+    def has_room(self, caller: Hashable) -> bool:
+        """Whether ``caller`` may queue one more request for a helper."""
+        return self.waiting[caller] < self.limits.heavy_queue
+
     async def start(self, caller: Hashable, environ: dict[str, Any], head_only: bool) -> RemoteAnswer:
         """Run the request in a helper, in ``caller``'s turn. ``QueueFull``, ``QueueTimeout``,
         ``Dropped``, ``HelperGone`` or ``RuntimeError`` (the application failed)."""

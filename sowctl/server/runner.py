@@ -64,8 +64,11 @@ def serve(
         # worker's writer that waits go first.
         guards.share_write_turns_between_processes(HELPER_STEP_ASIDE if in_helper() else WORKER_STEP_ASIDE)
         app = app_factory()
-        if not in_helper():  # a helper process only answers the heavy requests handed to it
-            webhook_dispatcher.start_for(app)  # this worker's deliveries, on threads of their own
+        # Webhook deliveries are outbound work that must not slow the API: with helper
+        # processes (niced, an interpreter of their own) each worker's helper makes them;
+        # without, the worker does, on threads of its own.
+        if in_helper() == (settings.heavy_processes > 0):
+            webhook_dispatcher.start_for(app)
         served = AccessLog(app, json_lines=json_lines) if access_log else app
         hooks = Hooks(
             answer=lambda path, refusal: answer(path, refusal, settings),

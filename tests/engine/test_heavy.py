@@ -138,6 +138,32 @@ def test_a_request_the_application_pins_stays_in_the_worker_whatever_its_caller_
     assert pinned.status == 200 and pinned.headers["x-pid"] == str(os.getpid())
 
 
+def test_an_ordinary_request_of_a_spender_whose_helper_queue_is_full_is_answered_by_the_worker(
+    bridge: Bridge, tmp_path: Path
+) -> None:
+    flag = tmp_path / "go"
+    lane = bridge.lane
+    assert lane is not None
+    bridge.usage.charge("spender", 1.0)
+
+    async def scenario() -> tuple[Result, Result, Result]:
+        await exchange(bridge, "/light", caller="other")  # another caller is active from now on
+        running = asyncio.ensure_future(exchange(bridge, "/wait", caller="spender", flag=str(flag)))
+        while not lane.turns.running:
+            await asyncio.sleep(0.01)
+        waiting = asyncio.ensure_future(exchange(bridge, "/wait", caller="spender", flag=str(flag)))
+        while not lane.waiting:
+            await asyncio.sleep(0.01)
+        light = asyncio.ensure_future(exchange(bridge, "/light", caller="spender"))
+        await asyncio.sleep(0)
+        flag.touch()
+        return await running, await waiting, await light
+
+    running, waiting, light = asyncio.run(scenario())
+    assert running.status == waiting.status == 200
+    assert light.status == 200 and light.headers["x-pid"] == str(os.getpid())  # not refused: it waited
+
+
 def test_a_callers_heavy_request_past_its_queue_is_refused_with_retry_after(
     bridge: Bridge, tmp_path: Path
 ) -> None:
