@@ -107,11 +107,18 @@ def forget_leases() -> None:
     Sub.update({Sub.lease_owner: None, Sub.lease_until: None}).where(Sub.lease_owner.is_null(False)).execute()
 
 
-def next_work(subscription_id: str, owner: str) -> tuple[Work | None, int | None]:
-    """(what to send next, None) or, when nothing is to be sent, (None, the cursor to skip to)."""
+def next_work(subscription_id: str, owner: str, after: int | None = None) -> tuple[Work | None, int | None]:
+    """(what to send next, None) or, when nothing is to be sent, (None, the cursor to skip to).
+    ``after``: the event a batch under way delivered last (its cursor is not stored yet); a
+    batch takes no queued redelivery, which goes alone."""
     row = Sub.get_or_none((Sub.id == subscription_id) & (Sub.lease_owner == owner))
     if row is None:
         return None, None
+    if after is not None:
+        cursor = max(row.cursor, after)
+        patterns = json.loads(row.event_types) if row.event_types else None
+        found = events.read_after(cursor, 1, organization_id=row.organization_id, types=_wanted(patterns))
+        return (_work(row, found[0], _sequence(found[0]), None), None) if found else (None, None)
     patterns = json.loads(row.event_types) if row.event_types else None
     again = (
         WebhookRedelivery.select()
@@ -155,32 +162,48 @@ def following(work: Work) -> Work | None:
 def finish(work: Work, owner: str, attempts: list[Attempt], delivered_up_to: int | None) -> bool:
     """Log ``attempts``, move the cursor to ``delivered_up_to`` (None: the attempt failed, retry
     later or pause) and give the lease back. False when the subscription went meanwhile."""
-    with write_transaction(f"webhook:{work.subscription_id}"):
-        row = Sub.get_or_none((Sub.id == work.subscription_id) & (Sub.lease_owner == owner))
+    return finish_batch([(work, attempts)], owner, delivered_up_to, failed=delivered_up_to is None)
+
+
+def finish_batch(
+    done: list[tuple[Work, list[Attempt]]], owner: str, delivered_up_to: int | None, *, failed: bool
+) -> bool:
+    """One transaction for the events a claim sent in a row: log every attempt, move the cursor
+    to ``delivered_up_to`` (the last event delivered, None: none was), count a failure when
+    the last one ``failed`` (retry later, or pause), give the lease back. False when the
+    subscription went meanwhile (nothing is recorded)."""
+    subscription_id = done[0][0].subscription_id
+    with write_transaction(f"webhook:{subscription_id}"):
+        row = Sub.get_or_none((Sub.id == subscription_id) & (Sub.lease_owner == owner))
         if row is None:
             return False
         now = clock.now()
-        for attempt in attempts:
-            WebhookDelivery.insert(
-                subscription_id=work.subscription_id,
-                event_id=attempt.sequence,
-                attempt=work.attempt,
-                attempted_at=now,
-                status=attempt.status,
-                error=attempt.error,
-                latency_ms=attempt.latency_ms,
-                response_excerpt=(attempt.excerpt or "")[:MAX_WEBHOOK_EXCERPT_CHARS] or None,
-                outcome=attempt.outcome,
-                fault=attempt.fault,
-            ).execute()
-        _prune(work.subscription_id)
+        logged = [
+            {
+                "subscription_id": subscription_id,
+                "event_id": attempt.sequence,
+                "attempt": work.attempt,
+                "attempted_at": now,
+                "status": attempt.status,
+                "error": attempt.error,
+                "latency_ms": attempt.latency_ms,
+                "response_excerpt": (attempt.excerpt or "")[:MAX_WEBHOOK_EXCERPT_CHARS] or None,
+                "outcome": attempt.outcome,
+                "fault": attempt.fault,
+            }
+            for work, attempts in done
+            for attempt in attempts
+        ]
+        WebhookDelivery.insert_many(logged).execute()
+        _prune(subscription_id)
         changes: dict[pw.Field, object] = {Sub.lease_owner: None, Sub.lease_until: None}
-        if delivered_up_to is not None:
+        redelivered = [work.redelivery_id for work, _ in done if work.redelivery_id is not None]
+        if redelivered and not failed:
+            WebhookRedelivery.delete().where(WebhookRedelivery.id.in_(redelivered)).execute()
+        if delivered_up_to is not None and not redelivered:
+            changes[Sub.cursor] = max(row.cursor, delivered_up_to)
+        if not failed:
             changes.update({Sub.consecutive_failures: 0, Sub.next_attempt_at: None})
-            if work.redelivery_id is not None:
-                WebhookRedelivery.delete().where(WebhookRedelivery.id == work.redelivery_id).execute()
-            else:
-                changes[Sub.cursor] = max(row.cursor, delivered_up_to)
         else:
             failures = row.consecutive_failures + 1
             changes[Sub.consecutive_failures] = failures
@@ -189,7 +212,7 @@ def finish(work: Work, owner: str, attempts: list[Attempt], delivered_up_to: int
             else:
                 wait = RETRY_SECONDS[min(failures, len(RETRY_SECONDS)) - 1]
                 changes[Sub.next_attempt_at] = now + timedelta(seconds=wait)
-        Sub.update(changes).where(Sub.id == work.subscription_id).execute()
+        Sub.update(changes).where(Sub.id == subscription_id).execute()
     return True
 
 

@@ -146,6 +146,41 @@ def test_a_failing_receiver_is_retried_when_the_service_clock_moves(demo: Any, r
     assert webhooks.deliveries(hook["id"])[-1]["outcome"] == "delivered"
 
 
+def test_a_backlog_goes_out_in_one_claim_recorded_in_one_transaction(
+    demo: Any, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = subscribe(receiver.url)
+    for title in ("One", "Two", "Three", "Four", "Five"):
+        create_item(title)
+    recorded: list[int] = []
+    real = webhook_dispatch.finish_batch
+
+    def finish_batch(done: Any, owner: str, delivered_up_to: Any, *, failed: bool) -> bool:
+        recorded.append(len(done))
+        return real(done, owner, delivered_up_to, failed=failed)
+
+    monkeypatch.setattr(webhook_dispatch, "finish_batch", finish_batch)
+    run(demo)  # one poll, one claim
+    got = receiver.wait_for(5)
+    assert [r.event["data"]["title"] for r in got] == ["One", "Two", "Three", "Four", "Five"]
+    assert recorded == [5]
+    assert [d["outcome"] for d in webhooks.deliveries(hook["id"])] == ["delivered"] * 5
+    assert webhooks.get(hook["id"])["lastEventId"] == got[-1].event["id"]
+
+
+def test_a_failure_in_a_batch_keeps_what_was_delivered_before_it(demo: Any, receiver: Receiver) -> None:
+    receiver.statuses = [200, 503]
+    hook = subscribe(receiver.url)
+    create_item("First")
+    create_item("Second")
+    run(demo)
+    got = receiver.wait_for(2)
+    assert [r.event["data"]["title"] for r in got] == ["First", "Second"]
+    shown = webhooks.get(hook["id"])
+    assert shown["lastEventId"] == got[0].event["id"] and shown["consecutiveFailures"] == 1
+    assert [d["outcome"] for d in webhooks.deliveries(hook["id"])] == ["delivered", "failed"]
+
+
 def test_the_next_event_waits_for_the_current_one(demo: Any, receiver: Receiver) -> None:
     receiver.statuses = [503]
     subscribe(receiver.url)
@@ -320,10 +355,10 @@ def test_an_attempt_that_breaks_gives_its_lease_back(
     real = webhook_dispatch.next_work
     broken = iter([True])
 
-    def next_work(subscription_id: str, owner: str) -> Any:
+    def next_work(subscription_id: str, owner: str, after: int | None = None) -> Any:
         if next(broken, False):
             raise RuntimeError("the database went away")
-        return real(subscription_id, owner)
+        return real(subscription_id, owner, after)
 
     monkeypatch.setattr(webhook_dispatch, "next_work", next_work)
     run(demo)
