@@ -157,25 +157,32 @@ class Exchange:
         ):
             await self._run_heavy(lane, caller)
             return
-        try:
-            answer = await self.bridge.in_turn(
-                caller, partial(start, self.bridge.app, self.environ, self.method == "HEAD")
-            )
-        except QueueTimeout:
-            await self.refuse(Refusal(503, BUSY, retry_after=1), close=False)
-            return
-        except Dropped:
-            await self.drop()
-            return
-        except Exception as exc:
-            log_line(f"the application failed: {type(exc).__name__}: {exc}")
-            await self.refuse(Refusal(500, INTERNAL), close=True)
+        answer = await self._started(
+            self.bridge.in_turn(caller, partial(start, self.bridge.app, self.environ, self.method == "HEAD"))
+        )
+        if answer is None:
             return
         await self.respond(
             answer,
             partial(self.bridge.in_turn, caller, partial(advance, answer)),
             partial(self._close_local, answer),
         )
+
+    async def _started(self, starting: Awaitable[Any]) -> Any:
+        """The answer ``starting`` makes (in a thread or a helper), or None once the refusal
+        that says why it made none was sent."""
+        try:
+            return await starting
+        except QueueFull:
+            await self.refuse(Refusal(503, HEAVY_QUEUE_FULL, retry_after=1), close=False)
+        except (QueueTimeout, HelperGone):
+            await self.refuse(Refusal(503, BUSY, retry_after=1), close=False)
+        except Dropped:
+            await self.drop()
+        except Exception as exc:
+            log_line(f"the application failed: {type(exc).__name__}: {exc}")
+            await self.refuse(Refusal(500, INTERNAL), close=True)
+        return None
 
     async def _close_local(self, answer: Answer) -> None:
         if not answer.done:
@@ -184,20 +191,8 @@ class Exchange:
 
     async def _run_heavy(self, lane: HeavyLane, caller: Hashable) -> None:
         """The request in a helper process (``sowctl.engine.heavy``)."""
-        try:
-            answer = await lane.start(caller, self.environ, self.method == "HEAD")
-        except QueueFull:
-            await self.refuse(Refusal(503, HEAVY_QUEUE_FULL, retry_after=1), close=False)
-            return
-        except (QueueTimeout, HelperGone):
-            await self.refuse(Refusal(503, BUSY, retry_after=1), close=False)
-            return
-        except Dropped:
-            await self.drop()
-            return
-        except Exception as exc:
-            log_line(f"the application failed: {type(exc).__name__}: {exc}")
-            await self.refuse(Refusal(500, INTERNAL), close=True)
+        answer = await self._started(lane.start(caller, self.environ, self.method == "HEAD"))
+        if answer is None:
             return
         await self.respond(
             answer,
