@@ -20,13 +20,14 @@ import bottle
 import peewee as pw
 
 from sowctl import operations
+from sowctl.foundation import trace_context
 from sowctl.foundation.errors import InvalidInput, MethodNotAllowed, PayloadTooLarge, RateLimited, SowctlError
 from sowctl.foundation.redaction import mask_text
 from sowctl.operations import Operation
 from sowctl.operations.groups import Group, as_group
 from sowctl.operations.routes import match as operation_of
 from sowctl.schemas.common import build_deferred_models
-from sowctl.server import auth, cors, event_stream, operator_pages
+from sowctl.server import auth, cors, event_stream, operator_pages, tracing
 from sowctl.server.callers import caller_of_environ
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.envelopes import HttpStatusError, InternalError, envelope, group_of_path
@@ -207,7 +208,7 @@ class Dispatcher:
             if op.report and self._report_slots is not None:
                 self._report_slots.acquire(caller_of_environ(environ))
                 release = partial(self._report_slots.release, caller=caller_of_environ(environ))
-            with self._write_slot(op.write):
+            with self._write_slot(op.write), trace_context.serving(tracing.traceparent(environ)):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
                 total = result.total if result.total is not None else _length(result.body)

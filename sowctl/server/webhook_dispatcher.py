@@ -228,6 +228,8 @@ class Dispatcher:
     def _send(self, work: Work, fault: str | None) -> Attempt:
         body = work.event.model_dump_json(by_alias=True).encode("utf-8")
         headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+        if work.traceparent:  # the trace of the request that made the change goes on
+            headers["traceparent"] = work.traceparent
         headers.update(signature_headers(work, body, int(time.time())))
         started = time.perf_counter()
         try:

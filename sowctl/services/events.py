@@ -19,7 +19,7 @@ from typing import Any
 import peewee as pw
 from pydantic import BaseModel
 
-from sowctl.foundation import clock
+from sowctl.foundation import clock, trace_context
 from sowctl.schemas.events import LATEST_SEQUENCE, EventOut, EventPage, event_id
 from sowctl.services import bulk
 from sowctl.storage import models as m
@@ -60,13 +60,20 @@ def record_many(
     hold_lock(f"org:{organization_id}")
     moment = clock.now()
     event_type = f"{resource}.{action}"
+    traced = trace_context.current()  # the request's, carried by the event's deliveries
     rows = [
-        (organization_id, event_type, resource_id, moment, _data_text(resource_id, data))
+        (organization_id, event_type, resource_id, moment, _data_text(resource_id, data), traced)
         for resource_id, data in changes
     ]
-    for chunk in bulk.chunks(rows, per_row=len(_COLUMNS)):
-        m.Event.insert_many(chunk, fields=list(_COLUMNS)).execute()
+    fields = [*_COLUMNS, m.Event.traceparent]
+    for chunk in bulk.chunks(rows, per_row=len(fields)):
+        m.Event.insert_many(chunk, fields=fields).execute()
     _count_and_maybe_prune(len(rows))
+
+
+def traceparent_of(sequence: int) -> str | None:
+    """The W3C trace context of the request that recorded event ``sequence`` (None: none came)."""
+    return m.Event.select(m.Event.traceparent).where(m.Event.id == sequence).scalar()
 
 
 def to_out(row: Sequence[Any]) -> EventOut:

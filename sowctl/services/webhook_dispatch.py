@@ -43,6 +43,7 @@ class Work:
     sequence: int
     attempt: int
     redelivery_id: int | None = None
+    traceparent: str | None = None  # the request that made the change, sent with each delivery
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,7 @@ def _work(row: WebhookSubscription, event: EventOut, sequence: int, redelivery_i
         sequence=sequence,
         attempt=row.consecutive_failures + 1,
         redelivery_id=redelivery_id,
+        traceparent=events.traceparent_of(sequence),
     )
 
 

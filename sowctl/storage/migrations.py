@@ -186,6 +186,17 @@ def _v13_sandboxes(database: pw.Database) -> None:
         migrate(migrator.add_index(table, ("organization_id", "id"), False))
 
 
+def _v14_event_traceparent(database: pw.Database) -> None:
+    """``Event.traceparent``: the W3C trace context of the request that made the change, which
+    its webhook deliveries carry."""
+    from playhouse.migrate import SchemaMigrator, migrate
+
+    table = models.Event._meta.table_name
+    if "traceparent" not in {column.name for column in database.get_columns(table)}:
+        migrator = SchemaMigrator.from_database(database)
+        migrate(migrator.add_column(table, "traceparent", pw.CharField(max_length=64, null=True)))
+
+
 MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v1_initial,
     _v2_request_log,
@@ -200,6 +211,7 @@ MIGRATIONS: list[Callable[[pw.Database], None]] = [
     _v11_events,
     _v12_webhooks,
     _v13_sandboxes,
+    _v14_event_traceparent,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

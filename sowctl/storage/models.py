@@ -480,6 +480,7 @@ class Event(BaseModel):
     resource_id = pw.CharField(max_length=64)
     occurred_at = pw.DateTimeField()  # the service clock's time of the change
     payload = pw.TextField()  # the event as the feed and deliveries show it (JSON)
+    traceparent = pw.CharField(max_length=64, null=True)  # the request's, for its deliveries (v14)
 
     class Meta:
         indexes = ((("organization_id", "id"), False),)

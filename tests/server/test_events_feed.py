@@ -245,3 +245,26 @@ def test_an_event_stream_is_never_sent_to_a_heavy_helper(db_url):
     assert app.is_heavy("GET", "/api/events/stream", 0) is None
     assert app.is_heavy("GET", "/_admin/events/stream", 0) is None
     assert app.is_heavy("GET", "/api/events", 0) is False
+
+
+def test_an_event_keeps_the_traceparent_of_the_request_that_made_it(db_url):
+    from sowctl.storage import models as m
+    from tests.support.doubles import SOW, bearer, in_process, load
+
+    client = in_process(db_url)
+    token = load(client)["token"]
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    traced = client.post(
+        f"/api/sow/{SOW}/items",
+        json={"title": "Traced", "type": "requirement"},
+        headers={**bearer(token), "traceparent": traceparent},
+    )
+    malformed = client.post(
+        f"/api/sow/{SOW}/items",
+        json={"title": "Badly traced", "type": "requirement"},
+        headers={**bearer(token), "traceparent": "not-a-trace"},
+    )
+    assert traced.status_code == malformed.status_code == 201
+    stored = dict(m.Event.select(m.Event.resource_id, m.Event.traceparent).tuples())
+    assert stored[traced.json()["id"]] == traceparent
+    assert stored[malformed.json()["id"]] is None

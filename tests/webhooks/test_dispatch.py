@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sowctl.foundation import clock
+from sowctl.foundation import clock, trace_context
 from sowctl.schemas.items import ItemCreate
 from sowctl.server.webhook_dispatcher import Dispatcher
 from sowctl.services import demo_data, items, webhook_dispatch, webhook_faults, webhooks
@@ -72,6 +72,22 @@ def test_an_item_create_is_delivered_signed(demo: Any, receiver: Receiver) -> No
     assert webhooks.get(hook["id"])["lastEventId"] == event["id"]
     run(demo)  # nothing new: nothing sent again
     assert len(receiver.received) == 1
+
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_a_delivery_carries_the_traceparent_of_the_request_that_made_the_change(
+    demo: Any, receiver: Receiver
+) -> None:
+    subscribe(receiver.url)
+    with trace_context.serving(TRACEPARENT):
+        create_item("Traced")
+    create_item("Untraced")
+    run(demo)
+    traced, untraced = receiver.wait_for(2)
+    assert traced.event["data"]["title"] == "Traced" and traced.headers["traceparent"] == TRACEPARENT
+    assert "traceparent" not in untraced.headers
 
 
 def test_a_wrong_secret_does_not_verify(demo: Any, receiver: Receiver) -> None:
