@@ -20,7 +20,9 @@ Markers: ``sowctl_dataset(path_or_dict, user=, org=, company=, role=)`` (a path 
 relative to the test file), ``sowctl_faults(**config)`` (the ``/_admin/faults`` JSON),
 ``sowctl_latency(ms)`` or ``sowctl_latency(min_ms, max_ms)``, ``sowctl_clock(timestamp)``.
 
-Options: ``--sowctl-db URL`` (a database the tests own, usually PostgreSQL: it is emptied;
+Options: ``--sowctl-contract off|report|strict`` (serve in that contract mode: strict refuses
+every request relying on sowctl's extensions, so a suite run with it proves its client uses only
+what the service describes), ``--sowctl-db URL`` (a database the tests own, usually PostgreSQL: it is emptied;
 under xdist each worker uses ``NAME_gwN``, created when missing) and ``--sowctl-server URL``
 (an already running, shared ``sowctl serve --admin-token T``; the token from
 ``--sowctl-admin-token`` or ``SOWCTL_ADMIN_TOKEN``). On a shared server the session (each
@@ -71,6 +73,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Use this running 'sowctl serve --admin-token T' instead of starting one.",
     )
     group.addoption(
+        "--sowctl-contract",
+        choices=("off", "report", "strict"),
+        default=None,
+        help="Serve in this contract mode: strict refuses (400) every request that relies on "
+        "more than the service's description, so the suite proves the code under test does not; "
+        "report only marks them (GET /_admin/contract lists them).",
+    )
+    group.addoption(
         "--sowctl-admin-token",
         metavar="TOKEN",
         default=os.environ.get("SOWCTL_ADMIN_TOKEN"),
@@ -113,6 +123,11 @@ def sowctl_server(
             raise pytest.UsageError(
                 "--sowctl-server needs --sowctl-admin-token TOKEN (or SOWCTL_ADMIN_TOKEN)"
             )
+        if config.getoption("--sowctl-contract"):
+            raise pytest.UsageError(
+                "--sowctl-contract: contract mode is the whole server's; start the shared server "
+                "with 'sowctl serve --contract MODE' instead"
+            )
         url = url.rstrip("/")
         with contextlib.ExitStack() as stack:
             try:
@@ -126,7 +141,8 @@ def sowctl_server(
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker and config.getoption("--sowctl-db"):
         database = _worker_database(database, worker)
-    server = SowctlServer(database, directory / "server.log")
+    contract = config.getoption("--sowctl-contract")
+    server = SowctlServer(database, directory / "server.log", *(["--contract", contract] if contract else []))
     try:
         with AdminClient(server.url, server.admin_token) as admin:
             yield ServerHandle(server.url, server.admin_token, admin, server)

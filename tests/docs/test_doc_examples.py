@@ -132,6 +132,9 @@ def test_the_readme_pytest_examples_pass(tmp_path: Path, heading: str) -> None:
             "no:cacheprovider",
             "-p",
             "no:randomly",
+            # The examples use only what the service describes: strict contract mode passes them.
+            "--sowctl-contract",
+            "strict",
             "test_example.py",
         ],
         cwd=tmp_path,

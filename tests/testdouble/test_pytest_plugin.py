@@ -312,3 +312,42 @@ def test_dataset_marker_with_a_refused_dataset_fails_without_a_traceback() -> No
     with pytest.raises(pytest.fail.Exception) as failure:
         plugin._prepare(Server(), {"items": [{"staus": "x"}]})
     assert failure.value.pytrace is False and "staus: unknown field" in str(failure.value)
+
+
+STRICT_TESTS = """
+import httpx
+import pytest
+
+DATASET = {
+    "organizations": [{"id": "org-1", "name": "Acme"}],
+    "users": [{"id": "u-1", "organizationId": "org-1"}],
+}
+
+
+@pytest.mark.sowctl_dataset(DATASET)
+def test_a_described_route_passes(sowctl_service):
+    auth = {"Authorization": f"Bearer {sowctl_service.token}"}
+    assert httpx.get(f"{sowctl_service.url}/projects", headers=auth).status_code == 200
+
+
+@pytest.mark.sowctl_dataset(DATASET)
+def test_an_extension_is_refused(sowctl_service):
+    auth = {"Authorization": f"Bearer {sowctl_service.token}"}
+    refused = httpx.get(f"{sowctl_service.url}/api/sows", headers=auth)
+    assert refused.status_code == 400 and "route.extension" in refused.text
+"""
+
+
+@pytest.mark.slow
+def test_the_plugin_serves_in_strict_contract_mode_on_request(tmp_path: Path) -> None:
+    (tmp_path / "test_strict.py").write_text(STRICT_TESTS)
+    done = _pytest(tmp_path, "--sowctl-contract", "strict", "test_strict.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+    shared = _pytest(
+        tmp_path,
+        *("--sowctl-contract", "strict", "--sowctl-server", "http://127.0.0.1:9"),
+        *("--sowctl-admin-token", "t" * 32, "test_strict.py"),
+    )
+    assert shared.returncode != 0
+    assert "contract mode is the whole server's" in shared.stdout + shared.stderr
