@@ -275,12 +275,7 @@ def foreign_send(env: Env, op: Operation, token: str, key: str, scope: str, **kw
         env.auth = saved  # type: ignore[method-assign]
 
 
-# An event stream answers until it times out (minutes), so it is not read whole here: the
-# feed's own tests (tests/server/test_events_feed.py) show a token only its organization's.
-ANSWERING_OPS = [op for op in OPS if not op.stream]
-
-
-@pytest.mark.parametrize("op", ANSWERING_OPS, ids=ids)
+@pytest.mark.parametrize("op", OPS, ids=ids)
 def test_another_organization_gets_404_or_nothing_on_every_route(orgs, op: Operation) -> None:
     env, token, key = orgs
     before = dump()

@@ -139,7 +139,13 @@ class Env:
 
         result = self.app(environ, start_response)
         try:
-            payload = b"".join(result)
+            pieces: list[bytes] = []
+            for piece in result:
+                pieces.append(piece)
+                # An event stream answers for minutes: its first piece says what it is.
+                if piece and seen["headers"].get("content-type", "").startswith("text/event-stream"):
+                    break
+            payload = b"".join(pieces)
         finally:
             close = getattr(result, "close", None)
             if close is not None:
