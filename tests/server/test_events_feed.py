@@ -268,3 +268,31 @@ def test_an_event_keeps_the_traceparent_of_the_request_that_made_it(db_url):
     stored = dict(m.Event.select(m.Event.resource_id, m.Event.traceparent).tuples())
     assert stored[traced.json()["id"]] == traceparent
     assert stored[malformed.json()["id"]] is None
+
+
+def test_the_admin_client_waits_for_an_event_and_names_the_closest_when_none_comes(db_url):
+    import pytest
+
+    from sowctl.server.app import create_app
+    from sowctl.server.configuration import ServerSettings
+    from sowctl.testing.admin import AdminClient
+    from tests.support.client import transport
+    from tests.support.doubles import ADMIN_TOKEN, SOW, bearer, in_process, load
+
+    client = in_process(db_url)
+    token = load(client)["token"]
+    made = client.post(
+        f"/api/sow/{SOW}/items", json={"title": "Wall", "type": "requirement"}, headers=bearer(token)
+    )
+    assert made.status_code == 201
+    app = create_app(db_url, ServerSettings(admin_token=ADMIN_TOKEN))
+    with AdminClient("http://double.test", ADMIN_TOKEN, transport=transport(app)) as admin:
+        found = admin.wait_for_event("item.created", data={"title": "Wall"}, timeout=2)
+        assert found["resourceId"] == made.json()["id"]
+        with pytest.raises(AssertionError) as missed:
+            admin.wait_for_event("item.created", data={"title": "Walls"}, timeout=0.3)
+    message = str(missed.value)
+    assert message.startswith(
+        'no event matching {"type": "item.created", "data": {"title": "Walls"}} within 0.3 s'
+    )
+    assert 'data.title: expected "Walls", got "Wall"' in message
