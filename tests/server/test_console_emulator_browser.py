@@ -178,7 +178,7 @@ def test_emulator_sets_contract_mode_and_shows_the_marks(tab: Tab, served: Simpl
     tab.open_link()
     page = tab.page
     page.click("#nav-emulator")
-    page.wait_for_selector("#contract-departures")
+    page.wait_for_selector("#contract-departures tbody tr")  # the card has read the mode in force
     page.select_option("#contract-mode", "report")
     page.click("#card-contract-mode ~ form button[type=submit]")
     page.wait_for_selector("text=Contract mode is report.")

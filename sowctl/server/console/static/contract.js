@@ -19,24 +19,30 @@ export function contractCard(refreshLog) {
   const rows = h("tbody");
   const table = h("table", { class: "log", id: "contract-departures" },
     h("thead", {}, h("tr", {}, ["Departure", "Kind", "Requests", "Example"].map((t) => h("th", { scope: "col" }, t)))), rows);
-  const show = (report) => {
-    mode.value = report.mode;
+  // The mode shown is set when the card opens and after a change made here: a live refresh
+  // updates the table only, so it never undoes a choice the user is about to apply.
+  const showDepartures = (report) => {
     fill(rows, ...report.departures.map((d) =>
       h("tr", {}, h("td", {}, h("code", {}, d.code)), h("td", {}, d.kind), h("td", { class: "count" }, String(d.requests)), h("td", {}, d.example))));
     if (!report.departures.length) fill(rows, h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No logged request relied on an extension.")));
   };
-  const refresh = () => admin.get("/_admin/contract").then(show, (error) => result.fail(error));
+  const show = (report) => {
+    mode.value = report.mode;
+    showDepartures(report);
+  };
+  const refresh = () => admin.get("/_admin/contract").then(showDepartures, (error) => result.fail(error));
   const apply = async (event) => {
     event.preventDefault();
     try {
-      show(await admin.send("PUT", "/_admin/contract", { mode: mode.value }));
-      result.ok(`Contract mode is ${mode.value}.`);
+      const report = await admin.send("PUT", "/_admin/contract", { mode: mode.value });
+      show(report);
+      result.ok(`Contract mode is ${report.mode}.`);
       refreshLog();
     } catch (error) {
       result.fail(error);
     }
   };
-  refresh();
+  admin.get("/_admin/contract").then(show, (error) => result.fail(error));
   const element = card("Contract mode",
     h("p", { class: "muted" }, "What would break against the real service: requests relying on sowctl's extensions or leniencies. " +
       "report serves and marks them; strict refuses them (400); off does neither."),
