@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from sowctl.services.dataset.source import DatasetSource
 
 STARTUP_TIMEOUT = 60.0  # seconds for the server to say "Listening on"
-STOP_TIMEOUT = 15.0  # the server's graceful stop takes up to 5 s; then SIGKILL
+STOP_TIMEOUT = 20.0  # the server's graceful stop takes up to 10 s; then SIGKILL
 
 # Environment variables CMD gets (names fixed: the CLI and the plugin read the same ones).
 ENV_SERVER = "SOWCTL_SERVER"

@@ -55,8 +55,9 @@ class Limits:
     heavy_nice: int = 10
     heavy_queue: int = 2
     heavy_cpu: float = 0.5
-    # Seconds a stopping worker gives requests under way before it is killed.
-    graceful_timeout: float = 5.0
+    # Seconds a stopping worker gives requests under way before it is killed. 10, not 5: on a
+    # machine with both CPUs taken, a worker with a helper process to end took over 5 s to stop.
+    graceful_timeout: float = 10.0
 
     @property
     def head_buffer_bytes(self) -> int:
