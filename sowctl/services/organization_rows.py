@@ -11,6 +11,7 @@ from __future__ import annotations
 import peewee as pw
 
 from sowctl.storage import models as m
+from sowctl.storage import sandbox_models
 from sowctl.storage import webhook_models as w
 
 
@@ -56,7 +57,7 @@ _DIRECT: dict[type[m.BaseModel], pw.Field] = {
     m.ApiKey: m.ApiKey.organization,
     m.RequestLog: m.RequestLog.organization_id,
     m.Event: m.Event.organization_id,
-    m.Sandbox: m.Sandbox.organization,
+    sandbox_models.Sandbox: sandbox_models.Sandbox.organization,
     w.WebhookSubscription: w.WebhookSubscription.organization_id,
 }
 

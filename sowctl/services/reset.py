@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import peewee as pw
 
 from sowctl.storage import models as m
+from sowctl.storage import sandbox_models
 from sowctl.storage.database import write_transaction
 from sowctl.storage.webhook_models import V12_MODELS
 
@@ -20,7 +21,7 @@ def data_tables() -> list[type[m.BaseModel]]:
     """Every table but Meta, children before parents (the order rows can be deleted in)."""
     return [
         *V12_MODELS,
-        *m.V13_MODELS,
+        *sandbox_models.V13_MODELS,
         *m.V11_MODELS,
         *m.V2_MODELS,
         *(model for model in reversed(m.ALL_MODELS) if model is not m.Meta),

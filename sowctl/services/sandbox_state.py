@@ -29,6 +29,7 @@ from sowctl.services.dataset.columns import COLUMNS
 from sowctl.services.graph import mark_ranks_stale
 from sowctl.services.organization_rows import RECORD_TABLES, rows_of
 from sowctl.storage import models as m
+from sowctl.storage import sandbox_models
 from sowctl.storage import webhook_models as w
 from sowctl.storage.database import SCHEMA_VERSION, write_transaction
 from sowctl.storage.peewee_compat import primary_key, tuples
@@ -244,10 +245,14 @@ def delete_checkpoint(organization_id: str, name: str) -> None:
 def orphaned_checkpoints(limit: int) -> list[str]:
     """Organizations whose sandbox checkpoints outlived the sandbox (a server reset or restore
     removed it): up to ``limit``."""
-    live = m.Sandbox.select(m.Sandbox.organization)
+    live = sandbox_models.Sandbox.select(sandbox_models.Sandbox.organization)
     keys = m.Meta.select(m.Meta.key).where(m.Meta.key.startswith(CHECKPOINTS_PREFIX))
     found = [key[len(CHECKPOINTS_PREFIX) :] for (key,) in tuples(keys.limit(limit * 10))]
-    alive = {org for (org,) in tuples(live.where(m.Sandbox.organization.in_(found)))} if found else set()
+    alive = (
+        {org for (org,) in tuples(live.where(sandbox_models.Sandbox.organization.in_(found)))}
+        if found
+        else set()
+    )
     return [org for org in found if org not in alive][:limit]
 
 

@@ -29,6 +29,7 @@ from sowctl.services import sandbox_state
 from sowctl.services.credentials import hash_secret
 from sowctl.services.organization_rows import rows_of
 from sowctl.storage import models as m
+from sowctl.storage import sandbox_models
 from sowctl.storage.database import write_transaction
 from sowctl.storage.peewee_compat import tuples
 
@@ -81,7 +82,7 @@ def create_sandbox(name: str | None, ttl: Any) -> dict[str, Any]:
     created = wall_now()
     expires = created + timedelta(seconds=seconds)
     with write_transaction("sandboxes"):
-        if m.Sandbox.select().count() >= MAX_SANDBOXES:
+        if sandbox_models.Sandbox.select().count() >= MAX_SANDBOXES:
             raise Forbidden(f"this server holds {MAX_SANDBOXES} sandboxes already: delete one, or wait")
         m.Organization.create(id=organization_id, name=name or organization_id)
         m.User.create(id=user_id, organization=organization_id, name=user_id)
@@ -103,7 +104,7 @@ def create_sandbox(name: str | None, ttl: Any) -> dict[str, Any]:
             organization=organization_id,
             created_at=now,
         )
-        m.Sandbox.create(
+        sandbox_models.Sandbox.create(
             organization=organization_id,
             name=name or organization_id,
             admin_token_hash=hash_secret(admin_token),
@@ -132,15 +133,23 @@ def _listed(organization_id: str, name: str, created: datetime, expires: datetim
 def list_sandboxes() -> list[dict[str, Any]]:
     """The live sandboxes, oldest first (no secret, not even a hint)."""
     sweep(force=True)
-    query = m.Sandbox.select(
-        m.Sandbox.organization, m.Sandbox.name, m.Sandbox.created_at, m.Sandbox.expires_at
+    query = sandbox_models.Sandbox.select(
+        sandbox_models.Sandbox.organization,
+        sandbox_models.Sandbox.name,
+        sandbox_models.Sandbox.created_at,
+        sandbox_models.Sandbox.expires_at,
     )
-    return [_listed(*row) for row in tuples(query.order_by(m.Sandbox.created_at, m.Sandbox.organization))]
+    return [
+        _listed(*row)
+        for row in tuples(
+            query.order_by(sandbox_models.Sandbox.created_at, sandbox_models.Sandbox.organization)
+        )
+    ]
 
 
 def delete_sandbox(organization_id: str) -> dict[str, Any]:
     """Remove a sandbox: its records, credentials, request log, checkpoints and organization."""
-    if m.Sandbox.get_or_none(m.Sandbox.organization == organization_id) is None:
+    if sandbox_models.Sandbox.get_or_none(sandbox_models.Sandbox.organization == organization_id) is None:
         raise NotFound(f"sandbox {organization_id} not found")
     _remove(organization_id)
     return {"deleted": organization_id}
@@ -148,7 +157,7 @@ def delete_sandbox(organization_id: str) -> dict[str, Any]:
 
 def scope_of(secret: str) -> str | None:
     """The organization a sandbox's admin token acts on; None when it is no live sandbox's."""
-    row = m.Sandbox.get_or_none(m.Sandbox.admin_token_hash == hash_secret(secret))
+    row = sandbox_models.Sandbox.get_or_none(sandbox_models.Sandbox.admin_token_hash == hash_secret(secret))
     if row is None or row.expires_at <= wall_now():
         return None
     return row.organization_id
@@ -166,9 +175,9 @@ def sweep(force: bool = False) -> int:
     expired = [
         row[0]
         for row in tuples(
-            m.Sandbox.select(m.Sandbox.organization)
-            .where(m.Sandbox.expires_at <= wall_now())
-            .order_by(m.Sandbox.expires_at)
+            sandbox_models.Sandbox.select(sandbox_models.Sandbox.organization)
+            .where(sandbox_models.Sandbox.expires_at <= wall_now())
+            .order_by(sandbox_models.Sandbox.expires_at)
             .limit(SWEEP_BATCH)
         )
     ]
@@ -184,6 +193,6 @@ def _remove(organization_id: str) -> None:
     with write_transaction(f"org:{organization_id}"):
         sandbox_state.drop_checkpoints(organization_id)
         sandbox_state.empty_organization(organization_id, keep_credentials=False)
-        for model in (m.Sandbox, m.Organization):
+        for model in (sandbox_models.Sandbox, m.Organization):
             model.delete().where(rows_of(model, organization_id)).execute()
         sandbox_state.forget_faults(organization_id)

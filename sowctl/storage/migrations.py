@@ -7,7 +7,7 @@ from collections.abc import Callable
 import peewee as pw
 
 from sowctl.foundation.errors import SowctlError
-from sowctl.storage import models, tallies, webhook_models
+from sowctl.storage import models, sandbox_models, tallies, webhook_models
 from sowctl.storage.transactions import _serialised
 
 
@@ -173,11 +173,11 @@ def _v12_webhooks(database: pw.Database) -> None:
 
 
 def _v13_sandboxes(database: pw.Database) -> None:
-    """Sandboxes (``models.Sandbox``) and ``RequestLog.organization_id`` with its index, so that
+    """Sandboxes (``sandbox_models.Sandbox``) and ``RequestLog.organization_id`` with its index, so that
     a sandbox's admin token reads and clears its own requests only."""
     from playhouse.migrate import SchemaMigrator, migrate
 
-    database.create_tables(models.V13_MODELS, safe=True)
+    database.create_tables(sandbox_models.V13_MODELS, safe=True)
     table = models.RequestLog._meta.table_name
     migrator = SchemaMigrator.from_database(database)
     if "organization_id" not in {column.name for column in database.get_columns(table)}:

@@ -12,6 +12,7 @@ import pytest
 
 from sowctl.services import sandboxes
 from sowctl.storage import models as m
+from sowctl.storage import sandbox_models
 from tests.support.doubles import ADMIN, ORG, bearer, dataset, in_process
 
 pytestmark = pytest.mark.database  # a sandbox's rows picked by subqueries: each backend's SQL
@@ -183,7 +184,9 @@ def test_an_expired_sandbox_is_removed_with_everything_it_held(client: httpx.Cli
     saved = client.post("/_admin/checkpoints", json={"name": "base"}, headers=_admin(doomed))
     assert saved.status_code == 201
     past = datetime.datetime(2000, 1, 1)  # the wall clock decides: moved back, not waited for
-    m.Sandbox.update(expires_at=past).where(m.Sandbox.organization == doomed["organizationId"]).execute()
+    sandbox_models.Sandbox.update(expires_at=past).where(
+        sandbox_models.Sandbox.organization == doomed["organizationId"]
+    ).execute()
     assert client.post("/_admin/reset", headers=_admin(doomed)).status_code == 401  # expired: no access
     listed = client.get("/_admin/sandboxes", headers=ADMIN)
     assert [entry["organizationId"] for entry in listed.json()] == [kept["organizationId"]]
@@ -201,7 +204,7 @@ def test_deleting_a_sandbox_and_the_bounds_of_making_one(
 ) -> None:
     sandbox = _sandbox(client)
     assert "adminToken" not in client.get("/_admin/sandboxes", headers=ADMIN).text
-    stored = m.Sandbox.get(m.Sandbox.organization == sandbox["organizationId"])
+    stored = sandbox_models.Sandbox.get(sandbox_models.Sandbox.organization == sandbox["organizationId"])
     assert sandbox["adminToken"] not in (stored.admin_token_hash, stored.hint)
     deleted = client.delete(f"/_admin/sandboxes/{sandbox['organizationId']}", headers=ADMIN)
     assert deleted.status_code == 200 and deleted.json() == {"deleted": sandbox["organizationId"]}
@@ -222,15 +225,22 @@ def test_an_api_request_sweeps_expired_sandboxes_at_most_once_a_minute(
 ) -> None:
     doomed, kept = _sandbox(client), _sandbox(client)
     past = datetime.datetime(2000, 1, 1)
-    m.Sandbox.update(expires_at=past).where(m.Sandbox.organization == doomed["organizationId"]).execute()
+    sandbox_models.Sandbox.update(expires_at=past).where(
+        sandbox_models.Sandbox.organization == doomed["organizationId"]
+    ).execute()
     monkeypatch.setattr(sandboxes, "_last_sweep", -1e9)  # a minute and more since the last sweep
     assert client.get("/api/sows", headers=bearer(kept["token"])).status_code == 200
     assert m.Organization.get_or_none(m.Organization.id == doomed["organizationId"]) is None
     # Within the minute, no request sweeps again: an expired one waits for the next sweep.
     monkeypatch.setattr(sandboxes, "_last_sweep", 1e12)  # swept "just now", whatever the clock says
-    m.Sandbox.update(expires_at=past).where(m.Sandbox.organization == kept["organizationId"]).execute()
+    sandbox_models.Sandbox.update(expires_at=past).where(
+        sandbox_models.Sandbox.organization == kept["organizationId"]
+    ).execute()
     assert client.get("/api/sows", headers=bearer(kept["token"])).status_code == 200
-    assert m.Sandbox.get_or_none(m.Sandbox.organization == kept["organizationId"]) is not None
+    assert (
+        sandbox_models.Sandbox.get_or_none(sandbox_models.Sandbox.organization == kept["organizationId"])
+        is not None
+    )
 
 
 def test_checkpoints_of_a_sandbox_a_server_reset_removed_are_dropped(client: httpx.Client) -> None:
