@@ -49,6 +49,7 @@ OPTION_FOR: dict[str, str] = {
     "line_items": "--line",
     # Group C
     "limit": "--limit",
+    "since": "--since",
     "offset": "--offset",
     "clientId": "--client",
     # the test double's admin API (sowctl sandbox create)

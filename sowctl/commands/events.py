@@ -21,6 +21,7 @@ from sowctl.backends.local import LocalBackend
 from sowctl.backends.remote import RemoteBackend
 from sowctl.backends.remote_stream import stream_lines
 from sowctl.commands._context import AppContext, app_context
+from sowctl.commands._fields import speak_cli
 from sowctl.commands._options import Json, Quiet
 from sowctl.commands.events_listen import listen
 from sowctl.foundation.errors import InvalidInput, Issue, NotFound, ServiceUnavailable, UsageError
@@ -89,6 +90,13 @@ class Feed:
             )
 
     def page(self, query: dict[str, str]) -> dict[str, Any]:
+        """One page of the feed; a refusal names the options typed (``--since``, ``--type``)."""
+        try:
+            return self._page(query)
+        except InvalidInput as exc:
+            raise speak_cli(exc, query) from None
+
+    def _page(self, query: dict[str, str]) -> dict[str, Any]:
         if self.admin_token:
             backend: Any = self.context.backend
             query = {**query, "organization": self.org} if self.org else query

@@ -73,6 +73,14 @@ def test_list_in_both_modes_and_its_filters(modes: Modes) -> None:
     assert refused.exit_code == 2 and "--admin-token" in refused.stderr
 
 
+def test_a_bad_since_or_type_is_refused_naming_the_option_in_every_mode(modes: Modes) -> None:
+    local, remote = modes.both("events", "list", "--since", "bogus")
+    scoped = modes.local("events", "list", "--org", LOCAL_ORG, "--type", "nope")
+    for refused in (local, remote):
+        assert refused.exit_code == 2 and "invalid --since 'bogus'" in refused.stderr, refused.stderr
+    assert scoped.exit_code == 2 and "invalid --type 'nope'" in scoped.stderr, scoped.stderr
+
+
 def test_list_org_in_local_mode_shows_that_organization_only(modes: Modes) -> None:
     assert modes.local("events", "trigger", "item.created").exit_code == 0
     assert modes.local("orgs", "create", "org-2").exit_code == 0
