@@ -19,6 +19,7 @@ from sowctl.foundation.budgets import MAX_PAGE_SIZE
 from sowctl.foundation.errors import InvalidInput, RemoteError, SowctlError, error_code
 from sowctl.gate import risks
 from sowctl.operations.admin import ADMIN
+from sowctl.operations.groups import Group
 from sowctl.testing.admin import AdminClient, AdminError, VerificationError
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def call(
     body = args.pop("body", None)
     if op.body is not None and body is None:
         raise InvalidInput.for_field("body", "is required")
-    if op.group == "admin":
+    if op.group is Group.ADMIN:
         return _call_admin(admin, op, params, args, body)
     if op.paginated:
         page = _count(args.pop("page", 1), "page")

@@ -347,7 +347,7 @@ def _error_detail_headers(op: Operation, status: int) -> dict[str, Any]:
             "x-sowctl-extension": True,
         }
     }
-    if op.group != "C" and status < 500:
+    if op.group.envelope is Envelope.MESSAGE and status < 500:
         headers[ERROR_ISSUES_HEADER] = {
             "description": "sowctl extension: a JSON array of {path, message}, one per problem, "
             f"sent when it fits in {MAX_ISSUES_HEADER} characters",

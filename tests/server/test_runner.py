@@ -67,7 +67,7 @@ def _server(stdout_kind: str) -> Iterator[tuple[subprocess.Popen, int, IO[bytes]
                 proc.wait()
 
 
-def _read_url(fd: int, timeout: float = 10.0) -> str:
+def _read_url(fd: int, timeout: float = 30.0) -> str:
     data = b""
     deadline = time.monotonic() + timeout
     while b"\n" not in data and time.monotonic() < deadline:
