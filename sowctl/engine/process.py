@@ -14,6 +14,7 @@ No third-party module is imported until :func:`serve` runs.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -97,6 +98,10 @@ def serve(
         watcher.start()
 
     server.on_startup(started)
+    # What is loaded by now lives as long as the process: out of the collector's sight, the
+    # collections while serving and the last one at exit need not walk it (that last one took
+    # seconds of a stopping process on a crowded machine).
+    gc.freeze()
     try:
         server.serve(target_loader=_worker_loader(load, limits, workers > 1, address[1], settled_write))
     except KeyboardInterrupt:
@@ -146,6 +151,7 @@ def _worker_loader(
             _exit_worker(exc)
         if limits.switch_interval is not None:
             sys.setswitchinterval(limits.switch_interval)
+        gc.freeze()  # the application's modules and tables, as in the master
         return Bridge(app, hooks, limits, multiprocess=multiprocess, zygote=zygote)
 
     return loader
