@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from sowctl.server.webhook_dispatcher import Dispatcher
+from sowctl.server.webhook_dispatcher import Dispatcher, pinned_targets
 from sowctl.services import events, sandboxes, webhooks
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
@@ -340,3 +344,71 @@ def test_serve_refuses_a_network_that_is_none_naming_the_option(cli: Any, fake_r
         result.stderr
     )
     assert "Traceback" not in result.stderr and "settings" not in fake_runner
+
+
+def test_an_https_delivery_to_a_name_keeps_it_as_host_and_tls_server_name() -> None:
+    checked = (ipaddress.ip_address(PUBLIC), ipaddress.ip_address("2606:2800:21f:cb07:6820:80da:af6b:8b2c"))
+    first, second = pinned_targets("https://Hooks.example.test:8443/in?x=1", checked)
+    assert first.url == f"https://{PUBLIC}:8443/in?x=1" and second.url.startswith("https://[2606:2800:")
+    for target in (first, second):
+        assert target.headers == {"Host": "Hooks.example.test:8443"}
+        assert target.extensions == {"sni_hostname": "hooks.example.test"}
+    (literal,) = pinned_targets(f"https://{PUBLIC}/in", checked[:1])
+    assert (literal.url, literal.headers, literal.extensions) == (f"https://{PUBLIC}/in", {}, {})
+
+
+TLS = Path(__file__).resolve().parents[1] / "support" / "tls"
+
+
+@pytest.fixture
+def tls_receiver() -> Iterator[dict[str, Any]]:
+    """An HTTPS receiver on 127.0.0.1 whose certificate names hooks.example.test only; it
+    records the TLS server name and Host header of each POST."""
+    seen: dict[str, Any] = {"server_names": [], "hosts": []}
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(TLS / "hooks-cert.pem", TLS / "hooks-key.pem")
+    context.sni_callback = lambda _socket, name, _context: seen["server_names"].append(name)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            seen["hosts"].append(self.headers["Host"])
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    seen["port"] = server.server_address[1]
+    yield seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_https_delivery_to_a_checked_address_verifies_the_certificate_of_the_name(
+    db: Any, resolver: dict[str, list[str]], tls_receiver: dict[str, Any]
+) -> None:
+    organization = sandbox_organization(db)
+    resolver["hooks.example.test"] = ["127.0.0.1"]
+    url = f"https://hooks.example.test:{tls_receiver['port']}/hook"
+    hook = subscribe(url, organization, LOOPBACK)
+    change(organization)
+    sender = Dispatcher(
+        lambda: db.connect(reuse_if_open=True), lambda: None, poll_seconds=0.05, allowed_networks=LOOPBACK
+    )
+    # The receiver's certificate is the test's own: trust it, as a CA bundle would a real one.
+    sender._guarded_http = httpx.Client(
+        verify=ssl.create_default_context(cafile=str(TLS / "hooks-cert.pem")),
+        follow_redirects=False,
+        trust_env=False,
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
+    sender.poll_once()
+    assert sender.settle(30)
+    (attempt,) = webhooks.deliveries(hook["id"])
+    assert (attempt["outcome"], attempt["status"], attempt["error"]) == ("delivered", 204, None)
+    assert tls_receiver["server_names"] == ["hooks.example.test"]
+    assert tls_receiver["hosts"] == [f"hooks.example.test:{tls_receiver['port']}"]
