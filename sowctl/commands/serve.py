@@ -14,7 +14,7 @@ import typer
 
 from sowctl.commands import serve_exec
 from sowctl.commands._context import app_context
-from sowctl.commands.serve_options import buffer_cap, test_double_options
+from sowctl.commands.serve_options import buffer_cap, test_double_options, webhook_networks
 from sowctl.foundation.errors import SowctlError
 from sowctl.output.terminal import current
 from sowctl.storage.created_files import new_sqlite_file, remove_sqlite_file
@@ -173,6 +173,15 @@ def serve(
             "refuse such a request with 400.",
         ),
     ] = ContractMode.off,
+    webhook_allow_network: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--webhook-allow-network",
+            metavar="CIDR",
+            help="Let the webhooks of sandboxes reach this network besides public addresses "
+            "(repeatable), e.g. 127.0.0.1/32 when CI jobs run their receivers on this host.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API until Ctrl-C or SIGTERM.
 
@@ -223,6 +232,7 @@ def serve(
         record=record,
     )
     double["contract"] = contract.value
+    double["webhook_allowed_networks"] = webhook_networks(webhook_allow_network or [])
     buffer_bytes = buffer_cap()  # checked before anything is loaded or written
     if export_on_exit is not None:
         serve_exec.check_export_target(export_on_exit)

@@ -1,11 +1,15 @@
 """The options of sowctl serve that need more than Typer's checks: the test double's (faults,
-latency, clock, seed, record, admin token) and the memory cap on buffered request bodies."""
+latency, clock, seed, record, admin token), the networks sandboxes' webhooks may reach and the
+memory cap on buffered request bodies."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Any
+
+from sowctl.foundation.errors import InvalidInput, UsageError, quoted
+from sowctl.services.webhook_destinations import Network, parse_networks
 
 
 def test_double_options(
@@ -25,7 +29,6 @@ def test_double_options(
     """ServerSettings fields of the test-double options (``sowctl.server.testdouble.layer``);
     exit 2 when wrong."""
     from sowctl.foundation import clock
-    from sowctl.foundation.errors import InvalidInput, UsageError
     from sowctl.server.testdouble.faults import FaultConfig, parse_latency
 
     if admin and admin_token is not None:
@@ -82,7 +85,6 @@ ENV_BUFFER_CAP = "SOWCTL_SERVE_BUFFER_MIB"
 
 def buffer_cap() -> int:
     """Bytes of large request bodies one worker buffers at once (``SOWCTL_SERVE_BUFFER_MIB``)."""
-    from sowctl.foundation.errors import UsageError, quoted
     from sowctl.server.configuration import MIB, ServerSettings
 
     text = os.environ.get(ENV_BUFFER_CAP, "").strip()
@@ -93,3 +95,11 @@ def buffer_cap() -> int:
             f"{ENV_BUFFER_CAP} must be a whole number of MiB from 1 to 1000000, not {quoted(text)}"
         )
     return int(text) * MIB
+
+
+def webhook_networks(values: list[str]) -> tuple[Network, ...]:
+    """The networks of ``--webhook-allow-network``; exit 2 naming the option when one is none."""
+    try:
+        return parse_networks(values)
+    except ValueError as exc:
+        raise UsageError(f"--webhook-allow-network: {exc}") from None

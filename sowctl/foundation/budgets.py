@@ -47,6 +47,11 @@ MAX_PAGE_SIZE = 100
 # Events in one page of the changes feed (``GET /api/events``, ``/_admin/events``): a larger
 # ``limit`` is refused (a client that reads a feed catches up with pages of up to this).
 MAX_EVENT_PAGE = 1000
+# Bytes of one page of the changes feed, about (each event's resource counted as stored): a
+# page stops after the event that passes it, so one holds at least one event, and the next
+# page starts right after the last one given. 1,000 events of 10,000-character titles would
+# otherwise be a page of tens of MB, built whole in memory.
+MAX_EVENT_PAGE_BYTES = 1024 * 1024
 
 # --- what an error may say -----------------------------------------------------------
 

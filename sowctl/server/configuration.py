@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -115,6 +116,10 @@ class ServerSettings:
     # Events kept in the outbox, the oldest pruned first (serve --event-retention); 0: none
     # are recorded (sowctl.services.events).
     event_retention: int = 100_000
+    # Networks the webhooks of a sandbox's organization may reach besides public addresses
+    # (serve --webhook-allow-network; sowctl.services.webhook_destinations): a shared server
+    # whose CI jobs run their webhook receivers on the same host allows 127.0.0.1/32.
+    webhook_allowed_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
 
     # --- the test double (``serve --admin ...``; sowctl.server.testdouble.layer) -------------
     # Bearer token of the /_admin API; None: no /_admin routes at all (404).

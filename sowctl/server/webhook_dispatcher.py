@@ -10,6 +10,13 @@ the subscription's cursor, anything else schedules a retry on the service clock,
 subscription after its ``maxFailures``. Delivery faults (``services.webhook_faults``) are
 applied here. Before each poll it re-reads the shared run-time state (``before_poll``: the test
 double's clock set by ``/_admin/clock``, whichever worker took that request).
+
+A sandbox's subscription (``Work.guarded``) is delivered to public addresses and the networks
+the operator allows only (``services.webhook_destinations``): its host is resolved once, every
+address checked, and the request sent to a checked address itself (the URL's host replaced by
+it, the ``Host`` header and the TLS server name kept), so no second lookup can lead it
+elsewhere (DNS rebinding). Such deliveries keep no connection open between attempts: a pooled
+connection is found by address and would carry another host name's TLS session.
 """
 
 from __future__ import annotations
@@ -27,14 +34,16 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from sowctl.foundation import clock
 from sowctl.foundation.redaction import mask_text
 from sowctl.foundation.version import VERSION
-from sowctl.services import webhook_dispatch, webhook_faults
+from sowctl.services import webhook_destinations, webhook_dispatch, webhook_faults
 from sowctl.services.webhook_dispatch import Attempt, Work
 from sowctl.services.webhooks import secret_key
 
@@ -76,6 +85,7 @@ class Dispatcher:
         poll_seconds: float = POLL_SECONDS,
         in_flight: int = IN_FLIGHT,
         timeout: float = TIMEOUT_SECONDS,
+        allowed_networks: tuple[webhook_destinations.Network, ...] = (),
     ) -> None:
         self._connect = connect
         self._recover = recover
@@ -89,6 +99,13 @@ class Dispatcher:
         self._rng = random.Random()
         self.owner = f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._http = httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False)
+        self._guarded_http = httpx.Client(
+            timeout=timeout,
+            follow_redirects=False,
+            trust_env=False,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+        self._allowed = allowed_networks
         self._thread: threading.Thread | None = None
         self._warned = False
 
@@ -102,6 +119,7 @@ class Dispatcher:
             self._thread.join(timeout=2 * TIMEOUT_SECONDS)
         self._senders.shutdown(wait=True, cancel_futures=True)
         self._http.close()
+        self._guarded_http.close()
 
     def settle(self, timeout: float) -> bool:
         """Wait until no attempt is in flight (tests, shutdown); False when ``timeout`` passed."""
@@ -232,16 +250,75 @@ class Dispatcher:
             headers["traceparent"] = work.traceparent
         headers.update(signature_headers(work, body, int(time.time())))
         started = time.perf_counter()
+        targets = [Target(work.url)]
+        if work.guarded:
+            pinned = webhook_destinations.pin(work.url, self._allowed)
+            if pinned.refused is not None:  # nothing is sent: no answer to keep an excerpt of
+                return Attempt(
+                    work.sequence, "failed", error=pinned.refused, latency_ms=_ms(started), fault=fault
+                )
+            targets = pinned_targets(work.url, pinned.addresses)
         try:
-            with self._http.stream("POST", work.url, content=body, headers=headers) as response:
-                excerpt = _read_some(response, started + MAX_READ_SECONDS)
-                status = response.status_code
+            status, excerpt = self._post(targets, body, headers, started)
         except httpx.TimeoutException:
             return Attempt(work.sequence, "failed", error="timed out", latency_ms=_ms(started), fault=fault)
         except httpx.HTTPError as exc:
             return Attempt(work.sequence, "failed", error=_error(exc), latency_ms=_ms(started), fault=fault)
         outcome = "delivered" if 200 <= status < 300 else "failed"
         return Attempt(work.sequence, outcome, status, None, _ms(started), excerpt, fault)
+
+    def _post(
+        self, targets: list[Target], body: bytes, headers: dict[str, str], started: float
+    ) -> tuple[int, str]:
+        """POST to the first of ``targets`` that takes the connection: (status, excerpt)."""
+        http = self._http if targets[0].pinned is None else self._guarded_http
+        for index, target in enumerate(targets):
+            try:
+                with http.stream(
+                    "POST",
+                    target.url,
+                    content=body,
+                    headers={**headers, **target.headers},
+                    extensions=target.extensions,
+                ) as response:
+                    return response.status_code, _read_some(response, started + MAX_READ_SECONDS)
+            except httpx.ConnectError:
+                if index == len(targets) - 1:
+                    raise
+        raise httpx.ConnectError("no address to connect to")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one POST goes: ``url`` as given, or (``pinned``) with its host replaced by a
+    checked address, the ``Host`` header and the TLS server name still the URL's host."""
+
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    extensions: dict[str, Any] = field(default_factory=dict)
+    pinned: webhook_destinations.Address | None = None
+
+
+def pinned_targets(url: str, addresses: tuple[webhook_destinations.Address, ...]) -> list[Target]:
+    """``url`` sent to each checked address in turn (the next when one refuses the connection)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    targets = []
+    for address in addresses:
+        shown = f"[{address}]" if address.version == 6 else str(address)
+        netloc = shown if parts.port is None else f"{shown}:{parts.port}"
+        # An IP literal in the URL is already the address; a TLS server name is never one.
+        named = webhook_destinations.ip_literal(host) is None
+        extensions = {"sni_hostname": host} if named and parts.scheme == "https" else {}
+        targets.append(
+            Target(
+                urlunsplit(parts._replace(netloc=netloc)),
+                {"Host": parts.netloc} if named else {},
+                extensions,
+                address,
+            )
+        )
+    return targets
 
 
 def _read_some(response: httpx.Response, deadline: float) -> str:
@@ -282,6 +359,7 @@ def start_for(app: Any) -> Dispatcher | None:
         dispatcher.recover_connection,
         before_poll=layer.sync if layer is not None else None,
         count=metrics.event_delivery if metrics is not None else None,
+        allowed_networks=dispatcher.settings.webhook_allowed_networks,
     )
     webhooks.start()
     return webhooks

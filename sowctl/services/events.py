@@ -20,6 +20,7 @@ import peewee as pw
 from pydantic import BaseModel
 
 from sowctl.foundation import clock, trace_context
+from sowctl.foundation.budgets import MAX_EVENT_PAGE_BYTES
 from sowctl.schemas.events import LATEST_SEQUENCE, EventOut, EventPage, event_id
 from sowctl.services import bulk
 from sowctl.storage import models as m
@@ -92,17 +93,23 @@ def to_out(row: Sequence[Any]) -> EventOut:
     )
 
 
-def read_after(
-    after: int, limit: int, *, organization_id: str | None = None, types: Sequence[str] | None = None
-) -> list[EventOut]:
-    """At most ``limit`` events with an id above ``after``, oldest first; only one
-    organization's when it is given, only of ``types`` when they are."""
+def _rows_after(
+    after: int, limit: int, organization_id: str | None, types: Sequence[str] | None
+) -> list[tuple[Any, ...]]:
     query = m.Event.select(m.Event.id, *_COLUMNS).where(m.Event.id > after)
     if organization_id is not None:
         query = query.where(m.Event.organization_id == organization_id)
     if types:
         query = query.where(m.Event.type.in_(list(types)))
-    return [to_out(row) for row in tuples(query.order_by(m.Event.id).limit(limit))]
+    return list(tuples(query.order_by(m.Event.id).limit(limit)))
+
+
+def read_after(
+    after: int, limit: int, *, organization_id: str | None = None, types: Sequence[str] | None = None
+) -> list[EventOut]:
+    """At most ``limit`` events with an id above ``after``, oldest first; only one
+    organization's when it is given, only of ``types`` when they are."""
+    return [to_out(row) for row in _rows_after(after, limit, organization_id, types)]
 
 
 def resolve_after(after: int, organization_id: str | None = None) -> int:
@@ -116,16 +123,50 @@ def resolve_after(after: int, organization_id: str | None = None) -> int:
     return int(query.scalar() or 0)
 
 
+# What an event's JSON holds besides its resource, its resource id and organization id: the
+# field names, its id, type, kinds and timestamp (about 190 bytes), rounded up.
+EVENT_FIELDS_BYTES = 256
+# Rows read at a time while a page is made: the rows in memory stay few whatever ``limit``.
+PAGE_READ_ROWS = 100
+
+
+def encoded_size(row: Sequence[Any]) -> int:
+    """About the bytes of a stored event's row in a page's JSON (its resource as stored)."""
+    _, organization_id, _, resource_id, _, payload = row
+    return len(payload.encode("utf-8")) + len(resource_id) + len(organization_id) + EVENT_FIELDS_BYTES
+
+
 def read_page(
-    after: int, limit: int, *, organization_id: str | None = None, types: Sequence[str] | None = None
+    after: int,
+    limit: int,
+    *,
+    organization_id: str | None = None,
+    types: Sequence[str] | None = None,
+    max_bytes: int = MAX_EVENT_PAGE_BYTES,
 ) -> EventPage:
-    """A page of the feed: at most ``limit`` events after ``after``, and whether more follow
-    (one more is read to tell, not counted)."""
-    after = resolve_after(after, organization_id)
-    found = read_after(after, limit + 1, organization_id=organization_id, types=types)
-    shown = found[:limit]
-    last = shown[-1].id if shown else (event_id(after) if after else None)
-    return EventPage(events=shown, last_event_id=last, has_more=len(found) > limit)
+    """A page of the feed: at most ``limit`` events after ``after`` and about ``max_bytes``
+    (the event that passes them is the page's last, so a page holds one event at least), and
+    whether more follow (one more row is read to tell). ``lastEventId`` is the last event
+    given, so a client that asks for the events after it misses none."""
+    cursor = resolve_after(after, organization_id)
+    shown: list[EventOut] = []
+    size = 0
+    while True:
+        wanted = min(limit - len(shown), PAGE_READ_ROWS) + 1
+        rows = _rows_after(cursor, wanted, organization_id, types)
+        for row in rows:
+            if len(shown) == limit or size >= max_bytes:
+                return _page(shown, cursor, has_more=True)
+            shown.append(to_out(row))
+            size += encoded_size(row)
+            cursor = row[0]
+        if len(rows) < wanted:
+            return _page(shown, cursor, has_more=False)
+
+
+def _page(shown: list[EventOut], cursor: int, *, has_more: bool) -> EventPage:
+    last = shown[-1].id if shown else (event_id(cursor) if cursor else None)
+    return EventPage(events=shown, last_event_id=last, has_more=has_more)
 
 
 # --- retention --------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import peewee as pw
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_WEBHOOK_DELIVERIES_KEPT, MAX_WEBHOOK_EXCERPT_CHARS
 from sowctl.schemas.events import EVENT_TYPES, LATEST_SEQUENCE, EventOut, event_id
-from sowctl.services import events
+from sowctl.services import events, webhook_destinations
 from sowctl.services.webhooks import RETRY_SECONDS, matches
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
@@ -44,6 +44,7 @@ class Work:
     attempt: int
     redelivery_id: int | None = None
     traceparent: str | None = None  # the request that made the change, sent with each delivery
+    guarded: bool = False  # a sandbox's: public addresses only (services.webhook_destinations)
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,7 @@ def _work(row: WebhookSubscription, event: EventOut, sequence: int, redelivery_i
         attempt=row.consecutive_failures + 1,
         redelivery_id=redelivery_id,
         traceparent=events.traceparent_of(sequence),
+        guarded=webhook_destinations.guarded(row.organization_id),
     )
 
 

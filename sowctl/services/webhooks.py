@@ -20,6 +20,7 @@ import base64
 import binascii
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +36,7 @@ from sowctl.foundation.budgets import (
 from sowctl.foundation.errors import InvalidInput, NotFound, quoted
 from sowctl.schemas.events import EVENT_TYPES, RESOURCES, event_id, event_sequence
 from sowctl.schemas.webhooks import SIGNING_SCHEMES
+from sowctl.services import webhook_destinations
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
 from sowctl.storage.webhook_models import WebhookDelivery, WebhookRedelivery, WebhookSubscription
@@ -180,11 +182,15 @@ class NewWebhook:
     max_failures: Any = None
 
 
-def create(new: NewWebhook) -> dict[str, Any]:
+def create(new: NewWebhook, allowed_networks: Sequence[webhook_destinations.Network] = ()) -> dict[str, Any]:
     """Add a subscription; its answer (only this one) shows the secret. It starts after the
-    organization's last event: only changes made from now on are delivered."""
+    organization's last event: only changes made from now on are delivered. A sandbox's
+    organization may only subscribe public addresses and ``allowed_networks``
+    (``services.webhook_destinations``)."""
     url = check_url(new.url)
     organization_id = _check_organization(new.organization_id)
+    if webhook_destinations.guarded(organization_id):
+        webhook_destinations.check_destination(url, allowed_networks)
     types = check_event_types(new.event_types)
     signing, credential = _credential(new.signing, new.secret, new.authorization)
     max_failures = _check_max_failures(new.max_failures)

@@ -15,6 +15,8 @@ Fixtures (used only by the tests that ask for them):
   webhook deliveries and checks their Standard Webhooks signature with its ``secret`` (give it
   to the subscription); ``respond(500, 500)`` makes the next deliveries fail, and
   ``wait_for("item.created", data={...})`` waits for a matching event, failing with the closest.
+  With ``--sowctl-server`` the subscription is a sandbox's, which reaches 127.0.0.1 only when
+  the shared server runs on the same host with ``--webhook-allow-network 127.0.0.1/32``.
 
 Markers: ``sowctl_dataset(path_or_dict, user=, org=, company=, role=)`` (a path is
 relative to the test file), ``sowctl_faults(**config)`` (the ``/_admin/faults`` JSON),

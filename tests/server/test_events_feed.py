@@ -8,6 +8,9 @@ import json
 import httpx
 import pytest
 
+from sowctl.foundation.budgets import MAX_EVENT_PAGE_BYTES
+from sowctl.services import events
+from sowctl.storage.database import write_transaction
 from tests.support.doubles import ADMIN, ORG, SOW, bearer, in_process, load
 
 pytestmark = pytest.mark.database  # the feed's reads and the outbox's writes are SQL
@@ -296,3 +299,41 @@ def test_the_admin_client_waits_for_an_event_and_names_the_closest_when_none_com
         'no event matching {"type": "item.created", "data": {"title": "Walls"}} within 0.3 s'
     )
     assert 'data.title: expected "Walls", got "Wall"' in message
+
+
+def record_large_items(count: int) -> list[str]:
+    """``count`` item.created events of 10,000-character titles, written straight to the outbox."""
+    ids = [f"big-{n:04d}" for n in range(count)]
+    with write_transaction(f"org:{ORG}"):
+        events.record_many(ORG, "item", "created", [(i, {"id": i, "title": "t" * 10_000}) for i in ids])
+    return ids
+
+
+def walk(client: httpx.Client, path: str, headers: dict[str, str]) -> tuple[list[int], list[str], int]:
+    """Every page of a feed asked for with limit=1000 and since=lastEventId: (each page's
+    length, the event ids in order, the largest page's bytes)."""
+    lengths, seen, largest = [], [], 0
+    since = None
+    while True:
+        params = {"limit": 1000, **({"since": since} if since else {})}
+        page = client.get(path, params=params, headers=headers)
+        assert page.status_code == 200, page.text
+        body = page.json()
+        lengths.append(len(body["events"]))
+        seen.extend(event["id"] for event in body["events"])
+        largest = max(largest, len(page.content))
+        since = body["lastEventId"]
+        if not body["hasMore"]:
+            return lengths, seen, largest
+
+
+@pytest.mark.parametrize("feed", ["/api/events", "/_admin/events"])
+def test_a_page_of_large_events_is_cut_near_a_mib_and_the_next_pages_give_the_rest(double, feed):
+    client, member = double
+    ids = record_large_items(250)
+    lengths, seen, largest = walk(client, feed, member if feed == "/api/events" else ADMIN)
+    assert len(seen) == len(set(seen)), "an event was given twice"
+    wanted = [e.id for e in events.read_after(0, 10_000) if e.resource_id in set(ids)]
+    assert [i for i in seen if i in set(wanted)] == wanted  # every one, in order
+    assert lengths[0] < 1000 and len(lengths) >= 3, lengths
+    assert largest <= MAX_EVENT_PAGE_BYTES + 11_000, largest  # the bound, passed by one event at most

@@ -250,3 +250,33 @@ def test_since_latest_starts_after_the_newest(sow):
     later = item(sow, "B")
     after = api("events.list", query={"since": page["lastEventId"]})
     assert [e["resourceId"] for e in after["events"]] == [later["id"]]
+
+
+def test_a_page_is_bounded_by_its_size_and_the_next_starts_right_after_it(sow):
+    made = [item(sow, f"{n:03d}" + "x" * 9_997)["id"] for n in range(12)]
+    seen: list[str] = []
+    after = 0
+    pages = []
+    while True:
+        page = events.read_page(after, 1000, max_bytes=30_000)
+        pages.append(len(page.events))
+        seen.extend(event.resource_id for event in page.events if event.type == "item.created")
+        assert page.last_event_id == page.events[-1].id
+        after = int(page.last_event_id.removeprefix("evt_"))
+        if not page.has_more:
+            break
+    # 30,000 bytes hold three events of 10,000-character titles: the third passes them.
+    assert pages == [4, 3, 3, 3], pages  # the SOW's event and three items, then three at a time
+    assert seen == made
+
+
+def test_an_event_larger_than_the_page_bound_is_given_alone(sow):
+    made = [item(sow, "y" * 10_000)["id"] for _ in range(3)]
+    after, pages = 1, []  # after the SOW's event
+    while True:
+        page = events.read_page(after, 1000, max_bytes=1)
+        pages.append(([event.resource_id for event in page.events], page.has_more))
+        after = int(page.last_event_id.removeprefix("evt_"))
+        if not page.has_more:
+            break
+    assert pages == [([made[0]], True), ([made[1]], True), ([made[2]], False)]

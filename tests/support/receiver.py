@@ -34,6 +34,7 @@ class Receiver:
         self.default = 200
         self.reply: bytes | None = None  # the answer's body (default: "answered STATUS")
         self.hold = 0.0  # seconds each answer waits before it is sent
+        self.headers: dict[str, str] = {}  # sent with every answer (a redirect's Location)
         self._lock = threading.Lock()
         receiver = self
 
@@ -46,6 +47,8 @@ class Receiver:
                 time.sleep(receiver.hold)
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain")
+                for name, value in receiver.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(receiver.reply or f"answered {status}".encode())
 

@@ -4,7 +4,9 @@ their delivery log and redeliveries (``services.webhooks``), and delivery faults
 
 A sandbox's admin token (``request.scope``) sees and changes its organization's subscriptions
 only (another's answer 404, as absent ones do) and subscribes for its organization when the
-body names none; delivery faults apply to every subscription, so they are the full token's."""
+body names none, to public addresses and the networks ``serve --webhook-allow-network`` allows
+only (``services.webhook_destinations``); delivery faults apply to every subscription, so they
+are the full token's."""
 
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ def create(admin: Any, request: Any) -> dict[str, Any]:
             secret=body.get("secret"),
             authorization=body.get("authorization"),
             max_failures=body.get("maxFailures"),
-        )
+        ),
+        admin.settings.webhook_allowed_networks,
     )
 
 
