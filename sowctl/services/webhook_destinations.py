@@ -125,9 +125,10 @@ def first_refusal(host: str, addresses: Sequence[Address], allowed: Sequence[Net
     for address in addresses:
         kind = refusal(address, allowed)
         if kind is not None:
+            described = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} address"
             if ip_literal(host) is not None:
-                return f"{address} is a {kind} address"
-            return f"{host} resolves to {address}, a {kind} address"
+                return f"{address} is {described}"
+            return f"{host} resolves to {address}, {described}"
     return None
 
 
