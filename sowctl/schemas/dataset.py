@@ -384,6 +384,14 @@ RECORD_MODELS: dict[str, type[CamelModel] | type[ApiModel]] = {
     "purchaseOrders": PurchaseOrderRecord,
 }
 KINDS: tuple[str, ...] = tuple(RECORD_MODELS)
+# Every record a dataset holds, with those held inside another kind's records (each stored in
+# a table of its own).
+STORED_RECORDS: dict[str, Any] = {
+    **RECORD_MODELS,
+    "contacts": ContactRecord,
+    "snapshotLines": SnapshotLineRecord,
+    "purchaseOrderLines": PurchaseOrderLineRecord,
+}
 
 ADAPTERS: dict[str, TypeAdapter] = {
     kind: TypeAdapter(list[model])  # type: ignore[valid-type]  # a list type made at run time
