@@ -2,7 +2,7 @@
 writes them.
 
 The API's output model is the declaration: a record that is an API object is read off it
-(``_derived``): every field the API answers, under the API's name and of the type a dataset
+(``derived_record``): every field the API answers, under the API's name and of the type a dataset
 writes it in (``schemas.dataset_values``), and only the fields a dataset has besides (the
 owning organization, the ids of the records it belongs to, the request fields a dataset may
 set). So a field added to an output model reaches the dataset format, the column map
@@ -86,7 +86,7 @@ class _ApiRecord(ApiModel):
 _NESTED: dict[type, Any] = {}
 
 
-def _derived(
+def derived_record(
     name: str,
     answered: type[BaseModel],
     *,
@@ -138,7 +138,7 @@ def _derived(
 
 # --- Group A/C ------------------------------------------------------------------
 
-OrganizationRecord = _derived("OrganizationRecord", OrganizationOut)
+OrganizationRecord = derived_record("OrganizationRecord", OrganizationOut)
 
 
 class UserRecord(_CamelRecord):
@@ -150,7 +150,7 @@ class UserRecord(_CamelRecord):
     email: StrictStr | None = None
 
 
-ContactRecord = _derived(
+ContactRecord = derived_record(
     "ContactRecord",
     ContactOut,
     read={
@@ -165,14 +165,14 @@ ContactRecord = _derived(
 # the API would answer, or make: an order of at most MAX_LINE_ITEMS lines).
 Contacts = bounded_list(ContactRecord, MAX_CONTACTS, "contact")
 
-ClientRecord = _derived(
+ClientRecord = derived_record(
     "ClientRecord",
     ClientOut,
     first=("id", "organization_id"),
     read={"is_pinned": (StrictBool, False), "contacts": (Contacts, Field(default_factory=list))},
 )
 
-ProjectRecord = _derived(
+ProjectRecord = derived_record(
     "ProjectRecord",
     ProjectOut,
     first=("id", "organization_id"),
@@ -185,11 +185,11 @@ ProjectRecord = _derived(
     },
 )
 
-SowRecord = _derived(
+SowRecord = derived_record(
     "SowRecord", SowOut, computed=("item_count",), read={"id": PathId, "title": (StrictStr, "")}
 )
 
-ItemRecord = _derived(
+ItemRecord = derived_record(
     "ItemRecord",
     ItemOut,
     first=("id", "sow_id", "organization_id"),
@@ -207,7 +207,7 @@ ItemRecord = _derived(
     adds={"organization_id": (RecordId | None, None)},
 )
 
-DependencyRecord = _derived(
+DependencyRecord = derived_record(
     "DependencyRecord",
     DependencyOut,
     last=("created_by_user_id", "created_at", "updated_at"),
@@ -244,9 +244,9 @@ class FinancialProjectRecord(_ApiRecord):
 
 _COMPANY = {"company_id": (RecordId, Field(alias="companyId"))}
 
-VendorRecord = _derived("VendorRecord", finance.VendorRef, first=("id", "company_id"), adds=_COMPANY)
+VendorRecord = derived_record("VendorRecord", finance.VendorRef, first=("id", "company_id"), adds=_COMPANY)
 
-CostCodeRecord = _derived(
+CostCodeRecord = derived_record(
     "CostCodeRecord",
     finance.CostCodeRef,
     first=("id", "company_id"),
@@ -254,7 +254,7 @@ CostCodeRecord = _derived(
     read={"name": (StrictStr, "")},
 )
 
-CommitmentRecord = _derived(
+CommitmentRecord = derived_record(
     "CommitmentRecord",
     finance.CommitmentRef,
     first=("id", "project_id"),
@@ -262,13 +262,13 @@ CommitmentRecord = _derived(
     read={"title": (StrictStr, "")},
 )
 
-BudgetViewRecord = _derived("BudgetViewRecord", finance.BudgetViewOut, first=("id", "project_id"))
+BudgetViewRecord = derived_record("BudgetViewRecord", finance.BudgetViewOut, first=("id", "project_id"))
 
-SnapshotAuthor = _derived(
+SnapshotAuthor = derived_record(
     "SnapshotAuthor", finance.UserRef, read={"id": StrictInt, "name": (StrictStr, "")}, nested=True
 )
 
-SnapshotLineRecord = _derived(
+SnapshotLineRecord = derived_record(
     "SnapshotLineRecord",
     finance.SnapshotLine,
     read={
@@ -281,7 +281,7 @@ SnapshotLineRecord = _derived(
 
 SnapshotLines = bounded_list(SnapshotLineRecord, MAX_SNAPSHOT_LINES, "line item")
 
-BudgetViewSnapshotRecord = _derived(
+BudgetViewSnapshotRecord = derived_record(
     "BudgetViewSnapshotRecord",
     finance.SnapshotDetail,
     first=("id", "budget_view_id", "project_id"),
@@ -289,7 +289,7 @@ BudgetViewSnapshotRecord = _derived(
     read={"line_items": (SnapshotLines, Field(default_factory=list))},
 )
 
-CustomerRecord = _derived(
+CustomerRecord = derived_record(
     "CustomerRecord",
     finance.Customer,
     read={"id": StrictInt, "name": StrictStr},
@@ -298,7 +298,7 @@ CustomerRecord = _derived(
     nested=True,
 )
 
-PaymentTermsRecord = _derived(
+PaymentTermsRecord = derived_record(
     "PaymentTermsRecord",
     finance.PaymentTerms,
     read={"retention_percentage": (JsonNumber | None, None)},  # kept as written, not a Decimal
@@ -309,11 +309,13 @@ PaymentTermsRecord = _derived(
 
 
 # What every prime contract has is required: an import invents no title, status or amount.
-PrimeContractRecord = _derived("PrimeContractRecord", finance.PrimeContractOut, first=("id", "project_id"))
+PrimeContractRecord = derived_record(
+    "PrimeContractRecord", finance.PrimeContractOut, first=("id", "project_id")
+)
 
 _ABSENT = (StrictStr | None, None)  # the referenced record's (ignored here)
 
-VendorRef = _derived(
+VendorRef = derived_record(
     "VendorRef",
     finance.VendorRef,
     read={"name": _ABSENT},
@@ -321,7 +323,7 @@ VendorRef = _derived(
     nested=True,
 )
 
-CostCodeRef = _derived(
+CostCodeRef = derived_record(
     "CostCodeRef",
     finance.CostCodeRef,
     read={"full_code": _ABSENT, "name": _ABSENT},
@@ -330,7 +332,7 @@ CostCodeRef = _derived(
 )
 
 
-PurchaseOrderLineRecord = _derived(
+PurchaseOrderLineRecord = derived_record(
     "PurchaseOrderLineRecord",
     finance.PurchaseOrderLineOut,
     read={
@@ -344,7 +346,7 @@ PurchaseOrderLineRecord = _derived(
 PurchaseOrderLines = bounded_list(PurchaseOrderLineRecord, MAX_LINE_ITEMS, "line item")
 _AMOUNT = (DecimalString | None, None)  # absent: the sum of the line amounts, as for a new purchase order
 
-PurchaseOrderRecord = _derived(
+PurchaseOrderRecord = derived_record(
     "PurchaseOrderRecord",
     finance.PurchaseOrderOut,
     first=("id", "project_id", "commitment_id"),
