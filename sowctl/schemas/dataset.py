@@ -1,4 +1,14 @@
-"""Records of the dataset format, as ``sowctl import`` validates them.
+"""Records of the dataset format, as ``sowctl import`` validates them and ``sowctl export``
+writes them.
+
+The API's output model is the declaration: a record that is an API object is read off it
+(``derived_record``): every field the API answers, under the API's name and of the type a dataset
+writes it in (``schemas.dataset_values``), and only the fields a dataset has besides (the
+owning organization, the ids of the records it belongs to, the request fields a dataset may
+set). So a field added to an output model reaches the dataset format, the column map
+(``services.dataset.columns``) and the export without another edit. A record states only
+where the dataset's rule differs from the API's answer: the id a client chooses, a default
+the API would set when the record is made, the bound of a list.
 
 Field names are the API's own: camelCase for the Group A/C records (and for the
 ``companyId``/``projectId`` links of the Group B master data, as a dataset file writes them),
@@ -6,33 +16,23 @@ snake_case for the Group B records. An unknown key is an error naming the record
 the field: a misspelt ``parentItemID`` or ``staus`` would otherwise be dropped silently
 (API request bodies, unlike datasets, tolerate unknown fields).
 
-Types are strict: a string where a number belongs, an unknown enum value or a
-malformed timestamp is an error that names the record and the field. Timestamps
-accept any ISO 8601 form (``Z``, an offset, or none meaning UTC) and are kept as
-naive UTC to the second, the storage convention. A timestamp left out is None
-here; the importer sets it to the import time.
-
 Lists are validated per kind with a ``TypeAdapter`` (see ``ADAPTERS``), which runs
 in pydantic's Rust core; the few Python validators are tiny.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from datetime import datetime
-from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, ConfigDict, PlainValidator, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from sowctl.foundation.budgets import MAX_CONTACTS, MAX_LINE_ITEMS, MAX_SNAPSHOT_LINES
-from sowctl.foundation.clock import parse_timestamp
 from sowctl.schemas import finance
+from sowctl.schemas.cli_output import OrganizationOut
+from sowctl.schemas.clients import ClientOut, ContactOut
 from sowctl.schemas.common import (
     ApiModel,
     CamelModel,
-    DateStr,
     Field,
     NonEmptyStr,
     PathId,
@@ -41,374 +41,329 @@ from sowctl.schemas.common import (
     StrictStr,
     bounded_list,
 )
-from sowctl.schemas.dependencies import Email
+from sowctl.schemas.dataset_values import (
+    DecimalString,
+    FieldDefinition,
+    IntId,
+    JsonNumber,
+    Number,
+    RecordId,
+    ShortText,
+    TimestampIn,
+    UuidId,
+    dataset_type,
+)
+from sowctl.schemas.dependencies import DependencyOut, Email
 from sowctl.schemas.finance import MoneyIn
+from sowctl.schemas.items import ItemOut
+from sowctl.schemas.projects import ProjectOut
+from sowctl.schemas.sows import SowOut
 from sowctl.schemas.vocabulary import (
-    MAX_BIGINT,
     MAX_ORDER_INDEX,
     DependencyStatus,
-    DependencyType,
     ItemStatus,
-    ItemType,
     ProjectStatus,
     PurchaseOrderStatus,
-    RiskLevel,
 )
-
-_DECIMAL_RE = re.compile(r"^-?\d+(\.\d+)?\Z", re.ASCII)  # as sowctl.foundation.money reads them
-
-
-def _timestamp(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return parse_timestamp(value.isoformat())
-    if not isinstance(value, str):
-        raise ValueError("must be a timestamp string (YYYY-MM-DDThh:mm:ssZ)")
-    try:
-        if len(value) == 20 and value[19] == "Z" and value[10] == "T":
-            return datetime.fromisoformat(value[:19])  # the contract's shape: already UTC, whole seconds
-        return parse_timestamp(value)
-    except ValueError:
-        raise ValueError("must be a timestamp in the form YYYY-MM-DDThh:mm:ssZ") from None
-
-
-def _decimal_string(value: Any) -> Decimal:
-    if not isinstance(value, str) or not _DECIMAL_RE.match(value):
-        raise ValueError('must be a decimal string such as "1250.00"')
-    return Decimal(value)
-
-
-def _number(value: Any) -> Decimal:
-    """A JSON number (or a decimal string) as an exact Decimal; floats by their repr."""
-    if isinstance(value, bool):
-        raise ValueError("must be a number")
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return Decimal(repr(value))
-    if isinstance(value, str) and _DECIMAL_RE.match(value):
-        return Decimal(value)
-    raise ValueError("must be a number")
-
-
-def _json_number(value: Any) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("must be a number")
-    return value
-
-
-# Plain validators replace pydantic's own parsing: one small Python call per value.
-TimestampIn = Annotated[datetime, PlainValidator(_timestamp)]
-DecimalString = Annotated[Decimal, PlainValidator(_decimal_string)]
-Number = Annotated[Decimal, PlainValidator(_number)]
-JsonNumber = Annotated[int | float, PlainValidator(_json_number)]  # kept as written (inside JSON columns)
-RecordId = Annotated[StrictStr, Field(min_length=1, max_length=64)]  # header values: any text
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
-
-
-def _uuid(value: str) -> str:
-    if not _UUID_RE.match(value):
-        raise ValueError("must be a uuid, such as 3f2b8c1e-7d4a-4e5b-9c6f-0a1b2c3d4e5f")
-    return value
-
-
-# Projects, clients and contacts are identified by uuids in the service (spec 2.8, 2.9),
-# and clients generated from its description parse them as such.
-UuidId = Annotated[StrictStr, AfterValidator(_uuid)]
-IntId = Annotated[StrictInt, Field(ge=0, le=MAX_BIGINT)]
-ShortText = Annotated[StrictStr, Field(max_length=64)]
 
 
 class _CamelRecord(CamelModel):
     model_config = ConfigDict(extra="forbid")
 
+    # The API's output model a record is read off, and its fields the dataset does not hold.
+    answered: ClassVar[type[BaseModel] | None] = None
+    computed: ClassVar[frozenset[str]] = frozenset()
+
 
 class _ApiRecord(ApiModel):
     model_config = ConfigDict(extra="forbid")
 
+    answered: ClassVar[type[BaseModel] | None] = None
+    computed: ClassVar[frozenset[str]] = frozenset()
+
+
+# The dataset record of each object the API answers within another (a contract's customer).
+_NESTED: dict[type, Any] = {}
+
+
+def derived_record(
+    name: str,
+    answered: type[BaseModel],
+    *,
+    read: dict[str, Any] | None = None,
+    adds: dict[str, Any] | None = None,
+    computed: tuple[str, ...] = (),
+    first: tuple[str, ...] = (),
+    last: tuple[str, ...] = (),
+    doc: str | None = None,
+    nested: bool = False,
+) -> Any:
+    """The dataset record ``name`` of ``answered``, an API output model (typed Any: its fields
+    are made here, at run time).
+
+    Every answered field, of its ``dataset_type`` or as ``read`` says (the fields whose dataset
+    rule differs: a type, or (type, default)), except ``computed`` (what the API works out as it
+    answers: a count, a linked record's name); then ``adds``, the fields only a dataset has. Keys
+    in this order: ``first``, the answered fields in the API's order, the added ones, ``last``
+    (the order export writes and import reports problems in). ``nested``: this is the record
+    of ``answered`` wherever the API answers it within another record.
+    """
+    read, adds = read or {}, adds or {}
+    names = [field for field in answered.model_fields if field not in computed]
+    placed = (*first, *last)
+    misnamed = (
+        (set(read) - set(names))
+        | (set(computed) - set(answered.model_fields))
+        | (set(adds) & set(answered.model_fields))
+        | (set(placed) - set(names) - set(adds))
+    )
+    if misnamed:
+        raise TypeError(f"{answered.__name__} has no field {sorted(misnamed)} to read as declared")
+    fields: dict[str, FieldDefinition] = {}
+    for field in (*first, *(field for field in (*names, *adds) if field not in placed), *last):
+        if field in adds or field in read:
+            definition = adds[field] if field in adds else read[field]
+            fields[field] = definition if isinstance(definition, tuple) else (definition, ...)
+        else:
+            info = answered.model_fields[field]
+            hint = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+            fields[field] = dataset_type(field, hint, _NESTED)
+    base = _CamelRecord if issubclass(answered, CamelModel) else _ApiRecord
+    model: Any = create_model(name, __base__=base, __doc__=doc, __module__=__name__, **fields)  # type: ignore[call-overload]
+    model.answered, model.computed = answered, frozenset(computed)
+    if nested:
+        _NESTED[answered] = model
+    return model
+
 
 # --- Group A/C ------------------------------------------------------------------
 
-
-class OrganizationRecord(_CamelRecord):
-    id: RecordId
-    name: StrictStr
+OrganizationRecord = derived_record("OrganizationRecord", OrganizationOut)
 
 
 class UserRecord(_CamelRecord):
+    """A user: no API object (the users are the service's; a dataset brings them)."""
+
     id: RecordId
     organization_id: RecordId
     name: StrictStr = ""
     email: StrictStr | None = None
 
 
-class ContactRecord(_CamelRecord):
-    id: UuidId
-    # Optional: the enclosing client is the contact's client; when given it must agree.
-    client_id: UuidId | None = None
-    name: StrictStr
-    email: StrictStr | None = None
-    phone: StrictStr | None = None
-    role: StrictStr | None = None
-    is_primary: StrictBool = False
-    created_at: TimestampIn | None = None
-    updated_at: TimestampIn | None = None
+ContactRecord = derived_record(
+    "ContactRecord",
+    ContactOut,
+    read={
+        # Optional: the enclosing client is the contact's client; when given it must agree.
+        "client_id": (UuidId | None, None),
+        "is_primary": (StrictBool, False),
+    },
+)
 
 
 # Nested lists, counted before their records are validated (a dataset may bring no more than
 # the API would answer, or make: an order of at most MAX_LINE_ITEMS lines).
-if TYPE_CHECKING:  # what the validators built below accept, for the type checker
-    Contacts = list[ContactRecord]
-else:
-    Contacts = bounded_list(ContactRecord, MAX_CONTACTS, "contact")
+Contacts = bounded_list(ContactRecord, MAX_CONTACTS, "contact")
 
+ClientRecord = derived_record(
+    "ClientRecord",
+    ClientOut,
+    first=("id", "organization_id"),
+    read={"is_pinned": (StrictBool, False), "contacts": (Contacts, Field(default_factory=list))},
+)
 
-class ClientRecord(_CamelRecord):
-    id: UuidId
-    organization_id: RecordId
-    name: StrictStr
-    description: StrictStr | None = None
-    website: StrictStr | None = None
-    industry: StrictStr | None = None
-    is_pinned: StrictBool = False
-    pinned_at: TimestampIn | None = None
-    contacts: Contacts = Field(default_factory=list)
-    created_at: TimestampIn | None = None
-    updated_at: TimestampIn | None = None
+ProjectRecord = derived_record(
+    "ProjectRecord",
+    ProjectOut,
+    first=("id", "organization_id"),
+    computed=("client_name", "sow_count"),
+    read={
+        "status": (ProjectStatus, "active"),
+        # A free string, as in the API: not checked against the users (like createdByUserId).
+        "owner_user_id": (ShortText | None, None),
+        "is_pinned": (StrictBool, False),
+    },
+)
 
+SowRecord = derived_record(
+    "SowRecord", SowOut, computed=("item_count",), read={"id": PathId, "title": (StrictStr, "")}
+)
 
-class ProjectRecord(_CamelRecord):
-    id: UuidId
-    organization_id: RecordId
-    name: StrictStr
-    description: StrictStr | None = None
-    status: ProjectStatus = "active"
-    client_id: UuidId | None = None
-    contact_id: UuidId | None = None
-    start_date: TimestampIn | None = None
-    end_date: TimestampIn | None = None
-    # A free string, as in the API: not checked against the users (like createdByUserId).
-    owner_user_id: ShortText | None = None
-    is_pinned: StrictBool = False
-    pinned_at: TimestampIn | None = None
-    created_at: TimestampIn | None = None
-    updated_at: TimestampIn | None = None
-
-
-class SowRecord(_CamelRecord):
-    id: PathId
-    project_id: RecordId
-    title: StrictStr = ""
-    created_at: TimestampIn | None = None
-
-
-class ItemRecord(_CamelRecord):
-    id: PathId
-    sow_id: RecordId
+ItemRecord = derived_record(
+    "ItemRecord",
+    ItemOut,
+    first=("id", "sow_id", "organization_id"),
+    last=("created_by_user_id", "created_at", "updated_at"),
+    read={
+        "id": PathId,
+        "title": NonEmptyStr,
+        # Absent: one more than the largest among its siblings (file and database), as the API does.
+        "order_index": (Annotated[StrictInt, Field(ge=0, le=MAX_ORDER_INDEX)] | None, None),
+        "status": (ItemStatus, "pending"),
+        "created_by_user_id": (ShortText | None, None),
+    },
     # The organization of the item's SOW: needed only where several organizations have a SOW
     # of that id (export writes it there, and only there).
-    organization_id: RecordId | None = None
-    title: NonEmptyStr
-    description: StrictStr | None = None
-    type: ItemType
-    parent_item_id: RecordId | None = None
-    # Absent: one more than the largest among its siblings (file and database), as the API does.
-    order_index: Annotated[StrictInt, Field(ge=0, le=MAX_ORDER_INDEX)] | None = None
-    status: ItemStatus = "pending"
-    created_by_user_id: ShortText | None = None
-    created_at: TimestampIn | None = None
-    updated_at: TimestampIn | None = None
+    adds={"organization_id": (RecordId | None, None)},
+)
 
-
-class DependencyRecord(_CamelRecord):
-    id: PathId
-    source_item_id: RecordId
-    target_item_id: RecordId | None = None
-    dependency_type: DependencyType
-    risk_level: RiskLevel
-    status: DependencyStatus = "active"
-    # Absent: external when only externalTarget is given, as the API decides.
-    is_external: StrictBool | None = None
-    external_target: StrictStr | None = None
-    external_owner: StrictStr | None = None
-    contact_email: Email | None = None  # as the API checks it
-    vendor: StrictStr | None = None
-    sla_date: DateStr | None = None
-    escalation_date: DateStr | None = None
-    notes: StrictStr | None = None
-    created_by_user_id: ShortText | None = None
-    created_at: TimestampIn | None = None
-    # None stays None: a dependency that was never updated has no updatedAt.
-    updated_at: TimestampIn | None = None
+DependencyRecord = derived_record(
+    "DependencyRecord",
+    DependencyOut,
+    last=("created_by_user_id", "created_at", "updated_at"),
+    read={
+        "id": PathId,
+        "status": (DependencyStatus, "active"),
+        # Absent: external when only externalTarget is given, as the API decides.
+        "is_external": (StrictBool | None, None),
+        "contact_email": (Email | None, None),  # as the API checks it
+        "created_by_user_id": (ShortText | None, None),
+    },
+)
 
 
 # --- Group B --------------------------------------------------------------------
 
 
 class CompanyRecord(_CamelRecord):
+    """A company: no API object (a financial project's owner, as the service keeps it)."""
+
     id: RecordId
     organization_id: RecordId
     name: StrictStr
 
 
 class FinancialProjectRecord(_ApiRecord):
+    """A financial project: no API object (the ``project_id`` of the Group B answers)."""
+
     id: IntId
     company_id: RecordId = Field(alias="companyId")
     name: StrictStr = ""
     project_id: RecordId | None = Field(default=None, alias="projectId")
 
 
-class VendorRecord(_ApiRecord):
-    id: IntId
-    company_id: RecordId = Field(alias="companyId")
-    name: StrictStr
+_COMPANY = {"company_id": (RecordId, Field(alias="companyId"))}
+
+VendorRecord = derived_record("VendorRecord", finance.VendorRef, first=("id", "company_id"), adds=_COMPANY)
+
+CostCodeRecord = derived_record(
+    "CostCodeRecord",
+    finance.CostCodeRef,
+    first=("id", "company_id"),
+    adds=_COMPANY,
+    read={"name": (StrictStr, "")},
+)
+
+CommitmentRecord = derived_record(
+    "CommitmentRecord",
+    finance.CommitmentRef,
+    first=("id", "project_id"),
+    adds={"project_id": IntId},
+    read={"title": (StrictStr, "")},
+)
+
+BudgetViewRecord = derived_record("BudgetViewRecord", finance.BudgetViewOut, first=("id", "project_id"))
+
+SnapshotAuthor = derived_record(
+    "SnapshotAuthor", finance.UserRef, read={"id": StrictInt, "name": (StrictStr, "")}, nested=True
+)
+
+SnapshotLineRecord = derived_record(
+    "SnapshotLineRecord",
+    finance.SnapshotLine,
+    read={
+        "code": (StrictStr, ""),
+        # Absent or null: the API computes current_budget - projected_total.
+        "variance": (Number | None, None),
+    },
+    doc="A line of a snapshot; line ids repeat across snapshots in real data, and are kept as given.",
+)
+
+SnapshotLines = bounded_list(SnapshotLineRecord, MAX_SNAPSHOT_LINES, "line item")
+
+BudgetViewSnapshotRecord = derived_record(
+    "BudgetViewSnapshotRecord",
+    finance.SnapshotDetail,
+    first=("id", "budget_view_id", "project_id"),
+    computed=("totals",),
+    read={"line_items": (SnapshotLines, Field(default_factory=list))},
+)
+
+CustomerRecord = derived_record(
+    "CustomerRecord",
+    finance.Customer,
+    read={"id": StrictInt, "name": StrictStr},
+    doc="The API's customer of a prime contract, as a dataset holds it: its id and name required,"
+    " its nulls kept (stored as written).",
+    nested=True,
+)
+
+PaymentTermsRecord = derived_record(
+    "PaymentTermsRecord",
+    finance.PaymentTerms,
+    read={"retention_percentage": (JsonNumber | None, None)},  # kept as written, not a Decimal
+    doc="The API's payment terms, as a dataset holds them: nulls kept, the retention percentage"
+    " the JSON number written (stored as such).",
+    nested=True,
+)
 
 
-class CostCodeRecord(_ApiRecord):
-    id: IntId
-    company_id: RecordId = Field(alias="companyId")
-    full_code: StrictStr
-    name: StrictStr = ""
+# What every prime contract has is required: an import invents no title, status or amount.
+PrimeContractRecord = derived_record(
+    "PrimeContractRecord", finance.PrimeContractOut, first=("id", "project_id")
+)
+
+_ABSENT = (StrictStr | None, None)  # the referenced record's (ignored here)
+
+VendorRef = derived_record(
+    "VendorRef",
+    finance.VendorRef,
+    read={"name": _ABSENT},
+    doc="``vendor`` of a purchase order; its name is the vendor record's (ignored here).",
+    nested=True,
+)
+
+CostCodeRef = derived_record(
+    "CostCodeRef",
+    finance.CostCodeRef,
+    read={"full_code": _ABSENT, "name": _ABSENT},
+    doc="``cost_code`` of a line; full_code and name come from the cost code record.",
+    nested=True,
+)
 
 
-class CommitmentRecord(_ApiRecord):
-    id: RecordId
-    project_id: IntId
-    title: StrictStr = ""
-    vendor_id: IntId | None = None
+PurchaseOrderLineRecord = derived_record(
+    "PurchaseOrderLineRecord",
+    finance.PurchaseOrderLineOut,
+    read={
+        "id": (IntId | None, None),  # absent: numbered after the largest line id in file and database
+        "amount": MoneyIn,  # as the API takes it: not negative, at most 4 fraction digits
+    },
+    # The request's fields: a dataset may set what a new purchase order's line has.
+    adds={"quantity": (Number | None, None), "unit_cost": (MoneyIn | None, None)},
+)
 
+PurchaseOrderLines = bounded_list(PurchaseOrderLineRecord, MAX_LINE_ITEMS, "line item")
+_AMOUNT = (DecimalString | None, None)  # absent: the sum of the line amounts, as for a new purchase order
 
-class BudgetViewRecord(_ApiRecord):
-    id: IntId
-    project_id: IntId
-    name: StrictStr
-    description: StrictStr | None = None
-    created_at: TimestampIn | None = None
-    updated_at: TimestampIn | None = None
-
-
-class SnapshotAuthor(_ApiRecord):
-    id: StrictInt
-    name: StrictStr = ""
-    email: StrictStr | None = None
-
-
-class SnapshotLineRecord(_ApiRecord):
-    # Line ids repeat across snapshots in real data; they are kept as given.
-    id: IntId
-    code: StrictStr = ""
-    description: StrictStr | None = None
-    original_budget: Number
-    current_budget: Number
-    committed: Number
-    spent: Number
-    projected_total: Number
-    # Absent or null: the API computes current_budget - projected_total.
-    variance: Number | None = None
-
-
-if TYPE_CHECKING:  # what the validators built below accept, for the type checker
-    SnapshotLines = list[SnapshotLineRecord]
-else:
-    SnapshotLines = bounded_list(SnapshotLineRecord, MAX_SNAPSHOT_LINES, "line item")
-
-
-class BudgetViewSnapshotRecord(_ApiRecord):
-    id: IntId
-    budget_view_id: IntId
-    project_id: IntId
-    name: StrictStr
-    description: StrictStr | None = None
-    created_at: TimestampIn | None = None
-    created_by: SnapshotAuthor | None = None
-    line_items: SnapshotLines = Field(default_factory=list)
-
-
-class Customer(finance.Customer):
-    """The API's customer of a prime contract, as a dataset holds it: strict, no unknown key,
-    its id and name required, its nulls kept (stored as written)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    wire_nulls = frozenset(finance.Customer.model_fields)
-
-    id: StrictInt
-    name: StrictStr
-
-
-class PaymentTerms(finance.PaymentTerms):
-    """The API's payment terms, as a dataset holds them: strict, no unknown key, nulls kept,
-    the retention percentage the JSON number written (stored as such)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    wire_nulls = frozenset(finance.PaymentTerms.model_fields)
-
-    retention_percentage: JsonNumber | None = None  # type: ignore[assignment]  # kept as written, not a Decimal
-
-
-class PrimeContractRecord(_ApiRecord):
-    id: IntId
-    project_id: IntId
-    # What every prime contract has, required: an import invents no title, status or amount.
-    title: StrictStr
-    description: StrictStr | None = None
-    contract_number: StrictStr | None = None
-    status: StrictStr
-    contract_date: TimestampIn | None = None
-    start_date: TimestampIn | None = None
-    estimated_completion_date: TimestampIn | None = None
-    original_contract_value: Number
-    current_contract_value: Number
-    executed_change_orders_value: Number
-    pending_change_orders_value: Number
-    customer: Customer | None = None
-    payment_terms: PaymentTerms | None = None
-
-
-class VendorRef(_ApiRecord):
-    """``vendor`` of a purchase order; its name is the vendor record's (ignored here)."""
-
-    id: IntId
-    name: StrictStr | None = None
-
-
-class CostCodeRef(_ApiRecord):
-    """``cost_code`` of a line; full_code and name come from the cost code record."""
-
-    id: IntId
-    full_code: StrictStr | None = None
-    name: StrictStr | None = None
-
-
-class PurchaseOrderLineRecord(_ApiRecord):
-    id: IntId | None = None  # absent: numbered after the largest line id in file and database
-    description: StrictStr
-    amount: MoneyIn  # as the API takes it: not negative, at most 4 fraction digits
-    cost_code: CostCodeRef
-    quantity: Number | None = None
-    unit_cost: MoneyIn | None = None
-
-
-if TYPE_CHECKING:  # what the validators built below accept, for the type checker
-    PurchaseOrderLines = list[PurchaseOrderLineRecord]
-else:
-    PurchaseOrderLines = bounded_list(PurchaseOrderLineRecord, MAX_LINE_ITEMS, "line item")
-
-
-class PurchaseOrderRecord(_ApiRecord):
-    id: IntId
-    project_id: IntId
-    commitment_id: RecordId | None = None
-    number: RecordId
-    status: PurchaseOrderStatus  # what the API takes: a file cannot hold what it would refuse
-    title: StrictStr
-    vendor: VendorRef
-    # Absent: the sum of the line amounts, as for a new purchase order.
-    original_amount: DecimalString | None = None
-    revised_amount: DecimalString | None = None
-    total_amount: DecimalString | None = None
-    line_items: PurchaseOrderLines = Field(default_factory=list)
-    created_at: TimestampIn | None = None
+PurchaseOrderRecord = derived_record(
+    "PurchaseOrderRecord",
+    finance.PurchaseOrderOut,
+    first=("id", "project_id", "commitment_id"),
+    adds={
+        "project_id": IntId,
+        "commitment_id": (RecordId | None, None),
+        "created_at": (TimestampIn | None, None),
+    },
+    read={
+        "number": RecordId,
+        "status": PurchaseOrderStatus,  # what the API takes: a file cannot hold what it would refuse
+        "original_amount": _AMOUNT,
+        "revised_amount": _AMOUNT,
+        "total_amount": _AMOUNT,
+        "line_items": (PurchaseOrderLines, Field(default_factory=list)),
+    },
+)
 
 
 # Top-level keys of a dataset, in dependency order (a kind refers only to earlier ones).
@@ -431,6 +386,14 @@ RECORD_MODELS: dict[str, type[CamelModel] | type[ApiModel]] = {
     "purchaseOrders": PurchaseOrderRecord,
 }
 KINDS: tuple[str, ...] = tuple(RECORD_MODELS)
+# Every record a dataset holds, with those held inside another kind's records (each stored in
+# a table of its own).
+STORED_RECORDS: dict[str, Any] = {
+    **RECORD_MODELS,
+    "contacts": ContactRecord,
+    "snapshotLines": SnapshotLineRecord,
+    "purchaseOrderLines": PurchaseOrderLineRecord,
+}
 
 ADAPTERS: dict[str, TypeAdapter] = {
     kind: TypeAdapter(list[model])  # type: ignore[valid-type]  # a list type made at run time

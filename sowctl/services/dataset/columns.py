@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from operator import attrgetter
@@ -15,71 +16,86 @@ from sowctl.storage import models as m
 
 # --- columns: dataset key -> database column, per kind ----------------------------
 #
-# Import stores the record attribute behind each key in its column; export selects
-# each column under its key. Both are read off the dataset record (``schemas.dataset``):
-# each field, under its key, goes to the column of its name, a link ``x_id`` to the
-# foreign key ``x``. Nested parts (contacts, lines, vendor, cost_code) are handled by hand.
+# Import stores the record attribute behind each key in its column; export selects each
+# column under its key. Both are read off the dataset record (``schemas.dataset``, itself
+# read off the API's output model): each field, under its key, goes to the column of its
+# name, a link ``x_id`` to the foreign key ``x``. A field that holds records is kept whole in
+# a JSON column of its name (a contract's customer), or else written and read by hand (contacts
+# and lines in their own tables, a purchase order's vendor and a line's cost code as links);
+# any other field without a column is an error here, when the module is imported.
 
 _Columns = dict[str, pw.Field]
 Progress = Callable[[int, int], None]  # (done, total), called as import or export goes
 
+# Where each kind is kept (the kinds held inside another's records after that kind).
+_TABLES: dict[str, type[m.BaseModel]] = {
+    "organizations": m.Organization,
+    "users": m.User,
+    "clients": m.Client,
+    "contacts": m.Contact,
+    "projects": m.Project,
+    "sows": m.Sow,
+    "items": m.Item,
+    "dependencies": m.Dependency,
+    "companies": m.Company,
+    "financialProjects": m.FinancialProject,
+    "vendors": m.Vendor,
+    "costCodes": m.CostCode,
+    "commitments": m.Commitment,
+    "budgetViews": m.BudgetView,
+    "budgetViewSnapshots": m.BudgetViewSnapshot,
+    "snapshotLines": m.SnapshotLineItem,
+    "primeContracts": m.PrimeContract,
+    "purchaseOrders": m.PurchaseOrder,
+    "purchaseOrderLines": m.PurchaseOrderLine,
+}
+# The links whose foreign key is named otherwise than ``x`` for ``x_id``: an item's parent,
+# and a Group B record's project_id, which names its financial project.
+_LINKED_AS = {"parent_item_id": "parent", "project_id": "financial_project"}
+# Fields a dataset has that are stored nowhere: the organization of an item's SOW (written
+# only where a SOW id alone is ambiguous, and read to find the SOW).
+_NOT_STORED = {"items": ("organization_id",)}
 
-def _columns(
-    record: type[BaseModel],
-    table: type[m.BaseModel],
-    *,
-    renamed: dict[str, str] | None = None,
-    nested: tuple[str, ...] = (),
-) -> tuple[type[m.BaseModel], _Columns]:
-    """``record``'s keys, in its order, each with its column of ``table`` (``renamed``: a field
-    whose column has another name); ``nested``: the fields written to other tables, or not
-    stored (a KeyError names any other field without a column)."""
+
+def columns_of(record: type[BaseModel], table: type[m.BaseModel], *, kind: str = "") -> _Columns:
+    """``record``'s keys, in its order, each with its column of ``table``; a field that holds
+    records and is no JSON column, or one of ``_NOT_STORED[kind]``, has none (a KeyError names
+    any other)."""
     fields = table._meta.fields
     columns: _Columns = {}
     for name, info in record.model_fields.items():
-        if name in nested:
+        if _holds_records(info.annotation):  # kept whole in a JSON column of its name, or by hand
+            if isinstance(fields.get(name), pw.JSONField):
+                columns[info.alias or name] = fields[name]
             continue
-        column = (renamed or {}).get(name) or (name if name in fields else name.removesuffix("_id"))
+        column = next(
+            (c for c in (name, name.removesuffix("_id"), _LINKED_AS.get(name)) if c in fields), None
+        )
+        if column is None and name in _NOT_STORED.get(kind, ()):
+            continue
+        if column is None:
+            raise KeyError(f"{record.__name__}.{name} has no column in {table.__name__}")
         columns[info.alias or name] = fields[column]
-    return table, columns
+    return columns
 
 
-# A Group B record's project_id names its financial project.
-_FINANCIAL = {"project_id": "financial_project"}
+def _holds_records(annotation: Any) -> bool:
+    kinds = (annotation, *typing.get_args(annotation))
+    return any(
+        typing.get_origin(kind) is list or (isinstance(kind, type) and issubclass(kind, BaseModel))
+        for kind in kinds
+    )
+
 
 COLUMNS: dict[str, tuple[type[m.BaseModel], _Columns]] = {
-    "organizations": _columns(s.OrganizationRecord, m.Organization),
-    "users": _columns(s.UserRecord, m.User),
-    "clients": _columns(s.ClientRecord, m.Client, nested=("contacts",)),
-    "contacts": _columns(s.ContactRecord, m.Contact),
-    "projects": _columns(s.ProjectRecord, m.Project),
-    "sows": _columns(s.SowRecord, m.Sow),
-    # organizationId is the SOW's (written only where a SOW id alone is ambiguous).
-    "items": _columns(
-        s.ItemRecord, m.Item, renamed={"parent_item_id": "parent"}, nested=("organization_id",)
-    ),
-    "dependencies": _columns(s.DependencyRecord, m.Dependency),
-    "companies": _columns(s.CompanyRecord, m.Company),
-    "financialProjects": _columns(s.FinancialProjectRecord, m.FinancialProject),
-    "vendors": _columns(s.VendorRecord, m.Vendor),
-    "costCodes": _columns(s.CostCodeRecord, m.CostCode),
-    "commitments": _columns(s.CommitmentRecord, m.Commitment, renamed=_FINANCIAL),
-    "budgetViews": _columns(s.BudgetViewRecord, m.BudgetView, renamed=_FINANCIAL),
-    "budgetViewSnapshots": _columns(
-        s.BudgetViewSnapshotRecord, m.BudgetViewSnapshot, renamed=_FINANCIAL, nested=("line_items",)
-    ),
-    "snapshotLines": _columns(s.SnapshotLineRecord, m.SnapshotLineItem),
-    "primeContracts": _columns(s.PrimeContractRecord, m.PrimeContract, renamed=_FINANCIAL),
-    "purchaseOrders": _columns(
-        s.PurchaseOrderRecord, m.PurchaseOrder, renamed=_FINANCIAL, nested=("vendor", "line_items")
-    ),
-    "purchaseOrderLines": _columns(s.PurchaseOrderLineRecord, m.PurchaseOrderLine, nested=("cost_code",)),
+    kind: (table, columns_of(s.STORED_RECORDS[kind], table, kind=kind)) for kind, table in _TABLES.items()
 }
-_RECORD_MODEL = {
-    **s.RECORD_MODELS,
-    "contacts": s.ContactRecord,
-    "snapshotLines": s.SnapshotLineRecord,
-    "purchaseOrderLines": s.PurchaseOrderLineRecord,
+_RECORD_MODEL = s.STORED_RECORDS
+# The records a kind names as an object (a key of its own, a link in its table), with the
+# columns of the table linked to behind that object's keys: a purchase order's vendor.
+REFERENCES: dict[str, dict[str, tuple[type[m.BaseModel], _Columns]]] = {
+    "purchaseOrders": {"vendor": (m.Vendor, columns_of(s.VendorRef, m.Vendor))},
+    "purchaseOrderLines": {"cost_code": (m.CostCode, columns_of(s.CostCodeRef, m.CostCode))},
 }
 
 
@@ -99,8 +115,8 @@ def _stamp(records: Iterable[Any], moment: datetime, *names: str) -> None:
 
 
 def _getter_name(kind: str, key: str) -> str:
-    model = _RECORD_MODEL[kind]
-    for name, info in model.model_fields.items():
+    """The attribute of ``kind``'s records behind the dataset key ``key``."""
+    for name, info in _RECORD_MODEL[kind].model_fields.items():
         if (info.alias or name) == key:
             return name
     raise KeyError(key)

@@ -11,12 +11,10 @@ from operator import itemgetter
 from typing import Any
 
 import peewee as pw
-from pydantic import BaseModel
 
 from sowctl.foundation import clock
 from sowctl.schemas import dataset as s
-from sowctl.schemas.finance import PurchaseOrderLineOut, PurchaseOrderOut
-from sowctl.services.dataset.columns import COLUMNS, Progress
+from sowctl.services.dataset.columns import COLUMNS, REFERENCES, Progress
 from sowctl.services.item_rules import parents_first
 from sowctl.services.organization_rows import rows_of
 from sowctl.storage import models as m
@@ -188,46 +186,46 @@ def _export_snapshots(kind: str) -> list[dict[str, Any]]:
 
 
 def _export_purchase_orders(kind: str) -> list[dict[str, Any]]:
-    extra: dict[str, pw.Field] = {
+    position: dict[str, pw.Field] = {
         "_order": m.PurchaseOrderLine.purchase_order,
         "_position": m.PurchaseOrderLine.position,
-        "_code_id": m.CostCode.id,
-        "_full_code": m.CostCode.full_code,
-        "_code_name": m.CostCode.name,
     }
-    lines = _select(
-        "purchaseOrderLines",
-        extra,
-        join=(m.CostCode, pw.JOIN.INNER, m.PurchaseOrderLine.cost_code == m.CostCode.id),
-    )
+    lines = _select_naming("purchaseOrderLines", position)
     for k, line in enumerate(lines):
-        line["cost_code"] = {
-            "id": line.pop("_code_id"),
-            "full_code": line.pop("_full_code"),
-            "name": line.pop("_code_name"),
-        }
         lines[k] = {key: line[key] for key in (*_LINE_KEYS, "_order", "_position")}
     by_order = _grouped(lines, "_order", "_position")
-    extra = {"_vendor_id": m.Vendor.id, "_vendor_name": m.Vendor.name}
-    orders = _select(kind, extra, join=(m.Vendor, pw.JOIN.INNER, m.PurchaseOrder.vendor == m.Vendor.id))
     result = []
-    for order in orders:
-        order["vendor"] = {"id": order.pop("_vendor_id"), "name": order.pop("_vendor_name")}
+    for order in _select_naming(kind):
         order["line_items"] = by_order.get(order["id"], [])
         result.append({key: order[key] for key in _ORDER_KEYS})
     return result
 
 
-def _api_order(response: type[BaseModel], record: type[BaseModel]) -> tuple[str, ...]:
-    """A record's keys as the API answers it (its response model's order), then the keys
+def _select_naming(kind: str, extra: dict[str, pw.Field] | None = None) -> list[dict[str, Any]]:
+    """``_select`` of a kind whose records name another record as an object (``REFERENCES``:
+    a purchase order's vendor), that object nested under its key as the API answers it."""
+    ((field, (table, columns)),) = REFERENCES[kind].items()
+    named = {f"_{field}.{key}": column for key, column in columns.items()}
+    link = getattr(COLUMNS[kind][0], field)
+    rows = _select(
+        kind, {**(extra or {}), **named}, join=(table, pw.JOIN.INNER, link == table._meta.primary_key)
+    )
+    for row in rows:
+        row[field] = {key: row.pop(f"_{field}.{key}") for key in columns}
+    return rows
+
+
+def _api_order(record: Any) -> tuple[str, ...]:
+    """A record's keys as the API answers it (its output model's order), then the keys
     only a dataset has (links, the creation time, the optional request fields)."""
-    answered = tuple(response.model_fields)
-    keys = (info.alias or name for name, info in record.model_fields.items())
+    fields = record.model_fields
+    answered = tuple(fields[name].alias or name for name in record.answered.model_fields if name in fields)
+    keys = (info.alias or name for name, info in fields.items())
     return (*answered, *(key for key in keys if key not in answered))
 
 
-_ORDER_KEYS = _api_order(PurchaseOrderOut, s.PurchaseOrderRecord)
-_LINE_KEYS = _api_order(PurchaseOrderLineOut, s.PurchaseOrderLineRecord)
+_ORDER_KEYS = _api_order(s.PurchaseOrderRecord)
+_LINE_KEYS = _api_order(s.PurchaseOrderLineRecord)
 
 
 def _export_items(kind: str) -> list[dict[str, Any]]:
