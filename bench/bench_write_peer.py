@@ -12,7 +12,9 @@ for the same two writes on the same tables with none of sowctl's rules (its docs
 it does per request: the token looked up, the SOW or the two items read within the caller's
 organization, one INSERT, COMMIT). sowctl is ``sowctl --db DB serve --quiet --port 0
 --workers W --threads T`` as a user starts it (Group A writes are not rate limited, so no
-setting is changed); the peer runs ``--workers W`` uvicorn processes. Each side serves its
+setting is changed); the peer runs ``--workers W`` uvicorn processes. A third server,
+"sowctl, no events", is the same with ``--event-retention 0``: the changes feed's outbox off,
+every other rule on, so the difference is what the outbox costs. Each server serves its
 own copy of the throughput benchmark's dataset (``bench/bench_throughput.py``: 20 SOWs of
 5,000 items and 5,000 dependencies; on PostgreSQL a database made from its template and
 ``VACUUM ANALYZE``d), with a bearer token of its own (``bench_throughput.prepare_run``).
@@ -25,13 +27,13 @@ Requests, with ``wrk -t2 -c32 --latency`` on loopback, sharing the two CPUs with
   pairs of ``sow-bench-002`` that never close a cycle: sowctl takes the organization's write
   lock, checks for a cycle and updates the maintained order (ranks), writes the row, its event.
 
-Both servers run at once; every request runs on one side then the other, the order reversed
-each round, ``--rounds`` times, and the figures are means. Costs per request are read around
-each wrk run by ``bench/cost.py``: user+system CPU of each server's process tree, on PostgreSQL
-the CPU of the backends serving its database, and the statements each side sent (Peewee's for
-sowctl, SQLAlchemy's for the peer, each BEGIN/COMMIT included; on SQLite also every statement
-SQLite ran). ``--profile S`` then samples each side's processes with py-spy for S seconds
-under each request and sorts the samples into what sowctl's rules and layers cost.
+The servers run at once; every request runs on each in turn, the order reversed each round,
+``--rounds`` times, and the figures are means. Costs per request are read around each wrk run
+by ``bench/cost.py``: user+system CPU of each server's process tree, on PostgreSQL the CPU of
+the backends serving its database, and the statements each side sent (Peewee's for sowctl,
+SQLAlchemy's for the peer, each BEGIN/COMMIT included; on SQLite also every statement SQLite
+ran). ``--profile S`` then samples each side's processes with py-spy for S seconds under each
+request and sorts the samples into what sowctl's rules and layers cost.
 """
 
 from __future__ import annotations
@@ -63,8 +65,13 @@ import peer_crud
 BENCH = Path(__file__).resolve().parent
 SECTION = "## Writes against a plain CRUD peer"
 WAITING = "waiting or native"  # left out of the shares
-NAMES = {"sowctl": "sowctl_bench_peer_ours", "peer": "sowctl_bench_peer_crud"}
-SIDES = ("sowctl", "peer")
+NO_EVENTS = "sowctl, no events"  # serve --event-retention 0: the outbox off, every other rule on
+NAMES = {
+    "sowctl": "sowctl_bench_peer_ours",
+    NO_EVENTS: "sowctl_bench_peer_noev",
+    "peer": "sowctl_bench_peer_crud",
+}
+SIDES = ("sowctl", NO_EVENTS, "peer")
 
 
 # --- the two servers --------------------------------------------------------------------------
@@ -84,9 +91,10 @@ class Side:
         self.counts = tempfile.TemporaryDirectory()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_") and k != "PYTHONPATH"}
         env = cost.environment(Path(self.counts.name), env)
-        if name == "sowctl":
+        if name.startswith("sowctl"):
             command = [sys.executable, "-m", "sowctl", "--db", db, "serve", "--port", "0", "--quiet"]
             command += ["--workers", str(workers), "--threads", str(threads)]
+            command += ["--event-retention", "0"] * (name == NO_EVENTS)
         else:
             port = free_port()
             env[peer_crud.DB_ENV] = db
@@ -96,7 +104,7 @@ class Side:
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env, start_new_session=True
         )
-        if name == "sowctl":
+        if name.startswith("sowctl"):
             assert self.process.stdout is not None
             for line in self.process.stdout:
                 if line.startswith("Listening on "):
@@ -225,7 +233,7 @@ def measure(side: Side, write: Write, duration: float, figures: Figures) -> None
         figures.errors.append(errors)
     db = "" if spent.db_us is None else f" + db {spent.db_us:5.0f}"
     print(
-        f"# {side.name:6} {write.name:18} {rps:7.0f} req/s  p50 {p50:7.2f} ms  "
+        f"# {side.name:17} {write.name:18} {rps:7.0f} req/s  p50 {p50:7.2f} ms  "
         f"cpu {spent.server_us:5.0f}{db} us/req  {spent.statements:.2f} stmts/req  errors {errors}",
         file=sys.stderr,
         flush=True,
@@ -257,7 +265,7 @@ def run_backend(backend: str, template: str, ns: argparse.Namespace, workdir: Pa
                     measure(sides[name], write, ns.duration, figures[name, write.name])
         profiles = {}
         if ns.profile:
-            for name in SIDES:
+            for name in ("sowctl", "peer"):
                 for write in writes(targets[name]):
                     profiles[name, write.name] = profile(sides[name], write, ns.profile, ns.profile_dir)
     finally:
@@ -427,37 +435,37 @@ def tables(results: list[dict]) -> str:
         "",
         "Ratios sowctl / peer (req/s above 1: sowctl serves more; costs above 1: sowctl's cost more):",
         "",
-        "| backend | request | req/s | server CPU | database CPU | server + database CPU | statements |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| backend | request | sowctl | req/s | server CPU | database CPU | server + database CPU "
+        "| statements |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     by_key = {(r["backend"], r["write"], r["side"]): r["figures"] for r in results}
     for backend, write in dict.fromkeys((r["backend"], r["write"]) for r in results):
-        ours, theirs = by_key[backend, write, "sowctl"], by_key[backend, write, "peer"]
+        theirs = by_key[backend, write, "peer"]
+        for label in ("sowctl", NO_EVENTS):
+            ours = by_key[backend, write, label]
 
-        def both(name: str, ours=ours, theirs=theirs) -> tuple[float | None, float | None]:
-            return mean_of(ours.costs, name), mean_of(theirs.costs, name)
+            def both(name: str, ours=ours, theirs=theirs) -> tuple[float | None, float | None]:
+                return mean_of(ours.costs, name), mean_of(theirs.costs, name)
 
-        totals = [mean([c.total_us for c in side.costs]) for side in (ours, theirs)]
-        lines.append(
-            f"| {backend} | {write} | {ratio(mean(ours.rps), mean(theirs.rps))} | "
-            f"{ratio(*both('server_us'))} | {ratio(*both('db_us'))} | {ratio(*totals)} | "
-            f"{ratio(*both('statements'))} |"
-        )
+            totals = [mean([c.total_us for c in side.costs]) for side in (ours, theirs)]
+            lines.append(
+                f"| {backend} | {write} | {label} | {ratio(mean(ours.rps), mean(theirs.rps))} | "
+                f"{ratio(*both('server_us'))} | {ratio(*both('db_us'))} | {ratio(*totals)} | "
+                f"{ratio(*both('statements'))} |"
+            )
     profiled = [r for r in results if r["profile"]]
     if profiled:
         lines += [
             "",
-            "Where each side's time goes (py-spy samples of Python at work, waits left out; "
-            "shares, and µs per request as the share of the server CPU per request):",
+            "Where each side's time goes (py-spy samples of threads at work, waits left out; a thread "
+            "in a C call that waits, such as a statement waiting for PostgreSQL, counts as at work):",
             "",
         ]
         for r in profiled:
             shares = Counter({k: v for k, v in r["profile"].items() if k != WAITING})
             total = sum(shares.values()) or 1
-            cpu = mean_of(r["figures"].costs, "server_us") or 0.0
-            cells = ", ".join(
-                f"{part} {n / total:.0%} (~{cpu * n / total:,.0f} µs)" for part, n in shares.most_common()
-            )
+            cells = ", ".join(f"{part} {n / total:.0%}" for part, n in shares.most_common())
             lines.append(
                 f"* {r['backend']}, {r['write']}, {r['side']} ({total:,} samples at work, "
                 f"{r['profile'][WAITING]:,} waiting or native left out): {cells}"
