@@ -32,8 +32,10 @@ The servers run at once; every request runs on each in turn, the order reversed 
 by ``bench/cost.py``: user+system CPU of each server's process tree, on PostgreSQL the CPU of
 the backends serving its database, and the statements each side sent (Peewee's for sowctl,
 SQLAlchemy's for the peer, each BEGIN/COMMIT included; on SQLite also every statement SQLite
-ran). ``--profile S`` then samples each side's processes with py-spy for S seconds under each
-request and sorts the samples into what sowctl's rules and layers cost.
+ran; on PostgreSQL also the WAL records and WAL flushes per request, from ``pg_stat_wal``: the
+whole server's, other sessions' writes included). ``--profile S`` then samples each side's
+processes with py-spy for S seconds under each request and sorts the samples into what sowctl's
+rules and layers cost.
 """
 
 from __future__ import annotations
@@ -114,12 +116,28 @@ class Side:
                 self.stop()
                 raise RuntimeError(f"sowctl serve did not start: {self.output()[-2000:]}")
         on_pg = "://" in db
+        self.wal = None
+        if on_pg:
+            import psycopg2
+
+            self.wal = psycopg2.connect(pg_url)
+            self.wal.autocommit = True
         self.meter = cost.Meter(
             self.process.pid,
             Path(self.counts.name),
             pg_url if on_pg else None,
             urlsplit(db).path.lstrip("/") if on_pg else "",
         )
+
+    def wal_written(self) -> tuple[int, int]:
+        """The PostgreSQL server's WAL records and WAL flushes so far (all its databases: other
+        sessions' writes count too); (0, 0) on SQLite."""
+        if self.wal is None:
+            return 0, 0
+        with self.wal.cursor() as cursor:
+            cursor.execute("SELECT wal_records, wal_sync FROM pg_stat_wal")
+            records, flushes = cursor.fetchone()
+        return int(records), int(flushes)
 
     def output(self) -> str:
         self.log.seek(0)
@@ -136,6 +154,8 @@ class Side:
         if self.process.stdout is not None:
             self.process.stdout.close()
         self.meter.close()
+        if self.wal is not None:
+            self.wal.close()
         self.counts.cleanup()
 
 
@@ -220,12 +240,21 @@ class Figures:
     p50: list[float] = field(default_factory=list)
     costs: list[cost.Cost] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    wal_records: list[float] = field(default_factory=list)  # per request, PostgreSQL only
+    wal_flushes: list[float] = field(default_factory=list)
 
 
 def measure(side: Side, write: Write, duration: float, figures: Figures) -> None:
-    before = side.meter.snapshot()
+    before, wal_before = side.meter.snapshot(), side.wal_written()
     rps, p50, _p99, errors, count = bt.wrk(side.url, write.probe(), duration)
     spent = side.meter.cost(before, side.meter.snapshot(), count)
+    if side.wal is not None:
+        wal = [
+            (after - first) / max(count, 1)
+            for first, after in zip(wal_before, side.wal_written(), strict=True)
+        ]
+        figures.wal_records.append(wal[0])
+        figures.wal_flushes.append(wal[1])
     figures.rps.append(rps)
     figures.p50.append(p50)
     figures.costs.append(spent)
@@ -420,8 +449,9 @@ def ratio(ours: float | None, theirs: float | None) -> str:
 def tables(results: list[dict]) -> str:
     lines = [
         "| backend | request | server | req/s | p50 ms | server CPU µs/req | database CPU µs/req "
-        "| statements/req | round trips/req | SQLite statements/req | wrk errors |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| statements/req | round trips/req | SQLite statements/req | WAL records/req | WAL flushes/req "
+        "| wrk errors |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         f = r["figures"]
@@ -429,7 +459,9 @@ def tables(results: list[dict]) -> str:
             f"| {r['backend']} | {r['write']} | {r['side']} | {figure(mean(f.rps))} | {mean(f.p50):.2f} | "
             f"{figure(mean_of(f.costs, 'server_us'))} | {figure(mean_of(f.costs, 'db_us'))} | "
             f"{figure(mean_of(f.costs, 'statements'), 2)} | {figure(mean_of(f.costs, 'round_trips'), 2)} | "
-            f"{figure(mean_of(f.costs, 'sqlite_statements') or None, 2)} | {'; '.join(f.errors) or '0'} |"
+            f"{figure(mean_of(f.costs, 'sqlite_statements') or None, 2)} | "
+            f"{figure(mean(f.wal_records) if f.wal_records else None, 1)} | "
+            f"{figure(mean(f.wal_flushes) if f.wal_flushes else None, 2)} | {'; '.join(f.errors) or '0'} |"
         )
     lines += [
         "",

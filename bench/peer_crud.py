@@ -22,7 +22,7 @@ advisory lock, no rate limit: the foreign keys are the database's (SQLite: ``for
 on). SQLite connections get sowctl's pragmas (WAL, ``synchronous=normal``, the same busy
 timeout), so both sides write with the same durability. Sessions keep their objects after
 COMMIT (``expire_on_commit=False``): returning the row reads nothing back. Each worker keeps
-up to 32 connections open (``POOL_SIZE``), so that no request opens one.
+up to 16 connections open (``POOL_SIZE``), so that no request opens one.
 
 Run under uvicorn (default settings: its asyncio loop, httptools when installed), the
 synchronous endpoints in FastAPI's thread pool. With ``SOWCTL_BENCH_COUNTS`` set (the
@@ -51,7 +51,9 @@ from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 BENCH = Path(__file__).resolve().parent
 DB_ENV = "PEER_CRUD_DB"
 SQLITE_PRAGMAS = ("journal_mode=wal", "foreign_keys=1", "synchronous=normal", "cache_size=-32000")
-POOL_SIZE = 32  # wrk's connections: no request waits for, or opens, a connection
+# Kept connections per worker: wrk's 32 connections over 2 workers. More would outgrow a
+# shared PostgreSQL's max_connections (100: 2 x 32 did, "too many clients already").
+POOL_SIZE = 16
 BUSY_TIMEOUT_MS = 5000  # sowctl's default lock timeout (SOWCTL_DB_LOCK_TIMEOUT, 5 s)
 
 
