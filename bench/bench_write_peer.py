@@ -35,7 +35,8 @@ SQLAlchemy's for the peer, each BEGIN/COMMIT included; on SQLite also every stat
 ran; on PostgreSQL also the WAL records and WAL flushes per request, from ``pg_stat_wal``: the
 whole server's, other sessions' writes included). ``--profile S`` then samples each side's
 processes with py-spy for S seconds under each request and sorts the samples into what sowctl's
-rules and layers cost.
+rules and layers cost (py-spy, in the bench extra, must be allowed to ptrace the servers: root,
+or ``kernel.yama.ptrace_scope`` 0).
 """
 
 from __future__ import annotations
