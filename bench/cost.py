@@ -22,6 +22,8 @@ reads:
   trip. On SQLite the "round trips" are calls into the library, in the process; there, every
   statement SQLite itself runs is counted too (``set_trace_callback`` on every connection the
   process opens through ``sqlite3.connect``, whatever library opens it: datasette's too).
+  A peer on SQLAlchemy (``bench/peer_crud.py``) has its engine counted the same way by
+  ``count_sqlalchemy``: each cursor statement, and each ``BEGIN``/``COMMIT``/``ROLLBACK``.
 
 Per request, figures divide by the requests wrk counted: ``Cost``.
 """
@@ -64,13 +66,15 @@ class _Counts:
         self.values[field] += 1
 
     def _open(self) -> None:
-        self.pid = os.getpid()
-        path = os.path.join(self.directory, str(self.pid))
+        pid = os.getpid()
+        path = os.path.join(self.directory, str(pid))
         with open(path, "wb+") as handle:
             handle.write(bytes(8 * len(FIELDS)))
             handle.flush()
             self._map = mmap.mmap(handle.fileno(), 8 * len(FIELDS))
         self.values = (ctypes.c_uint64 * len(FIELDS)).from_buffer(self._map)
+        # Last: another thread that sees this pid finds the counters ready.
+        self.pid = pid
 
 
 def _statements_in(sql: object) -> int:
@@ -78,9 +82,13 @@ def _statements_in(sql: object) -> int:
     return text.count(";") + 1
 
 
+_this_process: _Counts | None = None  # set by count_in_this_process
+
+
 def count_in_this_process(directory: str) -> None:
     """Count what Peewee sends from this process (and its forks) into ``directory``."""
-    counts = _Counts(directory)
+    global _this_process
+    counts = _this_process = _Counts(directory)
     _trace_sqlite(counts)
     try:
         import peewee as pw
@@ -113,9 +121,28 @@ def count_in_this_process(directory: str) -> None:
             cls._connect = connect
 
 
+def count_sqlalchemy(engine) -> None:
+    """Count what a SQLAlchemy ``engine`` sends, as Peewee's statements are counted: every
+    statement of a cursor, and the ``BEGIN`` (the driver's, before the first statement),
+    ``COMMIT`` and ``ROLLBACK`` of each transaction, each one round trip. For a peer of the
+    benchmarks (``bench/peer_crud.py``) in a process started with ``environment``."""
+    counts = _this_process
+    if counts is None:
+        return
+    from sqlalchemy import event
+
+    def statement(*_args) -> None:
+        counts.add(1)
+
+    event.listen(engine, "before_cursor_execute", statement)
+    for name in ("begin", "commit", "rollback"):
+        event.listen(engine, name, statement)
+
+
 def _trace_sqlite(counts: _Counts) -> None:
     """Count every statement SQLite runs, for any library of the process (datasette too)."""
     import sqlite3
+    import sqlite3.dbapi2
 
     field = FIELDS.index("sqlite_statements")
     original = sqlite3.connect
@@ -125,7 +152,8 @@ def _trace_sqlite(counts: _Counts) -> None:
         connection.set_trace_callback(lambda _sql: counts.bump(field))
         return connection
 
-    sqlite3.connect = connect
+    # Both names: SQLAlchemy's driver calls sqlite3.dbapi2.connect, a reference of its own.
+    sqlite3.connect = sqlite3.dbapi2.connect = connect
 
 
 def environment(directory: Path, base: dict[str, str] | None = None) -> dict[str, str]:
