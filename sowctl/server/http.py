@@ -26,8 +26,11 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
+import pydantic_core
+
 from sowctl.foundation import json_input
 from sowctl.foundation.errors import InvalidInput, Issue, PayloadTooLarge, quoted
+from sowctl.schemas.rows import PlainObjects
 
 JSON_CONTENT_TYPE = "application/json"
 # Headers of every response, whoever answers (the application, the test double, the worker):
@@ -253,6 +256,11 @@ def link_header(base_url: str, path: str, query: dict[str, str], page: int, limi
 
 
 def json_bytes(data: Any) -> bytes:
+    if type(data) is PlainObjects:
+        # Strings, integers, booleans and nulls only: pydantic's encoder writes them as
+        # json.dumps below does, byte for byte (tests/server/test_json_bytes.py), three
+        # times faster (pydantic_core comes with pydantic, which sowctl depends on).
+        return pydantic_core.to_json(data)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 

@@ -13,19 +13,20 @@ Per page, whatever its depth or size, after the SOW lookup:
   of task items below each item (``storage.tallies``), from which it is calculated.
 
 The SQL of each variant (filters, paged or not, counted or not) is built once per
-dialect (``services.lookup``), rows stay tuples, and each becomes its JSON object
-through ``row_dumper(ItemOut)``: no model instance per row, Peewee's or Pydantic's.
+dialect (``services.lookup``), rows stay the driver's tuples, and each becomes its JSON
+object through ``row_dumper(ItemOut)``: no model instance per row, Peewee's or Pydantic's.
+The page is a ``PlainObjects`` list, which the server writes with pydantic's encoder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import peewee as pw
 
 from sowctl.schemas.items import ItemOut
-from sowctl.schemas.rows import row_dumper
+from sowctl.schemas.rows import PlainObjects, row_dumper
 from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
@@ -76,12 +77,16 @@ COLUMNS: tuple[pw.Field, ...] = (
 _SENT = len(ItemOut.model_fields)  # the values of a row that make its JSON object
 _ORDER = (_I.order_index, _I.created_at, _I.id)  # the list order; ids make it total
 _STATUS = PageRow._fields.index("status")
-_SOW = PageRow._fields.index("sow_id")
 
 
 # PostgreSQL's driver gives datetimes, SQLite's the text peewee stored: ItemOut's
 # Timestamp serializer (clock.format_timestamp) takes either.
 DUMP_ROW = row_dumper(ItemOut)
+# A page's row with its SOW's shown id and its shown status given (the rest read in place,
+# the counts after ItemOut's fields left out).
+_DUMP_PAGE_ROW = row_dumper(ItemOut, given=("sow_id", "status"))
+_TYPE = PageRow._fields.index("type")
+_BELOW = slice(_SENT, len(COLUMNS))  # a row's counts, whatever follows them (a page's total)
 
 
 def _matching(sow_id: Any, item_type: Any, parent_id: Any, with_type: bool, with_parent: bool):
@@ -142,13 +147,14 @@ def read_page(
     parent_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
-) -> tuple[list[PageRow], int]:
-    """The matching items of a SOW in list order, ``offset``/``limit`` applied, and how many
-    match in all. The caller has checked that the SOW is visible."""
+) -> tuple[list[tuple], int]:
+    """The matching items of a SOW in list order (rows of ``PageRow``'s values, as the driver
+    returns them), ``offset``/``limit`` applied, and how many match in all. The caller has
+    checked that the SOW is visible."""
     key = (item_type is not None, parent_id is not None)
     filters = [value for value in (item_type, parent_id) if value is not None]
     if not offset and limit is None:
-        rows = [PageRow._make(raw) for raw in _PAGES[(*key, "all")].all(sow_id, *filters)]
+        rows = _PAGES[(*key, "all")].all(sow_id, *filters)
         return rows, len(rows)
     # LIMIT -1 is "no limit" to SQLite but an error to PostgreSQL: an offset alone gets a
     # limit beyond any table.
@@ -156,12 +162,11 @@ def read_page(
     counts, version = _known_counts()
     total = counts.get((sow_id, item_type, parent_id)) if counts is not None else None
     if total is not None:
-        rows = [PageRow._make(raw) for raw in _PAGES[(*key, "page")].all(sow_id, *filters, *bounds)]
-        return rows, total
+        return _PAGES[(*key, "page")].all(sow_id, *filters, *bounds), total
     raw_rows = _PAGES[(*key, "counted")].all(sow_id, *filters, *bounds)
     if raw_rows:
         total = int(raw_rows[0][-1])
-        rows = [PageRow._make(raw[:-1]) for raw in raw_rows]
+        rows = raw_rows  # each with the total after its counts, which dump_page leaves out
     else:
         rows = []
         # Past the end: say how many (a count is one row).
@@ -192,14 +197,12 @@ def _known_counts() -> tuple[dict | None, Any]:
     return known[2], version
 
 
-def dump_page(rows: Sequence[PageRow], sow_id: str) -> list[dict[str, Any]]:
-    """The JSON objects of ``rows``, each with its shown status (a requirement's calculated
-    from its counts) and its SOW's shown id ``sow_id`` (rows carry the stored key, which
-    differs when another organization held the id first)."""
-    out = []
-    for row in rows:
-        shown = shown_status(row.type, row.status, cast(Sequence[int], row[_SENT:]))  # the counts
-        if shown != row[_STATUS] or row[_SOW] != sow_id:
-            row = row._replace(status=shown, sow_id=sow_id)
-        out.append(DUMP_ROW(row[:_SENT]))
-    return out
+def dump_page(rows: Sequence[Sequence[Any]], sow_id: str) -> PlainObjects:
+    """The JSON objects of ``rows`` (``PageRow``'s values, as the driver returns them), each
+    with its shown status (a requirement's calculated from its counts) and its SOW's shown
+    id ``sow_id`` (rows carry the stored key, which differs when another organization held
+    the id first)."""
+    dump_row = _DUMP_PAGE_ROW
+    return PlainObjects(
+        [dump_row(row, sow_id, shown_status(row[_TYPE], row[_STATUS], row[_BELOW])) for row in rows]
+    )

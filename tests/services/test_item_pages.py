@@ -181,6 +181,16 @@ def test_row_dumper_gives_what_the_model_dumps(
     # what either driver returns: datetimes, or the text SQLite keeps
     as_stored = [str(v) if isinstance(v, datetime) else v for v in values]
     assert item_pages.DUMP_ROW(as_stored) == item_pages.DUMP_ROW(values) == expected
+    # given fields are arguments, the row's own values at their places and after the
+    # model's fields left out
+    given = row_dumper(ItemOut, given=("status", "sow_id"))
+    row = [*values[:4], "stored-key", *values[5:7], "stored", *values[8:], 1, 2]
+    assert given(row, status, "sow-1") == expected
+
+
+def test_row_dumper_refuses_a_given_field_the_model_lacks():
+    with pytest.raises(TypeError, match="ItemOut has no field total"):
+        row_dumper(ItemOut, given=("total",))
 
 
 def test_row_dumper_refuses_models_it_cannot_reproduce():
