@@ -295,6 +295,9 @@ def test_a_page_again_and_the_next_page_start_from_a_known_row(big_sow, db, monk
     # page 2 counted; again, from its first row; 3, 4 after the row before them; 3 again
     # from its first row, 5 after the last row of 4
     assert read == (["counted", "from", "after", "after", "from", "after"] if on_sqlite else ["counted"] * 6)
+    tasks = api("items.list", {"sowId": sow_id}, {"type": "task_item"})
+    for number in (2, 2, 3):  # a filter's pages are kept apart from the whole list's
+        assert page(sow_id, number, 7, type="task_item") == (tasks[(number - 1) * 7 : number * 7], 57)
     moved = whole[15]["id"]  # on page 3
     api("items.update", {"itemId": moved}, body={"orderIndex": 0})
     whole = api("items.list", {"sowId": sow_id})
