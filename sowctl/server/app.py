@@ -42,6 +42,7 @@ from sowctl.server.http import (
     parse_query,
     public_base,
     read_json_body,
+    request_origin,
     route_path,
 )
 from sowctl.server.metrics import Metrics
@@ -214,7 +215,7 @@ class Dispatcher:
                 total = result.total if result.total is not None else _length(result.body)
                 headers["X-Total-Count"] = str(total)
                 headers["Link"] = link_header(
-                    public_base(bottle.request.urlparts.scheme, bottle.request.urlparts.netloc),
+                    public_base(*request_origin(environ)),
                     bottle.request.script_name.rstrip("/") + bottle.request.path,
                     query,
                     page,

@@ -26,8 +26,11 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
+import pydantic_core
+
 from sowctl.foundation import json_input
 from sowctl.foundation.errors import InvalidInput, Issue, PayloadTooLarge, quoted
+from sowctl.schemas.rows import PlainObjects
 
 JSON_CONTENT_TYPE = "application/json"
 # Headers of every response, whoever answers (the application, the test double, the worker):
@@ -222,6 +225,22 @@ _HOST = re.compile(
 )
 
 
+def request_origin(environ: dict[str, Any]) -> tuple[str, str]:
+    """The scheme and host a client asked for, as Bottle's ``request.urlparts`` reads them:
+    the proxy's ``X-Forwarded-Proto`` and ``X-Forwarded-Host`` first, then the URL scheme and
+    ``Host`` header, then (an HTTP/1.0 client) the server's name and a port other than the
+    scheme's own, PEP 3333's reconstruction. Without the path, whose quoting ``urlparts``
+    does on every page for nothing the ``Link`` header uses."""
+    scheme = environ.get("HTTP_X_FORWARDED_PROTO") or environ.get("wsgi.url_scheme", "http")
+    host = environ.get("HTTP_X_FORWARDED_HOST") or environ.get("HTTP_HOST")
+    if not host:
+        host = environ.get("SERVER_NAME", "127.0.0.1")
+        port = environ.get("SERVER_PORT")
+        if port and port != ("80" if scheme == "http" else "443"):
+            host += ":" + port
+    return scheme, host
+
+
 def public_base(scheme: str, netloc: str) -> str:
     """``scheme://host`` for absolute links, from what the client sent (Host and
     X-Forwarded-Proto); "" (links relative to this server) when either is not a plain
@@ -253,6 +272,11 @@ def link_header(base_url: str, path: str, query: dict[str, str], page: int, limi
 
 
 def json_bytes(data: Any) -> bytes:
+    if type(data) is PlainObjects:
+        # Strings, integers, booleans and nulls only: pydantic's encoder writes them as
+        # json.dumps below does, byte for byte (tests/server/test_json_bytes.py), three
+        # times faster (pydantic_core comes with pydantic, which sowctl depends on).
+        return pydantic_core.to_json(data)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 

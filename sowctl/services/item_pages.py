@@ -8,24 +8,28 @@ Per page, whatever its depth or size, after the SOW lookup:
   about what page 1 does. The same statement counts the matching items for
   ``X-Total-Count`` (one snapshot, one round trip), except on SQLite when this
   connection counted them already and nothing has been committed since (``PRAGMA
-  data_version``, ``total_changes``): then the count is not made again;
+  data_version``, ``total_changes``): then the count is not made again, and a page
+  whose first row (or the row before it) this connection read is read from that row's
+  sort key on, skipping nothing: a page asked for again, and the next page of a client
+  walking the list, cost what the first page does;
 * nothing more for a requirement's calculated status: the page's rows carry the counts
   of task items below each item (``storage.tallies``), from which it is calculated.
 
 The SQL of each variant (filters, paged or not, counted or not) is built once per
-dialect (``services.lookup``), rows stay tuples, and each becomes its JSON object
-through ``row_dumper(ItemOut)``: no model instance per row, Peewee's or Pydantic's.
+dialect (``services.lookup``), rows stay the driver's tuples, and each becomes its JSON
+object through ``row_dumper(ItemOut)``: no model instance per row, Peewee's or Pydantic's.
+The page is a ``PlainObjects`` list, which the server writes with pydantic's encoder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import peewee as pw
 
 from sowctl.schemas.items import ItemOut
-from sowctl.schemas.rows import row_dumper
+from sowctl.schemas.rows import PlainObjects, row_dumper
 from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
@@ -76,12 +80,16 @@ COLUMNS: tuple[pw.Field, ...] = (
 _SENT = len(ItemOut.model_fields)  # the values of a row that make its JSON object
 _ORDER = (_I.order_index, _I.created_at, _I.id)  # the list order; ids make it total
 _STATUS = PageRow._fields.index("status")
-_SOW = PageRow._fields.index("sow_id")
 
 
 # PostgreSQL's driver gives datetimes, SQLite's the text peewee stored: ItemOut's
 # Timestamp serializer (clock.format_timestamp) takes either.
 DUMP_ROW = row_dumper(ItemOut)
+# A page's row with its SOW's shown id and its shown status given (the rest read in place,
+# the counts after ItemOut's fields left out).
+_DUMP_PAGE_ROW = row_dumper(ItemOut, given=("sow_id", "status"))
+_TYPE = PageRow._fields.index("type")
+_BELOW = slice(_SENT, len(COLUMNS))  # a row's counts, whatever follows them (a page's total)
 
 
 def _matching(sow_id: Any, item_type: Any, parent_id: Any, with_type: bool, with_parent: bool):
@@ -94,8 +102,14 @@ def _matching(sow_id: Any, item_type: Any, parent_id: Any, with_type: bool, with
 
 
 def _page_lookup(with_type: bool, with_parent: bool, mode: str) -> Lookup:
-    """The statement of one variant, ``mode`` "all", "page" or "counted" (a page with the
-    total): parameters (sow, [type], [parent], [limit, offset])."""
+    """The statement of one variant: parameters (sow, [type], [parent]), then by ``mode``:
+
+    * "all": none, every matching item;
+    * "page", "counted" (with the total in each row): ``limit, offset``;
+    * "first", "first counted": ``limit``, a page at offset 0;
+    * "from", "after": ``order_index, created_at, id, limit``, the page that starts at the
+      row of that sort key or just after it (a start this connection knows: ``read_page``).
+    """
 
     def build(*params: Any) -> pw.Query:
         sow_id, rest = params[0], list(params[1:])
@@ -104,15 +118,28 @@ def _page_lookup(with_type: bool, with_parent: bool, mode: str) -> Lookup:
         where = _matching(sow_id, item_type, parent_id, with_type, with_parent)
         if mode == "all":
             return _I.select(*COLUMNS).where(where).order_by(*_ORDER)
+        if mode in ("from", "after"):
+            *start, limit = rest
+            edge = (
+                pw.Tuple(*_ORDER) >= pw.Tuple(*start)
+                if mode == "from"
+                else pw.Tuple(*_ORDER) > pw.Tuple(*start)
+            )
+            return _I.select(*COLUMNS).where(where & edge).order_by(*_ORDER).limit(limit)
+        extra = [_I.select(pw.fn.COUNT(pw.SQL("*"))).where(where).alias("total")] if "counted" in mode else []
+        if mode.startswith("first"):  # the index read in order from the start: no lookup of keys, no sort
+            return _I.select(*COLUMNS, *extra).where(where).order_by(*_ORDER).limit(rest[0])
         limit, offset = rest
         # SQLite finds a row by its rowid directly, by its id through one more index.
         key = pw.SQL("rowid") if isinstance(m.database_proxy.obj, pw.SqliteDatabase) else _I.id
         page = _I.select(key).where(where).order_by(*_ORDER).limit(limit).offset(offset)
-        extra = [_I.select(pw.fn.COUNT(pw.SQL("*"))).where(where).alias("total")] if mode == "counted" else []
         return _I.select(*COLUMNS, *extra).where(key.in_(page)).order_by(*_ORDER)
 
-    arity = 1 + with_type + with_parent + (0 if mode == "all" else 2)
+    arity = 1 + with_type + with_parent + _ARITY[mode]
     return Lookup(build, arity)
+
+
+_ARITY = {"all": 0, "page": 2, "counted": 2, "first": 1, "first counted": 1, "from": 4, "after": 4}
 
 
 def _count_lookup(with_type: bool, with_parent: bool) -> Lookup:
@@ -127,12 +154,13 @@ def _count_lookup(with_type: bool, with_parent: bool) -> Lookup:
 
 
 _PAGES = {
-    (t, p, mode): _page_lookup(t, p, mode)
-    for t in (False, True)
-    for p in (False, True)
-    for mode in ("all", "page", "counted")
+    (t, p, mode): _page_lookup(t, p, mode) for t in (False, True) for p in (False, True) for mode in _ARITY
 }
 _COUNTS = {(t, p): _count_lookup(t, p) for t in (False, True) for p in (False, True)}
+# Totals and page starts one connection keeps (``_known``), at most: a client asking for
+# ever new filters or offsets between two writes does not grow a worker's memory.
+_KNOWN_MAX = 1024
+_SORT_KEY = tuple(PageRow._fields.index(name) for name in ("order_index", "created_at", "id"))
 
 
 def read_page(
@@ -142,46 +170,78 @@ def read_page(
     parent_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
-) -> tuple[list[PageRow], int]:
-    """The matching items of a SOW in list order, ``offset``/``limit`` applied, and how many
-    match in all. The caller has checked that the SOW is visible."""
+) -> tuple[list[tuple], int]:
+    """The matching items of a SOW in list order (rows of ``PageRow``'s values, as the driver
+    returns them, maybe followed by more), ``offset``/``limit`` applied, and how many match
+    in all. The caller has checked that the SOW is visible."""
     key = (item_type is not None, parent_id is not None)
     filters = [value for value in (item_type, parent_id) if value is not None]
     if not offset and limit is None:
-        rows = [PageRow._make(raw) for raw in _PAGES[(*key, "all")].all(sow_id, *filters)]
+        rows = _PAGES[(*key, "all")].all(sow_id, *filters)
         return rows, len(rows)
     # LIMIT -1 is "no limit" to SQLite but an error to PostgreSQL: an offset alone gets a
     # limit beyond any table.
-    bounds = (limit if limit is not None else 2**62, offset)
-    counts, version = _known_counts()
-    total = counts.get((sow_id, item_type, parent_id)) if counts is not None else None
-    if total is not None:
-        rows = [PageRow._make(raw) for raw in _PAGES[(*key, "page")].all(sow_id, *filters, *bounds)]
-        return rows, total
-    raw_rows = _PAGES[(*key, "counted")].all(sow_id, *filters, *bounds)
-    if raw_rows:
-        total = int(raw_rows[0][-1])
-        rows = [PageRow._make(raw[:-1]) for raw in raw_rows]
+    bound = limit if limit is not None else 2**62
+    known = _known()
+    listing = (sow_id, item_type, parent_id)
+    total = known.get(listing) if known is not None else None
+    if known is not None and total is not None:
+        start = known.get((*listing, offset))
+        if start is not None:  # the sort key of the page's first row, or of the row before it
+            rows = _PAGES[(*key, start[0])].all(sow_id, *filters, *start[1], bound)
+        elif offset:
+            rows = _PAGES[(*key, "page")].all(sow_id, *filters, bound, offset)
+        else:
+            rows = _PAGES[(*key, "first")].all(sow_id, *filters, bound)
     else:
-        rows = []
-        # Past the end: say how many (a count is one row).
-        total = int(_COUNTS[key].all(sow_id, *filters)[0][0]) if offset else 0
-    if counts is not None and _known_counts()[1] == version:  # nothing committed meanwhile
-        counts[(sow_id, item_type, parent_id)] = total
+        rows, total = _counted(key, sow_id, filters, bound, offset)
+    if known is not None:
+        _remember(known, listing, offset, rows, total)
     return rows, total
 
 
-def _known_counts() -> tuple[dict | None, Any]:
-    """SQLite: the totals this connection counted since the database last changed, and
-    that version. None on other databases (each page counts in its own statement).
+def _counted(
+    key: tuple[bool, bool], sow_id: str, filters: list[str], limit: int, offset: int
+) -> tuple[list, int]:
+    """A page and the total, in one statement (two past the end)."""
+    if offset:
+        rows = _PAGES[(*key, "counted")].all(sow_id, *filters, limit, offset)
+    else:
+        rows = _PAGES[(*key, "first counted")].all(sow_id, *filters, limit)
+    if rows:
+        return rows, int(rows[0][-1])  # each row with the total after its counts
+    # Past the end: say how many (a count is one row).
+    return [], int(_COUNTS[key].all(sow_id, *filters)[0][0]) if offset else 0
+
+
+def _remember(known: dict, listing: tuple, offset: int, rows: list, total: int) -> None:
+    """Keep the total, and where this page and the next start: the sort key of this page's
+    first row (the page again: rows "from" it) and of its last (the next: rows "after" it).
+
+    Kept under the version read before the page was: if another connection committed in
+    between, the page may be newer than that version, but the next request reads a newer
+    version (``data_version`` only moves forward) and does not look here again.
+    """
+    if len(known) >= _KNOWN_MAX:
+        known.clear()
+    known[listing] = total
+    if rows:
+        known[(*listing, offset)] = ("from", [rows[0][k] for k in _SORT_KEY])
+        known[(*listing, offset + len(rows))] = ("after", [rows[-1][k] for k in _SORT_KEY])
+
+
+def _known() -> dict | None:
+    """SQLite: the totals and page starts this connection found since the database last
+    changed (``_remember``). None on other databases (each page counts in its own statement).
 
     A version is ``PRAGMA data_version`` (changes when another connection commits) and
     the connection's ``total_changes`` (when it writes itself): while neither moves,
-    nothing was added or removed anywhere, so a total counted before still holds.
+    nothing was added, removed or moved anywhere, so a total counted before still holds,
+    and so does the row a page starts at.
     """
     database = m.database_proxy.obj
     if not isinstance(database, pw.SqliteDatabase):
-        return None, None
+        return None
     connection = database.connection()
     version = (connection.execute("PRAGMA data_version").fetchone()[0], connection.total_changes)
     state = connection_state(database)
@@ -189,17 +249,15 @@ def _known_counts() -> tuple[dict | None, Any]:
     if known is None or known[0] is not connection or known[1] != version:
         known = (connection, version, {})
         state.sowctl_counts = known
-    return known[2], version
+    return known[2]
 
 
-def dump_page(rows: Sequence[PageRow], sow_id: str) -> list[dict[str, Any]]:
-    """The JSON objects of ``rows``, each with its shown status (a requirement's calculated
-    from its counts) and its SOW's shown id ``sow_id`` (rows carry the stored key, which
-    differs when another organization held the id first)."""
-    out = []
-    for row in rows:
-        shown = shown_status(row.type, row.status, cast(Sequence[int], row[_SENT:]))  # the counts
-        if shown != row[_STATUS] or row[_SOW] != sow_id:
-            row = row._replace(status=shown, sow_id=sow_id)
-        out.append(DUMP_ROW(row[:_SENT]))
-    return out
+def dump_page(rows: Sequence[Sequence[Any]], sow_id: str) -> PlainObjects:
+    """The JSON objects of ``rows`` (``PageRow``'s values, as the driver returns them), each
+    with its shown status (a requirement's calculated from its counts) and its SOW's shown
+    id ``sow_id`` (rows carry the stored key, which differs when another organization held
+    the id first)."""
+    dump_row = _DUMP_PAGE_ROW
+    return PlainObjects(
+        [dump_row(row, sow_id, shown_status(row[_TYPE], row[_STATUS], row[_BELOW])) for row in rows]
+    )

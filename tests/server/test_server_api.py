@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 
+import bottle
 import httpx
 import peewee as pw
 import pytest
@@ -23,7 +24,7 @@ from sowctl.operations import Operation, Result
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.server.configuration import MIB, ServerSettings
-from sowctl.server.http import link_header
+from sowctl.server.http import link_header, request_origin
 from sowctl.services import credentials
 from sowctl.services import items as item_service
 from sowctl.services import sows as sow_service
@@ -438,6 +439,21 @@ def test_link_header_is_ascii_for_non_ascii_paths() -> None:
     header.encode("ascii")
     assert '<http://h/api/sow/sow-%C3%BC/items?type=t%C3%A2che&page=3&limit=10>; rel="next"' in header
     assert 'page=1&limit=10>; rel="prev"' in header and 'page=4&limit=10>; rel="last"' in header
+
+
+@pytest.mark.parametrize("proto", [None, "https", "javascript"])
+@pytest.mark.parametrize("forwarded_host", [None, "", "proxy.example:8443"])
+@pytest.mark.parametrize("host", [None, "", "api.example", "h:8000"])
+@pytest.mark.parametrize(
+    ("scheme", "port"), [("http", "80"), ("http", "8080"), ("https", "443"), ("https", None)]
+)
+def test_the_links_origin_is_the_one_bottle_reads(proto, forwarded_host, host, scheme, port) -> None:
+    environ = {"wsgi.url_scheme": scheme, "SERVER_NAME": "srv", "PATH_INFO": "/api/sow/s%20a/items"}
+    given = {"HTTP_X_FORWARDED_PROTO": proto, "HTTP_X_FORWARDED_HOST": forwarded_host}
+    given |= {"HTTP_HOST": host, "SERVER_PORT": port}
+    environ |= {name: value for name, value in given.items() if value is not None}
+    parts = bottle.BaseRequest(dict(environ)).urlparts
+    assert request_origin(environ) == (parts.scheme, parts.netloc)
 
 
 def test_literal_chain_route_wins_over_the_dependency_id(api: Api) -> None:

@@ -181,6 +181,16 @@ def test_row_dumper_gives_what_the_model_dumps(
     # what either driver returns: datetimes, or the text SQLite keeps
     as_stored = [str(v) if isinstance(v, datetime) else v for v in values]
     assert item_pages.DUMP_ROW(as_stored) == item_pages.DUMP_ROW(values) == expected
+    # given fields are arguments, the row's own values at their places and after the
+    # model's fields left out
+    given = row_dumper(ItemOut, given=("status", "sow_id"))
+    row = [*values[:4], "stored-key", *values[5:7], "stored", *values[8:], 1, 2]
+    assert given(row, status, "sow-1") == expected
+
+
+def test_row_dumper_refuses_a_given_field_the_model_lacks():
+    with pytest.raises(TypeError, match="ItemOut has no field total"):
+        row_dumper(ItemOut, given=("total",))
 
 
 def test_row_dumper_refuses_models_it_cannot_reproduce():
@@ -264,3 +274,42 @@ def test_the_total_is_counted_again_only_after_a_change(big_sow, db, monkeypatch
     other.join()
     assert page(sow_id, 3, 10)[1] == 62
     assert page(sow_id, 1, 10, type="requirement")[1] == 3  # each filter counted for itself
+
+
+def test_a_page_again_and_the_next_page_start_from_a_known_row(big_sow, db, monkeypatch):
+    """SQLite: a page asked for again is read from its first row's sort key, the next page
+    from the key of the row before it; the bodies are those the offset gives, ties in
+    orderIndex and createdAt included, and a write makes the pages read by offset again."""
+    sow_id, _ = big_sow
+    on_sqlite = isinstance(db, pw.SqliteDatabase)
+    used = []
+    original = Lookup.all
+    monkeypatch.setattr(Lookup, "all", lambda self, *values: used.append(self) or original(self, *values))
+    modes = {lookup: mode for (t, p, mode), lookup in item_pages._PAGES.items() if not t and not p}
+    whole = api("items.list", {"sowId": sow_id})
+    read = []
+    for number in (2, 2, 3, 4, 3, 5):
+        used.clear()
+        assert page(sow_id, number, 7) == (whole[(number - 1) * 7 : number * 7], 60)
+        read += [modes[lookup] for lookup in used if lookup in modes]
+    # page 2 counted; again, from its first row; 3, 4 after the row before them; 3 again
+    # from its first row, 5 after the last row of 4
+    assert read == (["counted", "from", "after", "after", "from", "after"] if on_sqlite else ["counted"] * 6)
+    tasks = api("items.list", {"sowId": sow_id}, {"type": "task_item"})
+    for number in (2, 2, 3):  # a filter's pages are kept apart from the whole list's
+        assert page(sow_id, number, 7, type="task_item") == (tasks[(number - 1) * 7 : number * 7], 57)
+    moved = whole[15]["id"]  # on page 3
+    api("items.update", {"itemId": moved}, body={"orderIndex": 0})
+    whole = api("items.list", {"sowId": sow_id})
+    used.clear()
+    assert page(sow_id, 3, 7) == (whole[14:21], 60)
+    assert [modes[lookup] for lookup in used if lookup in modes] == ["counted"]
+
+
+def test_what_a_connection_keeps_of_pages_is_bounded(big_sow, db, monkeypatch):
+    sow_id, _ = big_sow
+    monkeypatch.setattr(item_pages, "_KNOWN_MAX", 10)
+    for number in range(1, 30):
+        page(sow_id, number, 2)
+    known = item_pages._known()
+    assert known is None or 0 < len(known) <= 10
