@@ -209,9 +209,10 @@ class Dispatcher:
                 self._report_slots.acquire(caller_of_environ(environ))
                 release = partial(self._report_slots.release, caller=caller_of_environ(environ))
             with (
+                # The caller's share of SQLite's write lock, waited for before a write slot is taken.
+                lock_share.acting_for(caller_of_environ(environ), self.database if op.write else None),
                 self._write_slot(op.write),
                 trace_context.serving(tracing.traceparent(environ)),
-                lock_share.acting_for(caller_of_environ(environ)),  # its share of SQLite's write lock
             ):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:

@@ -202,6 +202,9 @@ class LockShare:
 # The caller on whose behalf this thread writes (``acting_for``); None: nobody's (local mode,
 # the server's own work), never counted.
 _caller: contextvars.ContextVar[Hashable | None] = contextvars.ContextVar("sowctl_lock_caller", default=None)
+# Whether this thread's caller was admitted already (``acting_for`` with a database): its next
+# write transaction does not ask again.
+_admitted: contextvars.ContextVar[bool] = contextvars.ContextVar("sowctl_lock_admitted", default=False)
 _budget: Budget | None = None
 _shares: dict[str, LockShare] = {}
 _shares_lock = threading.Lock()
@@ -217,13 +220,26 @@ def enable(budget: Budget | None) -> None:
 
 
 @contextlib.contextmanager
-def acting_for(caller: Hashable) -> Iterator[None]:
-    """Charge this thread's write transactions inside the block to ``caller``."""
-    token = _caller.set(caller)
+def acting_for(caller: Hashable, admit_on: pw.Database | None = None) -> Iterator[None]:
+    """Charge this thread's write transactions inside the block to ``caller``. ``admit_on``: a
+    request that will write ``admit_on`` waits for (or is refused) its share here, at the
+    start, so that it waits holding nothing (the server's write slots are taken after)."""
+    token, admitted = _caller.set(caller), _admitted.set(False)
     try:
+        share = of(admit_on) if admit_on is not None else None
+        if share is not None:
+            _wait_for(share, caller)
+            _admitted.set(True)
         yield
     finally:
+        _admitted.reset(admitted)
         _caller.reset(token)
+
+
+def _wait_for(share: LockShare, caller: Hashable) -> None:
+    wait = share.admit(caller)
+    if wait > 0:
+        time.sleep(wait)
 
 
 def of(database: pw.Database) -> LockShare | None:
@@ -260,9 +276,10 @@ def accounted(database: pw.Database) -> Iterator[_Hold]:
     if share is None or caller is None:
         yield hold
         return
-    wait = share.admit(caller)
-    if wait > 0:
-        time.sleep(wait)
+    if _admitted.get():
+        _admitted.set(False)  # the request waited for its share before its first write
+    else:
+        _wait_for(share, caller)
     try:
         yield hold
     finally:
