@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from itertools import pairwise
 
 import peewee as pw
 import pytest
@@ -113,3 +114,45 @@ def _after_in_thread(first: str, then: str) -> None:
         _after(first, then)
     finally:
         m.database_proxy.close()
+
+
+def test_concurrent_creates_against_the_order_never_store_a_cycle(db) -> None:
+    """Threads (each with its own connection) add edges between two chains, some against the
+    order, many of which together would close cycles: each is walked before the lock and
+    decided under it, and what is stored stays acyclic with ranks in order. (The interleaving
+    is the scheduler's: the stale walk itself is the deterministic test's above.)"""
+    size = 5
+    xs, ys = _items(size), _items(size)
+    for chain in (xs, ys):
+        for first, then in pairwise(chain):
+            _after(first, then)  # ranks: every x before every y
+    against = [(ys[j], xs[k]) for j in range(size) for k in range(size)]
+    along = [(xs[k], ys[j]) for j in range(size) for k in range(size)]
+    wanted = [edge for pair in zip(against, reversed(along), strict=True) for edge in pair]
+    outcomes: list[str] = []
+    guard = threading.Lock()
+    barrier = threading.Barrier(4)
+
+    def worker(edges: list[tuple[str, str]]) -> None:
+        barrier.wait()
+        try:
+            for first, then in edges:
+                try:
+                    _after(first, then)
+                    result = "created"
+                except CycleDetected:
+                    result = "refused"
+                with guard:
+                    outcomes.append(result)
+        finally:
+            m.database_proxy.close()
+
+    threads = [threading.Thread(target=worker, args=(wanted[n::4],)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(outcomes) == len(wanted) and "created" in outcomes and "refused" in outcomes
+    edges = [(r.before_item_id, r.after_item_id) for r in m.Dependency.select() if r.before_item_id]
+    assert graph.is_acyclic(edges)
+    assert_rank_invariant(ORG)
