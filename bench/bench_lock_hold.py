@@ -58,6 +58,7 @@ from sowctl.services import dependencies, graph, items
 from sowctl.services.access import Caller
 from sowctl.storage import database as db_module
 from sowctl.storage import models as m
+from sowctl.storage import transactions
 from sowctl.storage.database import open_database
 
 ORG = "org-lockhold"
@@ -75,12 +76,13 @@ TICKS = os.sysconf("SC_CLK_TCK")
 class LockClock:
     """Seconds spent inside ``db.write_transaction`` since the last ``take()``.
 
-    The services call ``db.write_transaction``, which enters ``db._serialised``: wrapping
-    that one function times every write lock they take, in this tree and in older ones."""
+    The services call ``write_transaction``, which enters ``transactions._serialised``:
+    wrapping that one function times every write lock they take (the walks a dependency
+    create makes before it on SQLite are not in it)."""
 
     def __init__(self) -> None:
         self.held = 0.0
-        inner = db_module._serialised
+        inner = transactions._serialised
 
         @contextlib.contextmanager
         def timed(database, lock_key):
@@ -91,7 +93,7 @@ class LockClock:
             finally:
                 self.held += time.perf_counter() - started
 
-        db_module._serialised = timed
+        transactions._serialised = timed
 
     def take(self) -> float:
         held, self.held = self.held, 0.0

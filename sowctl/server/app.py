@@ -60,7 +60,7 @@ from sowctl.server.routing import HTTP_METHODS, allowed_methods, method_phrase, 
 from sowctl.server.slots import Slots
 from sowctl.server.streaming import StreamedJson
 from sowctl.services import events as outbox
-from sowctl.storage import failures, guards, models
+from sowctl.storage import failures, guards, lock_share, models
 from sowctl.storage.database import (
     open_database,
     with_retries,
@@ -209,7 +209,12 @@ class Dispatcher:
             if op.report and self._report_slots is not None:
                 self._report_slots.acquire(caller_of_environ(environ))
                 release = partial(self._report_slots.release, caller=caller_of_environ(environ))
-            with self._write_slot(op.write), trace_context.serving(tracing.traceparent(environ)):
+            with (
+                # The caller's share of SQLite's write lock, waited for before a write slot is taken.
+                lock_share.acting_for(caller_of_environ(environ), self.database if op.write else None),
+                self._write_slot(op.write),
+                trace_context.serving(tracing.traceparent(environ)),
+            ):
                 result = self._run(op, request)
             if op.paginated and page is not None and limit is not None:
                 total = result.total if result.total is not None else _length(result.body)

@@ -76,6 +76,13 @@ class ServerSettings:
     heavy_body_bytes: int = 64 * KIB
     heavy_cpu: float = 0.5
     heavy_queue: int = 2
+    # The share of SQLite's write lock one caller may hold (sowctl.storage.lock_share): lock_burst
+    # seconds of holds at once, refilled at lock_share seconds per second. Past it, while other
+    # callers write, its writes wait for the refill (at most a second; longer: 429 with
+    # Retry-After). Shared by the processes of one server. 0: no share. SQLite only: on
+    # PostgreSQL each organization's writes take a lock of their own.
+    lock_burst: float = 1.0
+    lock_share: float = 0.25
     # Origins allowed to call the API from a browser ("*" for any); () disables CORS.
     cors_origins: tuple[str, ...] = ()
     # Whether the WSGI server writes an access log line per request (``serve --quiet``).

@@ -49,7 +49,7 @@ def serve(
 
     from sowctl.engine.process import serve as run
     from sowctl.server import metrics, tracing, webhook_dispatcher
-    from sowctl.storage import guards
+    from sowctl.storage import guards, lock_share
 
     settings = settings or ServerSettings()
     json_lines = settings.log_format == "json"
@@ -63,6 +63,10 @@ def serve(
         # A worker and its helper write one file; the helper's writes (heavy ones) let a
         # worker's writer that waits go first.
         guards.share_write_turns_between_processes(HELPER_STEP_ASIDE if in_helper() else WORKER_STEP_ASIDE)
+        # Each credential's share of SQLite's write lock, one per server (a file beside the database).
+        lock_share.enable(
+            lock_share.Budget(settings.lock_burst, settings.lock_share) if settings.lock_share > 0 else None
+        )
         app = app_factory()
         # Webhook deliveries are outbound work that must not slow the API: with helper
         # processes (niced, an interpreter of their own) each worker's helper makes them;

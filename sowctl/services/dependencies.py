@@ -208,6 +208,12 @@ def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
     organization_id = caller.organization_id
     if organization_id is None:
         _, organization_id, _ = _endpoints(caller, data, external)
+    # On SQLite the re-ranking's walks (thousands of items for a long chain) run before the
+    # lock that every writer waits for; under it they are taken if nothing changed meanwhile.
+    ordering = graph.ordering_edge(
+        data.dependency_type, data.source_item_id, data.target_item_id, "active", external
+    )
+    planned = graph.prewalk_ordering_edge(organization_id, *ordering) if ordering is not None else None
     with write_transaction(f"org:{organization_id}"):
         sow_id, _, found = _endpoints(caller, data, external, locked=organization_id)
         edge = graph.ordering_edge(
@@ -219,7 +225,7 @@ def create_dependency(caller: Caller, data: DependencyCreate) -> DependencyOut:
         if edge is not None:
             before, after = edge
             known = (found[before][3], found[before][2], found[after][2])  # mark, ranks
-            cycle = graph.add_ordering_edge(organization_id, before, after, known=known)
+            cycle = graph.add_ordering_edge(organization_id, before, after, known=known, planned=planned)
         if cycle is not None:
             raise CycleDetected(cycle)
         dep = insert_row(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 
 from sowctl.services import graph_ranks as ranks
@@ -243,6 +243,7 @@ def add_ordering_edge(
     before: str,
     after: str,
     known: tuple[str | None, int | None, int | None] | None = None,
+    planned: ranks.Prewalk | None = None,
 ) -> list[str] | None:
     """Make room for a new ordering edge ``before -> after`` in the organization's order.
 
@@ -251,10 +252,16 @@ def add_ordering_edge(
     with them: insert it then. Call it inside ``write_transaction(f"org:{org}")``,
     the one that inserts the edge; refuse by raising inside it, so that ranks a stale
     organization had recomputed roll back with everything else. ``known``: the stale
-    mark and both ranks, read under that lock by the caller's own query.
+    mark and both ranks, read under that lock by the caller's own query. ``planned``: the
+    re-ranking decided before the lock (``prewalk_ordering_edge``), taken when ``known`` shows
+    ranks in force and nothing was committed since; checked before this transaction writes.
     """
     if before == after:
         return [before, before]
+    if planned is not None and known is not None and known[0] is None and planned.holds(known[1], known[2]):
+        if planned.cycle is None:
+            ranks.store(planned.moves)
+        return planned.cycle
     for _attempt in range(2):
         # One query for the usual case (ranks in force): the stale mark and both ranks.
         mark, low, high = known or _mark_and_ranks(organization_id, before, after)
@@ -421,7 +428,28 @@ def _place(before: str, after: str, low: int | None, high: int | None) -> tuple[
     return low, high
 
 
-def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:
+def prewalk_ordering_edge(organization_id: str, before: str, after: str) -> ranks.Prewalk | None:
+    """The re-ranking of a new edge ``before -> after`` against the order, decided from one
+    snapshot before the write lock, on SQLite (whose one lock every writer waits for): its
+    walks, up to every item of both sides, then run outside the lock, and under it
+    ``add_ordering_edge`` writes the moves once it knows that nothing was committed since
+    (``Prewalk.holds``), else walks again. None when the edge needs no walk, or elsewhere."""
+    version = ranks.data_version()
+    database = m.database_proxy.obj
+    if version is None or before == after or database.in_transaction():
+        return None
+    moves: list[tuple[str, int]] = []
+    with database.atomic():  # a read transaction: every read sees one snapshot
+        mark, low, high = _mark_and_ranks(organization_id, before, after)
+        if mark is not None or low is None or high is None or low < high:
+            return None
+        cycle = _reorder(before, after, low, high, store=moves.extend)
+    return ranks.Prewalk(version, low, high, cycle, moves)
+
+
+def _reorder(
+    before: str, after: str, low: int, high: int, store: Callable[[list[tuple[str, int]]], None] = ranks.store
+) -> list[str] | None:
     """Pearce-Kelly for an edge against the order (rank(before) = low > high = rank(after)).
 
     The forward side (``after`` and what it reaches ranked up to ``low``) must end up after
@@ -439,7 +467,7 @@ def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:
     if after in backward:
         return _name_cycle(before, after)
     sides = [(forward, low, True), (backward, high, False)]
-    if _move_smaller([entry for entry in sides if len(entry[0]) < ranks.PROBE]):  # walked whole
+    if _move_smaller([entry for entry in sides if len(entry[0]) < ranks.PROBE], store):  # walked whole
         return None
     if len(forward) >= ranks.PROBE:
         forward = ranks.walk(after, high, forward=True, within=low)
@@ -449,21 +477,23 @@ def _reorder(before: str, after: str, low: int, high: int) -> list[str] | None:
     if len(backward) >= ranks.PROBE:  # longer than the forward side: no need to know how long
         backward = ranks.walk(before, low, forward=False, within=high, limit=len(forward) + 1)
     shorter = len(backward) <= len(forward)  # and so walked whole
-    if _move_smaller([(forward, low, True), *([(backward, high, False)] if shorter else [])]):
+    if _move_smaller([(forward, low, True), *([(backward, high, False)] if shorter else [])], store):
         return None
     if not shorter:
         backward = ranks.walk(before, low, forward=False, within=high)
-        if _move_smaller([(backward, high, False)]):
+        if _move_smaller([(backward, high, False)], store):
             return None
-    ranks.store(ranks.deal_out(forward, backward))
+    store(ranks.deal_out(forward, backward))
     return None
 
 
-def _move_smaller(sides: list[tuple[ranks.Ranked, int, bool]]) -> bool:
+def _move_smaller(
+    sides: list[tuple[ranks.Ranked, int, bool]], store: Callable[[list[tuple[str, int]]], None]
+) -> bool:
     """Move the smallest of these sides that fits into the gap beyond the other end's rank."""
     for side, edge_rank, above in sorted(sides, key=lambda entry: len(entry[0])):
         moved = ranks.into_gap(side, edge_rank, above=above)
         if moved is not None:
-            ranks.store(moved)
+            store(moved)
             return True
     return False

@@ -14,6 +14,9 @@ again) needed. At ``GAP`` = 2**24, 2**39 items can be placed past the last befor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+import peewee as pw
 
 from sowctl.services import bulk
 from sowctl.storage import models as m
@@ -117,3 +120,31 @@ def deal_out(forward: Ranked, backward: Ranked) -> list[tuple[str, int]]:
 def store(ranks: Sequence[tuple[str, int]]) -> None:
     """Store ``(item id, rank)`` pairs: one statement per thousand."""
     bulk.update_rows(m.Item, [m.Item.topo_rank], ranks)
+
+
+def data_version() -> int | None:
+    """On SQLite, the count of commits other connections made to the file that this thread's
+    connection has seen (``PRAGMA data_version``: its own commits do not count); None elsewhere."""
+    database = m.database_proxy.obj
+    if not isinstance(database, pw.SqliteDatabase):
+        return None
+    return int(database.execute_sql("PRAGMA data_version").fetchone()[0])
+
+
+@dataclass(frozen=True)
+class Prewalk:
+    """A re-ranking decided before the write lock (``graph.prewalk_ordering_edge``): the
+    ``data_version`` read before its snapshot, the two ranks it started from, and the cycle
+    it found or the ranks to write."""
+
+    version: int
+    low: int
+    high: int
+    cycle: list[str] | None
+    moves: list[tuple[str, int]]
+
+    def holds(self, low: int | None, high: int | None) -> bool:
+        """Whether it still holds under the lock, where ``low`` and ``high`` were read: the same
+        ranks, and no other connection committed anything since it began reading (so every row
+        it read is as it was). Ask before the transaction writes: its own writes do not count."""
+        return (low, high) == (self.low, self.high) and data_version() == self.version

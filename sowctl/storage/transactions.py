@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import peewee as pw
 
-from sowctl.storage import failures, models
+from sowctl.storage import failures, lock_share, models
 from sowctl.storage.guards import GuardedSqliteDatabase, check_storage
 from sowctl.storage.pg_writes import LockedTransaction
 
@@ -33,8 +33,15 @@ def _serialised(database: pw.Database, lock_key: str) -> Iterator[None]:
             if isinstance(database, GuardedSqliteDatabase)
             else contextlib.nullcontext()
         )
+        # The caller's share of the lock (``lock_share``): waited for before the turn, the
+        # hold charged after the commit; a nested transaction is its outer one's.
+        share = (
+            lock_share.accounted(database) if database.transaction_depth() == 0 else contextlib.nullcontext()
+        )
         try:
-            with turn, database.atomic("IMMEDIATE"):
+            with share as hold, turn, database.atomic("IMMEDIATE"):
+                if hold is not None:
+                    hold.started()
                 yield
                 # Checked before the commit: a write into a removed file is refused, not lost.
                 check_storage(database)

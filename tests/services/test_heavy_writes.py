@@ -280,7 +280,9 @@ def test_one_item_put_before_a_long_chain_rewrites_one_rank(org) -> None:
     after = _ranks()
     assert {item for item in after if after[item] != before[item]} == {"w"}
     assert after["w"] < after[chain[0]]
-    assert sent[0] <= 12
+    # On SQLite two more: the PRAGMA data_version before the walks (which run before the
+    # write lock there) and under it, where it shows that nothing changed since.
+    assert sent[0] <= 14
     _assert_ranks_in_order()
 
 
