@@ -23,13 +23,18 @@ from sowctl.schemas.lazy import materialize
 if TYPE_CHECKING:
     from sowctl.services.access import Caller
 
-# Operation name prefix -> module that registers it, so a CLI command imports only its own.
-MODULES = {
+# Operation name prefix -> the module (or modules) that register it, so a CLI command imports
+# only its own. Group B's operations keep their public prefix "finance" across three resources.
+MODULES: dict[str, str | tuple[str, ...]] = {
     "items": "sowctl.operations.items",
     "sows": "sowctl.operations.sows",
     "deps": "sowctl.operations.dependencies",
     "chain": "sowctl.operations.dependencies",
-    "finance": "sowctl.operations.finance",
+    "finance": (
+        "sowctl.operations.budgets",
+        "sowctl.operations.contracts",
+        "sowctl.operations.purchase_orders",
+    ),
     "events": "sowctl.operations.events",
     "projects": "sowctl.operations.projects",
     "clients": "sowctl.operations.clients",
@@ -159,14 +164,20 @@ def operation(**spec: Any) -> Callable[[Callable[[Request], Result]], Callable]:
     return register
 
 
+def _modules(prefix: str) -> tuple[str, ...]:
+    found = MODULES[prefix]
+    return (found,) if isinstance(found, str) else found
+
+
 def get(name: str) -> Operation:
     if name not in REGISTRY:
-        importlib.import_module(MODULES[name.split(".", 1)[0]])
+        for module in _modules(name.split(".", 1)[0]):
+            importlib.import_module(module)
     return REGISTRY[name]
 
 
 def load_all() -> dict[str, Operation]:
-    for module in dict.fromkeys(MODULES.values()):
+    for module in dict.fromkeys(module for prefix in MODULES for module in _modules(prefix)):
         importlib.import_module(module)  # a missing module would silently shrink the API: fail instead
     return REGISTRY
 
