@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from sowctl.operations import LazyModule, Request, Result, TokenAnswer, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import CamelModel, StrictStr, dump
@@ -13,9 +16,26 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
+from sowctl.schemas.rows import row_dumper
 from sowctl.schemas.vocabulary import ItemType
 
 service = LazyModule("sowctl.services.items")
+
+# An item row's JSON object, as dumping its ItemOut gives (a property test holds the two
+# together), without making the model. A row (``services.item_pages.PageRow``) holds
+# ItemOut's values first, then the counts of task items below, which are not sent.
+# PostgreSQL's driver gives datetimes, SQLite's the text peewee stored: ItemOut's
+# Timestamp serializer (clock.format_timestamp) takes either.
+ITEM_JSON = row_dumper(ItemOut)
+_SENT = len(ItemOut.model_fields)
+
+
+def item_json(row: Sequence[Any]) -> dict[str, Any]:
+    return ITEM_JSON(row[:_SENT])
+
+
+def items_json(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    return [ITEM_JSON(row[:_SENT]) for row in rows]
 
 
 class ItemListQuery(CamelModel):
@@ -42,12 +62,12 @@ def list_items(request: Request) -> Result:
         offset=request.offset,
         limit=request.limit,
     )
-    return Result(items, total)
+    return Result(items_json(items), total)
 
 
 def get_item_with_token(secret: str, params: dict[str, str]) -> TokenAnswer:
-    caller, item = service.get_item_with_token(secret, params["itemId"])
-    return caller, Result(item)
+    caller, row = service.get_item_with_token(secret, params["itemId"])
+    return caller, Result(item_json(row))
 
 
 @operation(

@@ -13,8 +13,9 @@ Per page, whatever its depth or size, after the SOW lookup:
   of task items below each item (``storage.tallies``), from which it is calculated.
 
 The SQL of each variant (filters, paged or not, counted or not) is built once per
-dialect (``services.lookup``), rows stay tuples, and each becomes its JSON object
-through ``row_dumper(ItemOut)``: no model instance per row, Peewee's or Pydantic's.
+dialect (``services.lookup``) and rows stay tuples (``PageRow``): the operation makes
+each its JSON object through ``row_dumper(ItemOut)``, with no model instance per row,
+Peewee's or Pydantic's.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from typing import Any, NamedTuple, cast
 import peewee as pw
 
 from sowctl.schemas.items import ItemOut
-from sowctl.schemas.rows import row_dumper
 from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
@@ -73,15 +73,10 @@ COLUMNS: tuple[pw.Field, ...] = (
     _I.created_by_user_id,
     *tallies.FIELDS,
 )
-_SENT = len(ItemOut.model_fields)  # the values of a row that make its JSON object
+SENT = len(ItemOut.model_fields)  # the values of a row that are ItemOut's fields
 _ORDER = (_I.order_index, _I.created_at, _I.id)  # the list order; ids make it total
 _STATUS = PageRow._fields.index("status")
 _SOW = PageRow._fields.index("sow_id")
-
-
-# PostgreSQL's driver gives datetimes, SQLite's the text peewee stored: ItemOut's
-# Timestamp serializer (clock.format_timestamp) takes either.
-DUMP_ROW = row_dumper(ItemOut)
 
 
 def _matching(sow_id: Any, item_type: Any, parent_id: Any, with_type: bool, with_parent: bool):
@@ -192,14 +187,14 @@ def _known_counts() -> tuple[dict | None, Any]:
     return known[2], version
 
 
-def dump_page(rows: Sequence[PageRow], sow_id: str) -> list[dict[str, Any]]:
-    """The JSON objects of ``rows``, each with its shown status (a requirement's calculated
-    from its counts) and its SOW's shown id ``sow_id`` (rows carry the stored key, which
-    differs when another organization held the id first)."""
+def shown_rows(rows: Sequence[PageRow], sow_id: str) -> list[PageRow]:
+    """``rows`` as the API shows them: each with its shown status (a requirement's
+    calculated from its counts) and its SOW's shown id ``sow_id`` (rows carry the stored
+    key, which differs when another organization held the id first)."""
     out = []
     for row in rows:
-        shown = shown_status(row.type, row.status, cast(Sequence[int], row[_SENT:]))  # the counts
+        shown = shown_status(row.type, row.status, cast(Sequence[int], row[SENT:]))  # the counts
         if shown != row[_STATUS] or row[_SOW] != sow_id:
             row = row._replace(status=shown, sow_id=sow_id)
-        out.append(DUMP_ROW(row[:_SENT]))
+        out.append(row)
     return out

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from sowctl import operations
 from sowctl.foundation import clock
+from sowctl.operations.items import ITEM_JSON
 from sowctl.schemas.common import CamelOut, Timestamp, dump
 from sowctl.schemas.items import ItemOut
 from sowctl.schemas.rows import row_dumper
@@ -180,7 +181,7 @@ def test_row_dumper_gives_what_the_model_dumps(
     assert row_dumper(ItemOut)(values) == expected
     # what either driver returns: datetimes, or the text SQLite keeps
     as_stored = [str(v) if isinstance(v, datetime) else v for v in values]
-    assert item_pages.DUMP_ROW(as_stored) == item_pages.DUMP_ROW(values) == expected
+    assert ITEM_JSON(as_stored) == ITEM_JSON(values) == expected
 
 
 def test_row_dumper_refuses_models_it_cannot_reproduce():
