@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 MODULES: dict[str, str | tuple[str, ...]] = {
     "items": "sowctl.operations.items",
     "sows": "sowctl.operations.sows",
+    "chain": "sowctl.operations.chain",  # before deps: the registry's order is the MCP tools' order
     "deps": "sowctl.operations.dependencies",
-    "chain": "sowctl.operations.dependencies",
     "finance": (
         "sowctl.operations.budgets",
         "sowctl.operations.contracts",
