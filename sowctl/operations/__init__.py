@@ -127,6 +127,11 @@ class Operation:
     # running ``handler`` when nothing checked in between would refuse the request (see
     # ``token_read_applies``), so an operation declaring it takes no query, body or paging.
     token_read: Callable[[str, dict[str, str]], TokenAnswer] | None = None
+    # The handler's answer before it is made JSON (a record, not a body), for a client in
+    # process, and the same record read back from a body, for a client of a server: the
+    # chain's report, which the CI gate reads (``Backend.call_typed``).
+    typed: Callable[[Request], Any] | None = None
+    read_back: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         self.group = as_group(self.group)  # a letter names its group
@@ -244,3 +249,17 @@ def call_local(
         raise NotFound(f"missing path parameter {missing[0]}")
     request = build_request(op, caller, params, query, body, unpaged=True, **extra)
     return materialize(op.run(request).body)
+
+
+def call_local_typed(
+    name: str,
+    caller: Caller,
+    params: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    **extra: Any,
+) -> Any:
+    """Run an operation that declares ``typed`` in process: its answer before it is made JSON."""
+    op = get(name)
+    if op.typed is None:
+        raise ValueError(f"{name} declares no typed answer")
+    return op.typed(build_request(op, caller, params, query, unpaged=True, **extra))

@@ -57,11 +57,13 @@ calculated status, as item lists do.
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
+from sowctl.foundation.errors import InvalidInput
 from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
-from sowctl.schemas.chain import ChainReport, ChainTreeRow
+from sowctl.schemas.chain import ChainItem, ChainReport, ChainTreeRow
 from sowctl.schemas.dependencies import ChainFlat, ChainQuery, ChainTree
 
 service = LazyModule("sowctl.services.chain")
@@ -69,24 +71,15 @@ collector = LazyModule("sowctl.services.collector")
 item_rules = LazyModule("sowctl.services.item_rules")
 
 
-@operation(
-    name="chain.get",
-    method="GET",
-    path="/api/dependencies/chain",
-    group=Group.A,
-    summary="Dependency chain of a SOW, with circular, overdue and critical issues "
-    "(and, with include=criticalPath, the critical path)",
-    query=ChainQuery,
-    response=ChainFlat | ChainTree,
-    report=True,
-)
-def get_chain(request: Request) -> Result:
+def parse_include(text: str | None) -> tuple[str, ...]:
+    """``include=a,b`` as a tuple of names (unchecked: ``chain_report`` names a bad one)."""
+    return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
+
+
+def chain_report(request: Request) -> ChainReport:
+    """What the chain operation answers, before it is made a body (the CI gate's input)."""
     query = request.query
-    include = service.parse_include(query.include)
-    # The body's containers all live until it is written: the collector would walk them for nothing.
-    with collector.collector_paused():
-        report = service.chain_report(request.caller, query.sow_id, query.format, include)
-        return Result(chain_body(report, include))
+    return service.chain_report(request.caller, query.sow_id, query.format, parse_include(query.include))
 
 
 def chain_body(report: ChainReport, include: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -140,7 +133,7 @@ def chain_body(report: ChainReport, include: tuple[str, ...] = ()) -> dict[str, 
         body = {"sowId": report.sow_id, "items": _item_tree(report.tree, report, entries), "issues": issues}
     if "criticalPath" in include:
         body["criticalPath"] = report.critical_path
-    if with_risks:
+    if with_risks and report.as_of is not None:
         body["asOf"] = report.as_of.isoformat()
     return body
 
@@ -165,3 +158,67 @@ def _item_tree(
         for row in tree
     }
     return item_rules.nest([(row.id, row.parent_id) for row in tree], nodes)
+
+
+def read_report(body: dict[str, Any]) -> ChainReport:
+    """A flat chain body read back into the report it was made of (remote mode): the rows of
+    its entries, an item for each item reference, the issues' positions. An entry without
+    ``isExternal`` (asked for without include=external) is external when its target has no id."""
+    if "dependencies" not in body:
+        raise InvalidInput.for_field("format", "the chain body must be asked for with format=flat")
+    rows: list[tuple[Any, ...]] = []
+    items: dict[str, ChainItem] = {}
+    for entry in body["dependencies"]:
+        source, target = entry["sourceItem"], entry["targetItem"]
+        for ref in (source, target):
+            if ref.get("id") is not None and ref["id"] not in items:
+                items[ref["id"]] = ChainItem(ref["id"], ref.get("title"), ref.get("type"), ref.get("status"))
+        external = entry.get("isExternal", target.get("id") is None)
+        rows.append(
+            (
+                entry["id"],
+                source.get("id"),
+                target.get("id"),
+                entry["dependencyType"],
+                entry["riskLevel"],
+                entry["status"],
+                external,
+                entry.get("externalTarget", target.get("title") if external else None),
+                entry.get("slaDate"),
+                entry.get("escalationDate"),
+            )
+        )
+    position = {row[0]: at for at, row in enumerate(rows)}
+    issues = body["issues"]
+    as_of = body.get("asOf")
+    return ChainReport(
+        sow_id=body["sowId"],
+        as_of=None if as_of is None else date.fromisoformat(as_of),
+        dependencies=rows,
+        items=items,
+        circular=issues["circular"],
+        overdue=[position[entry["id"]] for entry in issues["overdue"]],
+        critical=[position[entry["id"]] for entry in issues["critical"]],
+        critical_path=body.get("criticalPath", []),
+        tree=None,
+    )
+
+
+@operation(
+    name="chain.get",
+    method="GET",
+    path="/api/dependencies/chain",
+    group=Group.A,
+    summary="Dependency chain of a SOW, with circular, overdue and critical issues "
+    "(and, with include=criticalPath, the critical path)",
+    query=ChainQuery,
+    response=ChainFlat | ChainTree,
+    report=True,
+    typed=chain_report,
+    read_back=read_report,
+)
+def get_chain(request: Request) -> Result:
+    include = parse_include(request.query.include)
+    # The body's containers all live until it is written: the collector would walk them for nothing.
+    with collector.collector_paused():
+        return Result(chain_body(chain_report(request), include))

@@ -56,7 +56,7 @@ class ChainReport:
     tree format."""
 
     sow_id: str  # the SOW's shown id
-    as_of: date  # the day ``overdue`` was judged by
+    as_of: date | None  # with risks asked for: the server's day (UTC) ``overdue`` was judged by
     dependencies: list[DependencyRow]  # oldest first (createdAt, then id)
     items: dict[str, ChainItem]  # the SOW's items and the targets in other SOWs, by id
     circular: list[list[str]]

@@ -59,11 +59,6 @@ def chain_report(
         return _report(sow, fmt, "risks" in include)
 
 
-def parse_include(text: str | None) -> tuple[str, ...]:
-    """``include=a,b`` as a tuple of names (unchecked: ``chain_report`` names a bad one)."""
-    return tuple(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
-
-
 def _report(sow: m.Sow, fmt: str, with_risks: bool) -> ChainReport:
     today = clock.today()
     edges: list[graph.Edge] = []
@@ -94,7 +89,8 @@ def _report(sow: m.Sow, fmt: str, with_risks: bool) -> ChainReport:
             overdue.append(position)
     cycles, path = graph.analyse(edges)
     tree = _item_tree(sow.key) if fmt == "tree" else None
-    return ChainReport(sow.id, today, rows, named, cycles, overdue, critical, path, tree)
+    as_of = today if with_risks else None
+    return ChainReport(sow.id, as_of, rows, named, cycles, overdue, critical, path, tree)
 
 
 def _chain_rows(sow_key: str) -> tuple[list[tuple], dict[str, str]]:
