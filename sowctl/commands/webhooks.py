@@ -104,7 +104,7 @@ class Subscriptions:
         if not self.remote:
             known = organizations.list_organizations()
             if len(known) == 1:
-                return str(known[0]["id"])
+                return known[0].id
         raise UsageError("--org is required: the organization whose events are delivered")
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
