@@ -166,16 +166,17 @@ def healthz(deps: int, parallel: int) -> None:
 
 
 def encode() -> None:
+    from sowctl.operations import call_local
     from sowctl.server.http import json_bytes
     from sowctl.server.streaming import iter_json
-    from sowctl.services import chain
     from sowctl.services.access import Caller
 
     with tempfile.TemporaryDirectory() as tmp:
         database = open_database(str(Path(tmp) / "encode.db"))
         sow = load(chain_heavy_sow(10_000, 50_000, today=datetime.date.today()))
         for fmt in ("flat", "tree"):
-            body = chain.chain_report(Caller.local(), sow, fmt, ("criticalPath",))
+            query = {"sowId": sow, "format": fmt, "include": "criticalPath"}
+            body = call_local("chain.get", Caller.local(), query=query)
             whole, streamed = [], []
             for _ in range(5):
                 started = time.perf_counter()

@@ -25,7 +25,8 @@ importer does), then times, in process through the service layer:
   check walks between the two ranks and reorders them (Pearce-Kelly);
 * ``create, refused``: a dependency that would close a cycle, refused with the
   cycle path named;
-* ``chain (flat, JSON)``: ``chain_report(sow, "flat")`` serialised with ``json.dumps``.
+* ``chain (flat, JSON)``: the ``chain.get`` operation's body (``chain_report(sow, "flat")``
+  and the body made of it, ``operations.chain``) serialised with ``json.dumps``.
 
 Each create runs in its own write transaction, as a request would. ``walks``
 counts the creates that needed the bounded walk (``graph._reorder``) rather than
@@ -51,10 +52,11 @@ from gen_dataset import ORG_ID, PROJECT_ID, USER_ID, chain_heavy_sow
 
 from sowctl.foundation.clock import parse_timestamp
 from sowctl.foundation.errors import CycleDetected
+from sowctl.operations import call_local
 from sowctl.schemas.dependencies import DependencyCreate
 from sowctl.schemas.items import ItemCreate
-from sowctl.services import chain, graph, items
 from sowctl.services import dependencies as deps
+from sowctl.services import graph, items
 from sowctl.services.access import Caller
 from sowctl.storage import models as m
 from sowctl.storage.database import open_database
@@ -281,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def report() -> None:
             nonlocal size
-            size = len(json.dumps(chain.chain_report(caller, sow_id, "flat")))
+            size = len(json.dumps(call_local("chain.get", caller, query={"sowId": sow_id, "format": "flat"})))
 
         reports.append(timed(report, cpu["chain"]))
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sowctl.foundation import clock
 from sowctl.schemas.finance import PurchaseOrderIn
-from sowctl.services import finance
+from sowctl.services import purchase_orders
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset
 from sowctl.services.demo_data import demo_dataset
@@ -53,7 +53,7 @@ def p50_ms(body: PurchaseOrderIn, samples: int) -> float:
     caller, timings = Caller.local(), []
     for _ in range(samples):
         started = time.perf_counter()
-        finance.create_purchase_order(caller, None, body)
+        purchase_orders.create_purchase_order(caller, None, body)
         timings.append(time.perf_counter() - started)
     return statistics.median(timings) * 1000
 

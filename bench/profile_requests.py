@@ -28,7 +28,7 @@ Phases:
   fetching the rows counts for whoever fetches them;
 * validation: ``operations.build_request`` (query string and body through Pydantic);
 * serialisation: response models built (``to_out``) and dumped (``dump``,
-  ``item_pages.dump_page``), and ``json_bytes``;
+  ``operations.items.items_json``), and ``json_bytes``;
 * logging: the server's own log lines (none on a successful request);
 * the rest: Bottle routing and responses, the handler's own Python, fetching rows.
 """
@@ -71,7 +71,7 @@ PHASES = [
     ("validation", "sowctl.operations", "build_request"),
     ("serialisation", "sowctl.services.items", "to_out"),
     ("serialisation", "sowctl.services.dependencies", "to_out"),
-    ("serialisation", "sowctl.services.item_pages", "dump_page"),
+    ("serialisation", "sowctl.operations.items", "items_json"),
     ("serialisation", "sowctl.schemas.common", "dump"),
     ("serialisation", "sowctl.server.http", "json_bytes"),
     ("logging", "sowctl.server.responses", "log"),

@@ -20,6 +20,13 @@ class Backend(Protocol):
         """Run the named operation (see ``sowctl.operations``) and return its JSON body."""
         ...
 
+    def call_typed(
+        self, name: str, params: dict[str, str] | None = None, query: dict[str, Any] | None = None
+    ) -> Any:
+        """Run the named operation, which declares ``typed``, and return its answer as a record
+        (``Operation.typed``), made in process or read back from the server's body."""
+        ...
+
     def call_page(
         self, name: str, params: dict[str, str] | None, query: dict[str, Any] | None, *, page: int, limit: int
     ) -> tuple[Any, int | None]:

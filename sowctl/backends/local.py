@@ -60,6 +60,15 @@ class LocalBackend:
                 self._opened = False
             raise
 
+    def call_typed(
+        self, name: str, params: dict[str, str] | None = None, query: dict[str, Any] | None = None
+    ) -> Any:
+        from sowctl import operations
+
+        self.open(create=False)
+        query = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        return operations.call_local_typed(name, self._caller(name), params, query, company_id=self.company)
+
     def _new_file(self) -> Any:
         """The SQLite file opening will create (a mistyped --db, say), else None."""
         if self._opened:

@@ -172,6 +172,15 @@ class RemoteBackend:
             return self._all_offsets(op, url, query, headers)
         return self._json(op, self.request(op, url, query, body, headers=headers))
 
+    def call_typed(
+        self, name: str, params: dict[str, str] | None = None, query: dict[str, Any] | None = None
+    ) -> Any:
+        """The operation's record, read back from the server's body (``Operation.read_back``)."""
+        op = operations.get(name)
+        if op.read_back is None:
+            raise ValueError(f"{name} declares no typed answer")
+        return op.read_back(self.call(name, params, query, all_pages=False))
+
     def call_page(
         self, name: str, params: dict[str, str] | None, query: dict[str, Any] | None, *, page: int, limit: int
     ) -> tuple[Any, int | None]:

@@ -77,10 +77,12 @@ class AppContext:
         all_pages: bool = True,
         from_options: bool = True,
         positional: frozenset[str] = frozenset(),
+        typed: bool = False,
     ) -> Any:
         """Run one operation. ``from_options``: the body and query were built from options,
         so a refusal names the options (a body read from a file keeps the API's names);
-        ``positional``: the query fields the command took as arguments (``chain show SOW_ID``)."""
+        ``positional``: the query fields the command took as arguments (``chain show SOW_ID``);
+        ``typed``: answer the operation's record, not its JSON body (``Backend.call_typed``)."""
         from sowctl.commands._fields import refuse_empty
         from sowctl.foundation.errors import InvalidInput
 
@@ -94,6 +96,8 @@ class AppContext:
                     raise speak_cli(empty, query or {}, params, positional)
         _refuse_unreachable(params)
         try:
+            if typed:
+                return self.backend.call_typed(name, params, query)
             return self.backend.call(name, params, query, body, all_pages=all_pages)
         except InvalidInput as exc:
             if not from_options:

@@ -1,7 +1,8 @@
 """``sowctl chain check``: the CI gate's run, kept out of the command module so that stays thin.
 
-Reads the options' files, asks for the chain body, applies the core's rules
-(``services.chain_risks``, ``services.chain_gate``) and hands the summary to the
+Reads the options' files, asks for the chain's report (``schemas.chain.ChainReport``: made in
+process, or read back from the server's body), applies the gate's rules (``gate.risks``,
+``gate.verdict``) and hands the summary to the
 writers of ``sowctl.gate.reports``. When the check cannot run, every report named is
 still written, saying why, and GitHub Actions gets an ``::error`` line.
 """
@@ -88,7 +89,7 @@ def run(ctx: typer.Context, sow_id: str, options: CheckOptions) -> int:
 
 def _summary(
     ctx: typer.Context, sow_id: str, options: CheckOptions, specs: list
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[dict[str, Any], dict[str, str | None]]:
     """The gate's summary, and the titles of the chain's items by id (for the reports)."""
     from sowctl.commands._context import app_context
     from sowctl.gate import risks, verdict
@@ -105,8 +106,8 @@ def _summary(
     if options.accepted_risks is not None:
         accepted = verdict.parse_accepted(_read(options.accepted_risks, "--accepted-risks"))
     query = {"sowId": sow_id, "format": "flat", "include": risks.INCLUDE}
-    body = app_context(ctx).call("chain.get", query=query, positional=frozenset({"sowId"}))
-    summary = risks.check_chain(body, kinds, days)
+    report = app_context(ctx).call("chain.get", query=query, positional=frozenset({"sowId"}), typed=True)
+    summary = risks.check_chain(report, kinds, days)
     if options.write_baseline is not None:
         from sowctl.gate.reports import ReportSpec, write
 
@@ -115,13 +116,7 @@ def _summary(
         write(ReportSpec("baseline", str(options.write_baseline)), text, option="--write-baseline")
         if baseline is None:  # judged by the baseline just written, unless an older one was given
             baseline = {finding["fingerprint"] for finding in document["findings"]}
-    titles = {
-        ref["id"]: ref["title"]
-        for entry in body["dependencies"]
-        for ref in (entry["sourceItem"], entry["targetItem"])
-        if ref.get("id") is not None
-    }
-    return verdict.apply_gate(summary, baseline, accepted), titles
+    return verdict.apply_gate(summary, baseline, accepted), risks.titles(report)
 
 
 def _report_failure(sow_id: str, specs: list, exc: Exception) -> None:

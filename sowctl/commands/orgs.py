@@ -10,6 +10,7 @@ from sowctl.commands._context import app_context
 from sowctl.commands._options import Json, Quiet, QuietCreate, emit_created
 from sowctl.output.options import output_options
 from sowctl.output.render import Column, emit_rows
+from sowctl.schemas.common import dump
 
 app = typer.Typer(no_args_is_help=True)  # its help: sowctl.commands.GROUPS
 
@@ -39,7 +40,7 @@ def create_org(
 
     refuse_empty({"ORG_ID": org_id})
     app_context(ctx).open_local_database("orgs create")
-    emit_created(organizations.create_organization(org_id, name), json_mode=json_, quiet=quiet)
+    emit_created(dump(organizations.create_organization(org_id, name)), json_mode=json_, quiet=quiet)
 
 
 @app.command("list")
@@ -52,4 +53,4 @@ def list_orgs(ctx: typer.Context, json_: Json = False, quiet: Quiet = False) -> 
     from sowctl.services import organizations
 
     app_context(ctx).open_local_database("orgs list", write=False)
-    emit_rows(organizations.list_organizations(), COLUMNS, json_mode=json_, quiet=quiet)
+    emit_rows(dump(organizations.list_organizations()), COLUMNS, json_mode=json_, quiet=quiet)

@@ -104,7 +104,7 @@ class Subscriptions:
         if not self.remote:
             known = organizations.list_organizations()
             if len(known) == 1:
-                return str(known[0]["id"])
+                return known[0].id
         raise UsageError("--org is required: the organization whose events are delivered")
 
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -120,10 +120,12 @@ class Subscriptions:
             authorization=body.get("authorization"),
             max_failures=body.get("maxFailures"),
         )
-        return _speak(lambda: webhooks.create(new))
+        return _speak(lambda: webhooks.create(new).model_dump())
 
     def all(self) -> list[dict[str, Any]]:
-        return self._admin("admin.webhooks.list") if self.remote else webhooks.list_all()
+        if self.remote:
+            return self._admin("admin.webhooks.list")
+        return [subscription.model_dump() for subscription in webhooks.list_all()]
 
     def delete(self, subscription_id: str) -> None:
         if self.remote:
@@ -134,7 +136,7 @@ class Subscriptions:
     def resume(self, subscription_id: str) -> dict[str, Any]:
         if self.remote:
             return self._admin("admin.webhooks.resume", {"id": subscription_id})
-        return webhooks.resume(subscription_id)
+        return webhooks.resume(subscription_id).model_dump()
 
     def deliveries(self, subscription_id: str, limit: int) -> list[dict[str, Any]]:
         if self.remote:
@@ -142,13 +144,15 @@ class Subscriptions:
             return _speak(
                 lambda: self._admin("admin.webhooks.deliveries", {"id": subscription_id}, query=query)
             )
-        return _speak(lambda: webhooks.deliveries(subscription_id, limit))
+        return _speak(
+            lambda: [attempt.model_dump() for attempt in webhooks.deliveries(subscription_id, limit)]
+        )
 
     def redeliver(self, subscription_id: str, event: str) -> dict[str, Any]:
         if self.remote:
             body = {"eventId": event}
             return _speak(lambda: self._admin("admin.webhooks.redeliver", {"id": subscription_id}, body=body))
-        return _speak(lambda: webhooks.redeliver(subscription_id, event))
+        return _speak(lambda: webhooks.redeliver(subscription_id, event).model_dump())
 
 
 def _speak(call: Any) -> Any:

@@ -1,10 +1,11 @@
 """The risks a CI gate checks on a SOW's chain, and which task items are ready: the rules, once.
 
-Pure functions on the API's chain body (``GET /api/dependencies/chain`` with
-``include=external,risks``, see ``services.chain``), so ``chain check``,
-``chain ready`` and ``chain blocked`` give the same answers in local mode (the body
-built in process) and remote mode (the body read from the server). Dates are judged
-by the body's ``asOf``, the server's day, like the server's own ``overdue``.
+Pure functions on the chain (``GET /api/dependencies/chain`` with
+``include=external,risks``): ``chain check``'s on its report (``schemas.chain.ChainReport``:
+made in process in local mode, read back from the server's body in remote mode), ``chain
+ready`` and ``chain blocked``'s on the tree body, so local and remote mode give the same
+answers. Dates are judged by the report's ``asOf``, the server's day, like the server's own
+``overdue``.
 
 Kinds of risk, one finding each:
 
@@ -37,6 +38,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from sowctl.foundation.errors import InvalidInput, quoted, suggestion
+from sowctl.operations.chain import chain_body
+from sowctl.schemas.chain import ChainReport, DependencyRow
 from sowctl.services import dependency_rules as rules
 from sowctl.services.graph_algorithms import SOURCE_FIRST, TARGET_FIRST
 
@@ -45,6 +48,7 @@ DEFAULT_FAIL_ON = ("circular", "critical", "overdue")
 DEFAULT_DUE_WITHIN_DAYS = 14
 # What a chain body must be asked for with, for these rules to see every field they read.
 INCLUDE = "external,risks"
+INCLUDED = ("external", "risks")
 
 # Title and help text of each kind: the reports' rule descriptions (SARIF rules, JUnit
 # suites, the Markdown table) and docs/ci-gate.md say the same.
@@ -106,6 +110,7 @@ def fingerprint(kind: str, sow_id: str, *ids: str) -> str:
 
 
 # --- describing a dependency ---------------------------------------------------------
+# On a body's entry (``chain show``, ``chain ready`` and ``chain blocked`` show bodies).
 
 
 def is_external(entry: dict[str, Any]) -> bool:
@@ -116,19 +121,15 @@ def item_label(ref: dict[str, Any]) -> str:
     return ref["title"] if ref.get("id") is None else f"{ref['title']} ({ref['id']})"
 
 
-def target_label(entry: dict[str, Any]) -> str:
-    return (
-        f"external: {entry['targetItem']['title']}" if is_external(entry) else item_label(entry["targetItem"])
-    )
-
-
 def describe(kind: str, issue: Any, *, with_id: bool = True) -> str:
     """One line for a finding's subject: a cycle's path, or a dependency and what it links."""
     if kind == "circular":
         return "circular dependency: " + " -> ".join([*issue, issue[0]])
+    target = issue["targetItem"]
+    target_text = f"external: {target['title']}" if is_external(issue) else item_label(target)
     return (
         f"{issue['id'] + ': ' if with_id else ''}{item_label(issue['sourceItem'])} {issue['dependencyType']} "
-        f"{target_label(issue)} (risk {issue['riskLevel']}, {issue['status']})"
+        f"{target_text} (risk {issue['riskLevel']}, {issue['status']})"
     )
 
 
@@ -150,39 +151,67 @@ def waits_for(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def _conflict(entry: dict[str, Any]) -> tuple[dict, dict] | None:
-    """(the started item, the unfinished item it waits for), when the dependency shows one."""
-    found = waits_for(entry)
-    if found is None or is_external(entry):
+def _row_waits_for(row: DependencyRow) -> tuple[str, str | None] | None:
+    """(waiting item id, the item it waits for; None for the external party) for an open
+    dependency row that orders two things; None otherwise (``waits_for`` on a row)."""
+    _id, source_id, target_id, kind, _risk, status, external = row[:7]
+    if not rules.is_open(status):
         return None
-    waiter_id, before = found
-    waiter = entry["sourceItem"] if entry["sourceItem"]["id"] == waiter_id else entry["targetItem"]
-    if waiter.get("status") in STARTED and before.get("status") != DONE:
-        return waiter, before
+    if external:
+        return (source_id, None) if kind in TARGET_FIRST else None
+    if kind in TARGET_FIRST:
+        return source_id, target_id
+    if kind in SOURCE_FIRST:
+        return target_id, source_id
     return None
 
 
 # --- findings ---------------------------------------------------------------------------
 
 
-def _require_risk_fields(report: dict[str, Any]) -> date:
-    if "asOf" not in report:
+class _Labels:
+    """The words of a report's dependencies, as a body's entries would give them."""
+
+    def __init__(self, report: ChainReport) -> None:
+        self.items = report.items
+
+    def item(self, item_id: str | None) -> tuple[str | None, str | None, str]:
+        """(title, shown status, label) of an item a dependency names."""
+        item = None if item_id is None else self.items.get(item_id)
+        title = None if item is None else item.title
+        status = None if item is None else item.status
+        return title, status, str(title) if item_id is None else f"{title} ({item_id})"
+
+    def describe(self, row: DependencyRow) -> str:
+        dep_id, source_id, target_id, kind, risk, status, external, external_target = row[:8]
+        target = f"external: {external_target}" if external else self.item(target_id)[2]
+        return f"{dep_id}: {self.item(source_id)[2]} {kind} {target} (risk {risk}, {status})"
+
+
+def _require_risk_fields(report: ChainReport) -> date:
+    if report.as_of is None:
         raise InvalidInput.for_field("include", f"the chain body must be asked for with include={INCLUDE}")
-    return date.fromisoformat(report["asOf"])
+    return report.as_of
 
 
-def findings(report: dict[str, Any], due_within_days: int = DEFAULT_DUE_WITHIN_DAYS) -> list[dict[str, Any]]:
-    """Every finding of every kind in a flat chain body, kind by kind, in the body's order.
+def _text(value: Any) -> str | None:
+    """A date as a body writes it (the driver gives text on SQLite, a date on PostgreSQL)."""
+    return None if value is None else str(value)
+
+
+def findings(report: ChainReport, due_within_days: int = DEFAULT_DUE_WITHIN_DAYS) -> list[dict[str, Any]]:
+    """Every finding of every kind in a flat chain report, kind by kind, in the report's order.
 
     Each: ``{"kind", "fingerprint", "dependencyId" (None for a cycle), "itemIds",
-    "message", "subject"}``; the subject is the cycle (item ids) or the chain entry.
+    "message", "subject"}``; the subject is the cycle (item ids) or the position of the
+    dependency in the report's rows.
     """
     today = _require_risk_fields(report)
     horizon = (today + timedelta(days=due_within_days)).isoformat()
     today_text = today.isoformat()
-    sow_id = report["sowId"]
+    sow_id = report.sow_id
     found: dict[str, list[dict[str, Any]]] = {kind: [] for kind in RISK_KINDS}
-    for cycle in report["issues"]["circular"]:
+    for cycle in report.circular:
         ids = sorted(cycle)
         found["circular"].append(
             {
@@ -194,80 +223,83 @@ def findings(report: dict[str, Any], due_within_days: int = DEFAULT_DUE_WITHIN_D
                 "subject": cycle,
             }
         )
+    labels = _Labels(report)
+    described: dict[int, str] = {}  # a dependency's description, once however many kinds it has
 
-    described: dict[str, str] = {}  # an entry's description, once however many kinds it has
-
-    def add(kind: str, entry: dict[str, Any], item_ids: list[str], detail: str = "") -> None:
-        text = described.get(entry["id"])
+    def add(kind: str, position: int, item_ids: list[str], detail: str = "") -> None:
+        row = report.dependencies[position]
+        text = described.get(position)
         if text is None:
-            text = described[entry["id"]] = describe(kind, entry)
+            text = described[position] = labels.describe(row)
         found[kind].append(
             {
                 "kind": kind,
-                "fingerprint": fingerprint(kind, sow_id, entry["id"], *item_ids),
-                "dependencyId": entry["id"],
+                "fingerprint": fingerprint(kind, sow_id, row[0], *item_ids),
+                "dependencyId": row[0],
                 "itemIds": item_ids,
                 "message": text + detail,
-                "subject": entry,
+                "subject": position,
             }
         )
 
-    critical = {entry["id"] for entry in report["issues"]["critical"]}
-    overdue = {entry["id"] for entry in report["issues"]["overdue"]}
-    for entry in report["dependencies"]:
-        status = entry["status"]
-        ids = [ref["id"] for ref in (entry["sourceItem"], entry["targetItem"]) if ref.get("id") is not None]
-        if entry["id"] in critical:
-            add("critical", entry, ids)
-        if entry["id"] in overdue:
-            add("overdue", entry, ids, f"; SLA date {entry.get('slaDate')} has passed")
+    critical, overdue = set(report.critical), set(report.overdue)
+    for position, row in enumerate(report.dependencies):
+        _id, source_id, target_id, _kind, _risk, status, external, _target = row[:8]
+        sla, escalation = _text(row[8]), _text(row[9])
+        ids = [source_id] if external or target_id is None else [source_id, target_id]
+        if position in critical:
+            add("critical", position, ids)
+        if position in overdue:
+            add("overdue", position, ids, f"; SLA date {sla} has passed")
         if status == "blocked":
-            add("blocked", entry, ids)
-        escalation = entry.get("escalationDate")
+            add("blocked", position, ids)
         if escalation is not None and escalation < today_text and rules.is_open(status):
-            add("escalation", entry, ids, f"; escalation date {escalation} has passed")
-        conflict = _conflict(entry)
-        if conflict is not None:
-            waiter, before = conflict
-            detail = (
-                f"; {item_label(waiter)} is {waiter.get('status')} but waits for "
-                f"{item_label(before)}, which is {before.get('status')}"
-            )
-            add("conflict", entry, [waiter["id"], before["id"]], detail)
-        sla = entry.get("slaDate")
-        if status == "active" and is_external(entry) and sla is not None and today_text <= sla <= horizon:
+            add("escalation", position, ids, f"; escalation date {escalation} has passed")
+        waiter_id, before_id = (None if external else _row_waits_for(row)) or (None, None)
+        if waiter_id is not None and before_id is not None:  # ordered, between two items
+            _, waiter_status, waiter = labels.item(waiter_id)
+            _, before_status, before = labels.item(before_id)
+            if waiter_status in STARTED and before_status != DONE:
+                detail = f"; {waiter} is {waiter_status} but waits for {before}, which is {before_status}"
+                add("conflict", position, [waiter_id, before_id], detail)
+        if status == "active" and external and sla is not None and today_text <= sla <= horizon:
             days = (date.fromisoformat(sla) - today).days
-            add(
-                "external", entry, ids, f"; SLA date {sla} is {'today' if days == 0 else f'in {days} day(s)'}"
-            )
+            when = "today" if days == 0 else f"in {days} day(s)"
+            add("external", position, ids, f"; SLA date {sla} is {when}")
     return [finding for kind in RISK_KINDS for finding in found[kind]]
 
 
 def check_chain(
-    report: dict[str, Any],
+    report: ChainReport,
     fail_on: tuple[str, ...] = DEFAULT_FAIL_ON,
     due_within_days: int = DEFAULT_DUE_WITHIN_DAYS,
 ) -> dict[str, Any]:
-    """The CI verdict on a flat chain body (asked for with ``include=external,risks``).
+    """The CI verdict on a flat chain report (asked for with ``include=external,risks``).
 
     ``{"sowId", "asOf", "failOn", "dueWithinDays", "counts", "issues", "findings", "usesBaseline",
     "passed"}``:
-    ``issues`` lists each kind's subjects (cycles, chain entries), ``findings`` each
-    finding with its fingerprint, ``state`` (``new`` until a baseline or an accepted
-    risk says otherwise, see ``gate.verdict``) and whether it ``fails`` the check.
+    ``issues`` lists each kind's subjects (cycles, the dependencies' entries as the chain's
+    body gives them), ``findings`` each finding with its fingerprint, ``state`` (``new``
+    until a baseline or an accepted risk says otherwise, see ``gate.verdict``) and whether
+    it ``fails`` the check.
     """
     found = findings(report, due_within_days)
+    entries: list[dict[str, Any]] = []
+    if any(finding["dependencyId"] is not None for finding in found):
+        entries = chain_body(report, INCLUDED)["dependencies"]
     issues: dict[str, list[Any]] = {kind: [] for kind in RISK_KINDS}
     out = []
     for finding in found:
-        issues[finding["kind"]].append(finding["subject"])
+        subject = finding["subject"]
+        issues[finding["kind"]].append(subject if finding["dependencyId"] is None else entries[subject])
         out.append(
             {key: value for key, value in finding.items() if key != "subject"}
             | {"state": "new", "inBaseline": False, "fails": finding["kind"] in fail_on}
         )
+    as_of = _require_risk_fields(report)
     return {
-        "sowId": report["sowId"],
-        "asOf": report["asOf"],
+        "sowId": report.sow_id,
+        "asOf": as_of.isoformat(),
         "failOn": list(fail_on),
         "dueWithinDays": due_within_days,
         "counts": {kind: len(subjects) for kind, subjects in issues.items()},
@@ -276,6 +308,17 @@ def check_chain(
         "usesBaseline": False,
         "passed": not any(finding["fails"] for finding in out),
     }
+
+
+def titles(report: ChainReport) -> dict[str, str | None]:
+    """The titles of the items the report's dependencies name, by id (the reports' words)."""
+    found: dict[str, str | None] = {}
+    for row in report.dependencies:
+        for item_id in (row[1], None if row[6] else row[2]):
+            if item_id is not None:
+                item = report.items.get(item_id)
+                found[item_id] = None if item is None else item.title
+    return found
 
 
 # --- ready and waiting task items -------------------------------------------------------
@@ -290,7 +333,8 @@ def readiness(tree: dict[str, Any]) -> dict[str, Any]:
     "itemId" (absent for an external party), "title", "status" (the item's, or the
     external dependency's)}]]}``, items in the tree's order (hierarchy, then orderIndex).
     """
-    _require_risk_fields(tree)
+    if "asOf" not in tree:
+        raise InvalidInput.for_field("include", f"the chain body must be asked for with include={INCLUDE}")
     nodes: list[dict[str, Any]] = []
     stack = list(reversed(tree["items"]))
     while stack:  # depth-first, in the tree's order, without recursion

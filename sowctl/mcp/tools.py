@@ -215,7 +215,7 @@ def _chain_check(backend: Backend, args: dict[str, Any]) -> dict[str, Any]:
     fail_on = risks.parse_fail_on(_optional_text(args.get("failOn"), "failOn"))
     days = risks.parse_due_within(_optional_text(args.get("dueWithin"), "dueWithin"))
     query = {"sowId": _text(args.get("sowId"), "sowId"), "format": "flat", "include": risks.INCLUDE}
-    return risks.check_chain(backend.call("chain.get", {}, query), fail_on, days)
+    return risks.check_chain(backend.call_typed("chain.get", {}, query), fail_on, days)
 
 
 def _optional_text(value: Any, name: str) -> str | None:

@@ -23,13 +23,18 @@ from sowctl.schemas.lazy import materialize
 if TYPE_CHECKING:
     from sowctl.services.access import Caller
 
-# Operation name prefix -> module that registers it, so a CLI command imports only its own.
-MODULES = {
+# Operation name prefix -> the module (or modules) that register it, so a CLI command imports
+# only its own. Group B's operations keep their public prefix "finance" across three resources.
+MODULES: dict[str, str | tuple[str, ...]] = {
     "items": "sowctl.operations.items",
     "sows": "sowctl.operations.sows",
+    "chain": "sowctl.operations.chain",  # before deps: the registry's order is the MCP tools' order
     "deps": "sowctl.operations.dependencies",
-    "chain": "sowctl.operations.dependencies",
-    "finance": "sowctl.operations.finance",
+    "finance": (
+        "sowctl.operations.budgets",
+        "sowctl.operations.contracts",
+        "sowctl.operations.purchase_orders",
+    ),
     "events": "sowctl.operations.events",
     "projects": "sowctl.operations.projects",
     "clients": "sowctl.operations.clients",
@@ -122,6 +127,11 @@ class Operation:
     # running ``handler`` when nothing checked in between would refuse the request (see
     # ``token_read_applies``), so an operation declaring it takes no query, body or paging.
     token_read: Callable[[str, dict[str, str]], TokenAnswer] | None = None
+    # The handler's answer before it is made JSON (a record, not a body), for a client in
+    # process, and the same record read back from a body, for a client of a server: the
+    # chain's report, which the CI gate reads (``Backend.call_typed``).
+    typed: Callable[[Request], Any] | None = None
+    read_back: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         self.group = as_group(self.group)  # a letter names its group
@@ -159,14 +169,20 @@ def operation(**spec: Any) -> Callable[[Callable[[Request], Result]], Callable]:
     return register
 
 
+def _modules(prefix: str) -> tuple[str, ...]:
+    found = MODULES[prefix]
+    return (found,) if isinstance(found, str) else found
+
+
 def get(name: str) -> Operation:
     if name not in REGISTRY:
-        importlib.import_module(MODULES[name.split(".", 1)[0]])
+        for module in _modules(name.split(".", 1)[0]):
+            importlib.import_module(module)
     return REGISTRY[name]
 
 
 def load_all() -> dict[str, Operation]:
-    for module in dict.fromkeys(MODULES.values()):
+    for module in dict.fromkeys(module for prefix in MODULES for module in _modules(prefix)):
         importlib.import_module(module)  # a missing module would silently shrink the API: fail instead
     return REGISTRY
 
@@ -233,3 +249,17 @@ def call_local(
         raise NotFound(f"missing path parameter {missing[0]}")
     request = build_request(op, caller, params, query, body, unpaged=True, **extra)
     return materialize(op.run(request).body)
+
+
+def call_local_typed(
+    name: str,
+    caller: Caller,
+    params: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+    **extra: Any,
+) -> Any:
+    """Run an operation that declares ``typed`` in process: its answer before it is made JSON."""
+    op = get(name)
+    if op.typed is None:
+        raise ValueError(f"{name} declares no typed answer")
+    return op.typed(build_request(op, caller, params, query, unpaged=True, **extra))

@@ -1,4 +1,4 @@
-"""Dependency routes of Group A, and the chain of a SOW.
+"""Dependency routes of Group A (the chain of a SOW is ``operations.chain``).
 
 Server note: ``/api/dependencies/chain`` is a literal path that
 ``/api/dependencies/{dependencyId}`` would also match, so the server must
@@ -11,9 +11,6 @@ from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
 from sowctl.schemas.dependencies import (
-    ChainFlat,
-    ChainQuery,
-    ChainTree,
     DependencyCreate,
     DependencyListQuery,
     DependencyOut,
@@ -21,25 +18,7 @@ from sowctl.schemas.dependencies import (
 )
 from sowctl.schemas.items import Message
 
-chain = LazyModule("sowctl.services.chain")
 service = LazyModule("sowctl.services.dependencies")
-
-
-@operation(
-    name="chain.get",
-    method="GET",
-    path="/api/dependencies/chain",
-    group=Group.A,
-    summary="Dependency chain of a SOW, with circular, overdue and critical issues "
-    "(and, with include=criticalPath, the critical path)",
-    query=ChainQuery,
-    response=ChainFlat | ChainTree,
-    report=True,
-)
-def get_chain(request: Request) -> Result:
-    query = request.query
-    include = chain.parse_include(query.include)
-    return Result(chain.chain_report(request.caller, query.sow_id, query.format, include))
 
 
 @operation(

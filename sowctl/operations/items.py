@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sowctl.operations import LazyModule, Request, Result, TokenAnswer, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import CamelModel, StrictStr, dump
@@ -13,9 +15,28 @@ from sowctl.schemas.items import (
     ReorderRequest,
     ReorderResult,
 )
+from sowctl.schemas.rows import PlainObjects, row_dumper
 from sowctl.schemas.vocabulary import ItemType
 
 service = LazyModule("sowctl.services.items")
+pages = LazyModule("sowctl.services.item_pages")
+
+# An item row's JSON object, as dumping its ItemOut gives (a property test holds the two
+# together), without making the model: a row (``services.item_pages.ItemRows``) holds
+# ItemOut's values first, then the counts of task items below, which are not sent; its SOW's
+# shown id and its shown status are given (the rest read in place). PostgreSQL's driver
+# gives datetimes, SQLite's the text peewee stored: ItemOut's Timestamp serializer
+# (clock.format_timestamp) takes either.
+ITEM_JSON = row_dumper(ItemOut, given=("sow_id", "status"))
+
+
+def items_json(items: Any) -> PlainObjects:
+    """The JSON objects of ``items`` (``services.item_pages.ItemRows``), each with its shown
+    status (a requirement's calculated from its counts) and its SOW's shown id; the page is
+    a ``PlainObjects`` list, which the server writes with pydantic's encoder."""
+    dump, shown, sow_id = ITEM_JSON, pages.shown_status, items.sow_id
+    kind, stored, below = pages.TYPE, pages.STATUS, pages.BELOW
+    return PlainObjects([dump(row, sow_id, shown(row[kind], row[stored], row[below])) for row in items.rows])
 
 
 class ItemListQuery(CamelModel):
@@ -42,12 +63,12 @@ def list_items(request: Request) -> Result:
         offset=request.offset,
         limit=request.limit,
     )
-    return Result(items, total)
+    return Result(items_json(items), total)
 
 
 def get_item_with_token(secret: str, params: dict[str, str]) -> TokenAnswer:
     caller, item = service.get_item_with_token(secret, params["itemId"])
-    return caller, Result(item)
+    return caller, Result(items_json(item)[0])
 
 
 @operation(

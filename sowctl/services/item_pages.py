@@ -16,20 +16,19 @@ Per page, whatever its depth or size, after the SOW lookup:
   of task items below each item (``storage.tallies``), from which it is calculated.
 
 The SQL of each variant (filters, paged or not, counted or not) is built once per
-dialect (``services.lookup``), rows stay the driver's tuples, and each becomes its JSON
-object through ``row_dumper(ItemOut)``: no model instance per row, Peewee's or Pydantic's.
-The page is a ``PlainObjects`` list, which the server writes with pydantic's encoder.
+dialect (``services.lookup``) and rows stay the driver's tuples (``ItemRows``): the
+operation makes each its JSON object through ``row_dumper(ItemOut)``, with no model
+instance per row, Peewee's or Pydantic's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import peewee as pw
 
 from sowctl.schemas.items import ItemOut
-from sowctl.schemas.rows import PlainObjects, row_dumper
 from sowctl.services.item_rules import shown_status
 from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
@@ -77,19 +76,14 @@ COLUMNS: tuple[pw.Field, ...] = (
     _I.created_by_user_id,
     *tallies.FIELDS,
 )
-_SENT = len(ItemOut.model_fields)  # the values of a row that make its JSON object
+SENT = len(ItemOut.model_fields)  # the values of a row that are ItemOut's fields
 _ORDER = (_I.order_index, _I.created_at, _I.id)  # the list order; ids make it total
 _STATUS = PageRow._fields.index("status")
 
 
-# PostgreSQL's driver gives datetimes, SQLite's the text peewee stored: ItemOut's
-# Timestamp serializer (clock.format_timestamp) takes either.
-DUMP_ROW = row_dumper(ItemOut)
-# A page's row with its SOW's shown id and its shown status given (the rest read in place,
-# the counts after ItemOut's fields left out).
-_DUMP_PAGE_ROW = row_dumper(ItemOut, given=("sow_id", "status"))
-_TYPE = PageRow._fields.index("type")
-_BELOW = slice(_SENT, len(COLUMNS))  # a row's counts, whatever follows them (a page's total)
+TYPE = PageRow._fields.index("type")
+STATUS = _STATUS
+BELOW = slice(SENT, len(COLUMNS))  # a row's counts, whatever follows them (a page's total)
 
 
 def _matching(sow_id: Any, item_type: Any, parent_id: Any, with_type: bool, with_parent: bool):
@@ -252,12 +246,23 @@ def _known() -> dict | None:
     return known[2]
 
 
-def dump_page(rows: Sequence[Sequence[Any]], sow_id: str) -> PlainObjects:
-    """The JSON objects of ``rows`` (``PageRow``'s values, as the driver returns them), each
-    with its shown status (a requirement's calculated from its counts) and its SOW's shown
-    id ``sow_id`` (rows carry the stored key, which differs when another organization held
-    the id first)."""
-    dump_row = _DUMP_PAGE_ROW
-    return PlainObjects(
-        [dump_row(row, sow_id, shown_status(row[_TYPE], row[_STATUS], row[_BELOW])) for row in rows]
-    )
+class ItemRows:
+    """Items as the core answers them: ``rows``, the driver's tuples (``PageRow``'s values,
+    maybe followed by more), and ``sow_id``, their SOW's shown id (rows carry the stored key,
+    which differs when another organization held the id first). The operation makes their
+    JSON objects from these directly (the hot path); iterating gives each as a ``PageRow``
+    as the API shows it."""
+
+    __slots__ = ("rows", "sow_id")
+
+    def __init__(self, rows: Sequence[Sequence[Any]], sow_id: str) -> None:
+        self.rows = rows
+        self.sow_id = sow_id
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[PageRow]:
+        for row in self.rows:
+            shown = shown_status(row[TYPE], row[STATUS], row[BELOW])
+            yield PageRow._make(row[: len(COLUMNS)])._replace(status=shown, sow_id=self.sow_id)

@@ -94,9 +94,9 @@ def list_items(
     parent_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
-) -> tuple[list[dict], int]:
-    """Items of a SOW in ``orderIndex`` order (their JSON objects, as ``ItemOut`` dumps
-    them), with the total count before paging (``services.item_pages``)."""
+) -> tuple[item_pages.ItemRows, int]:
+    """Items of a SOW in ``orderIndex`` order, as rows of ``ItemOut``'s values and the
+    counts below each (``services.item_pages``), with the total count before paging."""
     sow = sow_for(caller, sow_id)
     rows, total = item_pages.read_page(
         sow.key, item_type=item_type, parent_id=parent_id, offset=offset, limit=limit
@@ -105,7 +105,7 @@ def list_items(
         # A filter naming no item of the SOW is a 404 (create's wording); an item with no
         # children lists none. Only an empty answer needs the lookup.
         raise NotFound(f"parent item {parent_id} not found in SOW {sow_id}")
-    return item_pages.dump_page(rows, sow.id), total
+    return item_pages.ItemRows(rows, sow.id), total
 
 
 def _in_sow(item_id: str, sow_key: str) -> bool:
@@ -117,9 +117,9 @@ def get_item(caller: Caller, item_id: str) -> ItemOut:
     return to_out(item, item.sow.id)
 
 
-def get_item_with_token(secret: str, item_id: str) -> tuple[Caller, dict[str, Any]]:
-    """The caller a bearer token names and the JSON object of ``get_item(caller, item_id)``,
-    the token read in the item's statement (``services.token_reads``)."""
+def get_item_with_token(secret: str, item_id: str) -> tuple[Caller, item_pages.ItemRows]:
+    """The caller a bearer token names and the item ``get_item(caller, item_id)`` gives, as
+    a list page's row, the token read in the item's statement (``services.token_reads``)."""
     return token_reads.item_for_token(secret, item_id)
 
 

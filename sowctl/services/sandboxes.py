@@ -25,6 +25,7 @@ from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_SANDBOX_TTL_SECONDS, MAX_SANDBOXES
 from sowctl.foundation.errors import Forbidden, InvalidInput, NotFound
 from sowctl.foundation.redaction import ADMIN_TOKEN_PREFIX, KEY_PREFIX, TOKEN_PREFIX, secret_hint
+from sowctl.schemas.admin import SandboxDeleted, SandboxIssued, SandboxOut
 from sowctl.services import sandbox_state
 from sowctl.services.credentials import hash_secret
 from sowctl.services.organization_rows import rows_of
@@ -65,7 +66,7 @@ def parse_ttl(value: Any) -> int:
     return seconds
 
 
-def create_sandbox(name: str | None, ttl: Any) -> dict[str, Any]:
+def create_sandbox(name: str | None, ttl: Any) -> SandboxIssued:
     """A new sandbox: its organization, user, bearer token, API key and scoped admin token.
     The secrets are in this answer only."""
     seconds = DEFAULT_TTL_SECONDS if ttl is None else parse_ttl(ttl)
@@ -112,25 +113,23 @@ def create_sandbox(name: str | None, ttl: Any) -> dict[str, Any]:
             created_at=created,
             expires_at=expires,
         )
-    return {
-        **_listed(organization_id, name or organization_id, created, expires),
-        "adminToken": admin_token,
-        "token": token,
-        "apiKey": key,
-    }
+    listed = _listed(organization_id, name or organization_id, created, expires)
+    return SandboxIssued(**listed.model_dump(), adminToken=admin_token, token=token, apiKey=key)
 
 
-def _listed(organization_id: str, name: str, created: datetime, expires: datetime) -> dict[str, Any]:
-    return {
-        "organizationId": organization_id,
-        "name": name,
-        "userId": sandbox_state.sandbox_user(organization_id),
-        "createdAt": clock.format_timestamp(created),
-        "expiresAt": clock.format_timestamp(expires),
-    }
+def _listed(organization_id: str, name: str, created: datetime, expires: datetime) -> SandboxOut:
+    return SandboxOut.model_validate(
+        {
+            "organizationId": organization_id,
+            "name": name,
+            "userId": sandbox_state.sandbox_user(organization_id),
+            "createdAt": clock.format_timestamp(created),
+            "expiresAt": clock.format_timestamp(expires),
+        }
+    )
 
 
-def list_sandboxes() -> list[dict[str, Any]]:
+def list_sandboxes() -> list[SandboxOut]:
     """The live sandboxes, oldest first (no secret, not even a hint)."""
     sweep(force=True)
     query = sandbox_models.Sandbox.select(
@@ -147,12 +146,12 @@ def list_sandboxes() -> list[dict[str, Any]]:
     ]
 
 
-def delete_sandbox(organization_id: str) -> dict[str, Any]:
+def delete_sandbox(organization_id: str) -> SandboxDeleted:
     """Remove a sandbox: its records, credentials, request log, checkpoints and organization."""
     if sandbox_models.Sandbox.get_or_none(sandbox_models.Sandbox.organization == organization_id) is None:
         raise NotFound(f"sandbox {organization_id} not found")
     _remove(organization_id)
-    return {"deleted": organization_id}
+    return SandboxDeleted(deleted=organization_id)
 
 
 def scope_of(secret: str) -> str | None:

@@ -10,13 +10,11 @@ record columns are NULL.
 Nothing is remembered between requests: every request reads the token's row as it is
 when its statement runs, so a revoked token is refused by the next statement, in every
 worker. The token is judged by ``credentials.token_caller``, as every bearer token is,
-and an item becomes its JSON object as a list page's items do (``item_pages``: from the
-row's values, with no model instance made in between).
+and the item comes back as a list page's row (``item_pages``), which the operation makes
+its JSON object with no model instance made in between.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import peewee as pw
 
@@ -40,9 +38,9 @@ _ITEM_WITH_TOKEN = Lookup(
 )
 
 
-def item_for_token(secret: str, item_id: str) -> tuple[Caller, dict[str, Any]]:
-    """The caller a bearer token's ``secret`` names, and the JSON object of the item
-    ``item_id`` as ``items.get_item`` answers that caller, in one statement. Unauthorized
+def item_for_token(secret: str, item_id: str) -> tuple[Caller, item_pages.ItemRows]:
+    """The caller a bearer token's ``secret`` names, and the item ``item_id`` as
+    ``items.get_item`` shows it to that caller (a list page's row), in one statement. Unauthorized
     for the token first, then NotFound for the item (missing, or another organization's),
     as authenticating and then reading would answer."""
     digest = credentials.hash_secret(secret)
@@ -52,4 +50,4 @@ def item_for_token(secret: str, item_id: str) -> tuple[Caller, dict[str, Any]]:
     *values, sow_shown_id, organization_id = row[_TOKEN_WIDTH:]
     if values[0] is None or not caller.sees(organization_id):  # no item of that id, or not theirs
         raise item_not_found(item_id)
-    return caller, item_pages.dump_page([item_pages.PageRow._make(values)], sow_shown_id)[0]
+    return caller, item_pages.ItemRows([values], sow_shown_id)

@@ -34,6 +34,7 @@ from sowctl.foundation.budgets import (
     MAX_WEBHOOKS,
 )
 from sowctl.foundation.errors import InvalidInput, NotFound, quoted
+from sowctl.schemas import webhooks as records
 from sowctl.schemas.events import EVENT_TYPES, RESOURCES, event_id, event_sequence
 from sowctl.schemas.webhooks import SIGNING_SCHEMES
 from sowctl.services import webhook_destinations
@@ -182,7 +183,9 @@ class NewWebhook:
     max_failures: Any = None
 
 
-def create(new: NewWebhook, allowed_networks: Sequence[webhook_destinations.Network] = ()) -> dict[str, Any]:
+def create(
+    new: NewWebhook, allowed_networks: Sequence[webhook_destinations.Network] = ()
+) -> records.WebhookCreated:
     """Add a subscription; its answer (only this one) shows the secret. It starts after the
     organization's last event: only changes made from now on are delivered. A sandbox's
     organization may only subscribe public addresses and ``allowed_networks``
@@ -217,9 +220,8 @@ def create(new: NewWebhook, allowed_networks: Sequence[webhook_destinations.Netw
             cursor=last or 0,
             created_at=clock.now(),
         )
-    out = to_out(row)
-    out["secret"] = credential if signing == "standard-webhooks" else None
-    return out
+    secret = credential if signing == "standard-webhooks" else None
+    return records.WebhookCreated(**_out_fields(row), secret=secret)
 
 
 def find(subscription_id: str) -> WebhookSubscription:
@@ -229,11 +231,11 @@ def find(subscription_id: str) -> WebhookSubscription:
     return row
 
 
-def get(subscription_id: str) -> dict[str, Any]:
+def get(subscription_id: str) -> records.WebhookOut:
     return to_out(find(subscription_id))
 
 
-def list_all(organization_id: str | None = None) -> list[dict[str, Any]]:
+def list_all(organization_id: str | None = None) -> list[records.WebhookOut]:
     """Every subscription, or one organization's (a sandbox's admin token sees its own)."""
     query = Sub.select()
     if organization_id is not None:
@@ -256,7 +258,7 @@ def delete(subscription_id: str) -> None:
         Sub.delete().where(Sub.id == subscription_id).execute()
 
 
-def resume(subscription_id: str) -> dict[str, Any]:
+def resume(subscription_id: str) -> records.WebhookOut:
     """Active again, its failures forgotten: the event it stopped at is tried at once."""
     find(subscription_id)
     Sub.update(status="active", consecutive_failures=0, next_attempt_at=None).where(
@@ -265,7 +267,7 @@ def resume(subscription_id: str) -> dict[str, Any]:
     return get(subscription_id)
 
 
-def redeliver(subscription_id: str, event: Any) -> dict[str, Any]:
+def redeliver(subscription_id: str, event: Any) -> records.WebhookRedelivery:
     """Queue ``event`` again for this subscription, before the events after its cursor."""
     row = find(subscription_id)
     sequence = event_sequence(event) if isinstance(event, str) else None
@@ -281,10 +283,10 @@ def redeliver(subscription_id: str, event: Any) -> dict[str, Any]:
                 "eventId", f"at most {MAX_WEBHOOK_REDELIVERIES} redeliveries wait per subscription"
             )
         WebhookRedelivery.create(subscription_id=subscription_id, event_id=sequence)
-    return {"queued": event_id(sequence), "subscriptionId": subscription_id}
+    return records.WebhookRedelivery(queued=event_id(sequence), subscriptionId=subscription_id)
 
 
-def deliveries(subscription_id: str, limit: Any = None) -> list[dict[str, Any]]:
+def deliveries(subscription_id: str, limit: Any = None) -> list[records.WebhookDeliveryOut]:
     """The last ``limit`` attempts of a subscription, oldest first."""
     find(subscription_id)
     count = _limit(limit)
@@ -311,7 +313,11 @@ def _limit(limit: Any) -> int:
     return int(text)
 
 
-def to_out(row: WebhookSubscription) -> dict[str, Any]:
+def to_out(row: WebhookSubscription) -> records.WebhookOut:
+    return records.WebhookOut(**_out_fields(row))
+
+
+def _out_fields(row: WebhookSubscription) -> dict[str, Any]:
     pending = WebhookRedelivery.select().where(WebhookRedelivery.subscription_id == row.id).count()
     return {
         "id": row.id,
@@ -329,16 +335,18 @@ def to_out(row: WebhookSubscription) -> dict[str, Any]:
     }
 
 
-def _delivery_out(row: WebhookDelivery) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "eventId": event_id(row.event_id),
-        "attempt": row.attempt,
-        "at": clock.format_timestamp(row.attempted_at),
-        "status": row.status,
-        "error": row.error,
-        "latencyMs": row.latency_ms,
-        "responseExcerpt": row.response_excerpt,
-        "outcome": row.outcome,
-        "fault": row.fault,
-    }
+def _delivery_out(row: WebhookDelivery) -> records.WebhookDeliveryOut:
+    return records.WebhookDeliveryOut.model_validate(
+        {
+            "id": row.id,
+            "eventId": event_id(row.event_id),
+            "attempt": row.attempt,
+            "at": clock.format_timestamp(row.attempted_at),
+            "status": row.status,
+            "error": row.error,
+            "latencyMs": row.latency_ms,
+            "responseExcerpt": row.response_excerpt,
+            "outcome": row.outcome,
+            "fault": row.fault,
+        }
+    )

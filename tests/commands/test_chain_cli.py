@@ -9,6 +9,7 @@ import pytest
 from sowctl import operations
 from sowctl.foundation import clock
 from sowctl.gate import risks
+from sowctl.operations.chain import read_report
 from sowctl.output import render
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
@@ -145,7 +146,7 @@ def test_check_json_summary(cli, risky) -> None:
     result = cli("chain", "check", risky["sow"], "--json", "--fail-on", "circular")
     assert result.exit_code == 0
     summary = result.json()
-    assert summary == risks.check_chain(risk_body(risky["sow"]), ("circular",))
+    assert summary == risks.check_chain(read_report(risk_body(risky["sow"])), ("circular",))
     assert summary["counts"] == {
         "circular": 0, "critical": 1, "overdue": 0, "blocked": 1,
         "escalation": 0, "conflict": 0, "external": 0,
@@ -178,7 +179,7 @@ def test_annotation_text_is_escaped(risky) -> None:
     body = risk_body(risky["sow"])
     body["sowId"] = "a:b,c"
     body["issues"]["critical"][0]["sourceItem"]["title"] = "50%\nline"
-    line = annotations(risks.check_chain(body))[0]
+    line = annotations(risks.check_chain(read_report(body)))[0]
     assert line.startswith("::error title=Critical dependency in SOW a%3Ab%2Cc::")
     assert "50%25 line" in line and "\n" not in line  # a newline in a value is a space: one line
 
@@ -186,7 +187,7 @@ def test_annotation_text_is_escaped(risky) -> None:
 def test_annotations_are_capped_per_kind(risky) -> None:
     from sowctl.gate.reports.github import MAX_ANNOTATIONS, annotations
 
-    summary = risks.check_chain(risk_body(risky["sow"]))
+    summary = risks.check_chain(read_report(risk_body(risky["sow"])))
     summary["findings"] = summary["findings"][:1] * (MAX_ANNOTATIONS + 10)
     lines = [line for line in annotations(summary) if "Critical" in line]
     assert len(lines) == MAX_ANNOTATIONS + 1

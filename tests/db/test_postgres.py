@@ -36,7 +36,7 @@ on_postgres = pytest.mark.skipif(
 @on_postgres
 def test_imported_purchase_orders_move_the_sequences_past_their_ids(db) -> None:
     from sowctl.schemas.finance import PurchaseOrderIn
-    from sowctl.services import demo_data, finance
+    from sowctl.services import demo_data, purchase_orders
     from sowctl.services.dataset import import_dataset
 
     data = demo_data.demo_dataset(date(2026, 3, 16))
@@ -45,7 +45,7 @@ def test_imported_purchase_orders_move_the_sequences_past_their_ids(db) -> None:
     line_ids = [line["id"] for order in data["purchaseOrders"] for line in order["line_items"]]
     order = data["purchaseOrders"][0]
     company = m.FinancialProject.get_by_id(order["project_id"]).company_id
-    created = finance.create_purchase_order(
+    created = purchase_orders.create_purchase_order(
         Caller.local(),
         company,
         PurchaseOrderIn.model_validate(

@@ -218,7 +218,7 @@ def test_chain_check_gives_the_ci_gate_s_verdict(mode: str, request: pytest.Fixt
     from sowctl.gate import risks
 
     backend = request.getfixturevalue(mode)
-    report = backend.call("chain.get", {}, {"sowId": SOW, "format": "flat", "include": risks.INCLUDE})
+    report = backend.call_typed("chain.get", {}, {"sowId": SOW, "format": "flat", "include": risks.INCLUDE})
     expected = risks.check_chain(report, ("critical",), 7)
     result = call(backend, "chain_check", {"sowId": SOW, "failOn": "critical", "dueWithin": "1w"})
     assert not result.is_error, result.content

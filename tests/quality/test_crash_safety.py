@@ -25,7 +25,7 @@ import peewee as pw
 import pytest
 
 from sowctl.schemas.finance import PurchaseOrderIn
-from sowctl.services import demo_data, finance
+from sowctl.services import demo_data, purchase_orders
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset
 from sowctl.storage import models as m
@@ -338,7 +338,7 @@ def test_an_export_during_writes_is_a_consistent_snapshot(db_url: str, db) -> No
             index = 0
             while not stop.is_set():
                 data = PurchaseOrderIn.model_validate(po_body(index))
-                written.append(finance.create_purchase_order(ACME, company, data).id)
+                written.append(purchase_orders.create_purchase_order(ACME, company, data).id)
                 index += 1
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)

@@ -17,6 +17,7 @@ import pytest
 from sowctl import operations
 from sowctl.foundation import clock
 from sowctl.gate import risks
+from sowctl.operations.chain import read_report
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.services import items, sows
@@ -639,7 +640,7 @@ def test_include_risks_adds_dates_statuses_and_as_of_only_when_asked(db) -> None
     ChainTree.model_validate(tree)
     assert tree["asOf"] == TODAY
     with pytest.raises(Exception, match="include=external,risks"):
-        risks.check_chain(plain)
+        risks.check_chain(read_report(plain))
 
 
 def test_a_requirement_shows_its_calculated_status_to_the_rules(run) -> None:

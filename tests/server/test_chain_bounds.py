@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from sowctl import operations
 from sowctl.foundation import clock
+from sowctl.operations.chain import chain_body
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.server.app import create_app
@@ -105,7 +106,8 @@ def _chain_url(site: dict[str, Any], fmt: str = "flat") -> str:
 def test_a_large_report_is_streamed_and_byte_identical(site: dict[str, Any], fmt: str) -> None:
     from sowctl.server.streaming import CHUNK_CHARS
 
-    expected = json_bytes(chain.chain_report(MEMBER, site["sow"], fmt, ("criticalPath",)))
+    include = ("criticalPath",)
+    expected = json_bytes(chain_body(chain.chain_report(MEMBER, site["sow"], fmt, include), include))
     assert len(expected) > 4 * CHUNK_CHARS  # several chunks
     body = json.loads(expected)
     assert body["issues"]["circular"] and body["issues"]["critical"] and body["issues"]["overdue"]
@@ -132,7 +134,7 @@ def test_a_small_report_is_answered_whole_as_before(site: dict[str, Any]) -> Non
     a, b = _item(small, "A"), _item(small, "B")
     _dep(a, b, "depends_on", "low")
     response = site["client"].get(f"/api/dependencies/chain?sowId={small}")
-    expected = json_bytes(chain.chain_report(MEMBER, small))
+    expected = json_bytes(chain_body(chain.chain_report(MEMBER, small)))
     assert response.content == expected and response.headers["content-length"] == str(len(expected))
 
 
@@ -164,7 +166,7 @@ def blocked(site: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[t
     entered, release = threading.Event(), threading.Event()
     real = chain.chain_report
 
-    def slow_report(*args: Any, **kwargs: Any) -> dict:
+    def slow_report(*args: Any, **kwargs: Any) -> Any:
         if not entered.is_set():
             entered.set()
             release.wait(NO_HANG)
@@ -238,7 +240,7 @@ def test_the_test_double_streams_a_report_logs_its_start_and_frees_its_gate(migr
     with wsgi_client(app, headers=bearer(token)) as client:
         response = client.get(url)
         assert response.status_code == 200
-        assert response.content == json_bytes(chain.chain_report(MEMBER, sow_id))
+        assert response.content == json_bytes(chain_body(chain.chain_report(MEMBER, sow_id)))
         logged = client.get("/_admin/requests", headers=ADMIN).json()
         row = next(r for r in logged if r["path"] == "/api/dependencies/chain")
         assert row["status"] == 200 and row["responseBodyTruncated"] is True

@@ -21,8 +21,7 @@ import pytest
 from sowctl.foundation import clock
 from sowctl.server.app import create_app
 from sowctl.server.configuration import ServerSettings
-from sowctl.services import credentials
-from sowctl.services import finance as finance_service
+from sowctl.services import budgets, contracts, credentials, purchase_orders
 from sowctl.storage import models as m
 from tests.support.client import wsgi_client
 from tests.support.finance import (
@@ -452,25 +451,31 @@ def test_150_concurrent_requests_exactly_100_succeed(api):
 
 
 @pytest.mark.parametrize(
-    ("path", "query", "function"),
+    ("path", "query", "service", "function"),
     [
-        ("/api/external/budget-views", {"project_id": "101"}, "list_budget_views"),
-        ("/api/external/budget-view-snapshots", {"project_id": "101"}, "list_snapshots"),
-        ("/api/external/budget-view-snapshot", {"project_id": "101", "snapshot_id": "21"}, "get_snapshot"),
+        ("/api/external/budget-views", {"project_id": "101"}, budgets, "list_budget_views"),
+        ("/api/external/budget-view-snapshots", {"project_id": "101"}, budgets, "list_snapshots"),
+        (
+            "/api/external/budget-view-snapshot",
+            {"project_id": "101", "snapshot_id": "21"},
+            budgets,
+            "get_snapshot",
+        ),
         (
             "/api/external/prime-contract-details",
             {"project_id": "101", "prime_contract_id": "31"},
+            contracts,
             "get_prime_contract",
         ),
-        ("/api/external/purchase-orders", {"project_id": "101"}, "list_purchase_orders"),
-        (PO_PATH, None, "create_purchase_order"),
+        ("/api/external/purchase-orders", {"project_id": "101"}, purchase_orders, "list_purchase_orders"),
+        (PO_PATH, None, purchase_orders, "create_purchase_order"),
     ],
 )
-def test_unexpected_failure_is_a_500_without_traceback(api, monkeypatch, path, query, function):
+def test_unexpected_failure_is_a_500_without_traceback(api, monkeypatch, path, query, service, function):
     def broken(*args, **kwargs):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(finance_service, function, broken)
+    monkeypatch.setattr(service, function, broken)
     response = api.call(path, query)
     assert_error(response, 500, "internal server error")
     assert "secret internals" not in response.text

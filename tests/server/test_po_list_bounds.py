@@ -29,7 +29,7 @@ from sowctl.server.app import create_app
 from sowctl.server.configuration import ServerSettings
 from sowctl.server.http import json_bytes
 from sowctl.server.streaming import CHUNK_CHARS, iter_json
-from sowctl.services import finance
+from sowctl.services import purchase_orders
 from sowctl.services.access import Caller
 from sowctl.storage import models as m
 from tests.support.client import SERVER, route_remote_in_process, wsgi_client
@@ -39,7 +39,7 @@ from tests.support.templates import seeded
 
 pytestmark = pytest.mark.database  # pages read in batches: each backend's cursors
 
-ORDERS = 25  # three batches of finance._ORDER_BATCH (10)
+ORDERS = 25  # three batches of purchase_orders._ORDER_BATCH (10)
 LINES = 40
 PATH = "/api/external/purchase-orders"
 
@@ -69,7 +69,8 @@ def _orders() -> str:
             for p in range(LINES)
         ]
         body = po_body(title=f'Order {n} "quoted"', line_items=lines, status="issued" if n % 2 else "draft")
-        finance.create_purchase_order(Caller.local(ORG), COMPANY, PurchaseOrderIn.model_validate(body))
+        order = PurchaseOrderIn.model_validate(body)
+        purchase_orders.create_purchase_order(Caller.local(ORG), COMPANY, order)
     return key
 
 
@@ -221,13 +222,13 @@ def test_the_page_is_read_a_batch_at_a_time_as_it_is_written(
     site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     read: list[list[int]] = []
-    real = finance._read_batch
+    real = purchase_orders._read_batch
 
     def recording(ids: Any) -> Any:
         read.append(list(ids))
         return real(ids)
 
-    monkeypatch.setattr(finance, "_read_batch", recording)
+    monkeypatch.setattr(purchase_orders, "_read_batch", recording)
     chunks, status, close = raw_get(site["app"], "project_id=101&limit=100", site["headers"])
     try:
         assert status[0].startswith("200")
@@ -251,7 +252,7 @@ def test_a_failure_before_the_first_chunk_is_an_answer_in_the_envelope(
     def broken(ids: Any) -> Any:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(finance, "_read_batch", broken)
+    monkeypatch.setattr(purchase_orders, "_read_batch", broken)
     response = site["client"].get(PATH, params={"project_id": "101"})
     assert response.status_code == 500
     assert response.json() == {"error": "internal server error"}
@@ -264,7 +265,7 @@ def test_a_failure_after_the_first_chunk_cuts_the_answer_and_is_logged(
 ) -> None:
     """The status and headers are sent by then: the server can only cut the connection (a
     client sees a body that ends early, never a whole-looking wrong one)."""
-    real = finance._read_batch
+    real = purchase_orders._read_batch
     calls: list[int] = []
 
     def fails_third(ids: Any) -> Any:
@@ -273,7 +274,7 @@ def test_a_failure_after_the_first_chunk_cuts_the_answer_and_is_logged(
             raise RuntimeError("secret internals")
         return real(ids)
 
-    monkeypatch.setattr(finance, "_read_batch", fails_third)
+    monkeypatch.setattr(purchase_orders, "_read_batch", fails_third)
     chunks, status, close = raw_get(site["app"], "project_id=101&limit=100", site["headers"])
     sent = []
     try:
@@ -293,7 +294,7 @@ def test_a_database_lost_after_the_first_chunk_cuts_the_answer_with_one_log_line
     site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A database failure says what it is in one line (before: a traceback)."""
-    real = finance._read_batch
+    real = purchase_orders._read_batch
     calls: list[int] = []
 
     def lost_third(ids: Any) -> Any:
@@ -303,7 +304,7 @@ def test_a_database_lost_after_the_first_chunk_cuts_the_answer_with_one_log_line
             raise pw.OperationalError(lost, *lost.args)
         return real(ids)
 
-    monkeypatch.setattr(finance, "_read_batch", lost_third)
+    monkeypatch.setattr(purchase_orders, "_read_batch", lost_third)
     errors = io.StringIO()
     chunks, status, close = raw_get(site["app"], "project_id=101&limit=100", site["headers"], errors)
     try:

@@ -35,7 +35,7 @@ from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
 from sowctl.server.app import create_app
 from sowctl.server.configuration import ServerSettings
-from sowctl.services import credentials, finance, items, sows
+from sowctl.services import credentials, items, purchase_orders, sows
 from sowctl.services.access import Caller
 from sowctl.storage.database import close_database
 from tests.support.client import wsgi_client
@@ -89,7 +89,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         lines = [{"description": "\U0001f602" * 10_000, "amount": "1.05", "cost_code_id": 3}] * 10
         for _ in range(30):  # 400 KB each
             order = PurchaseOrderIn.model_validate(po_body(line_items=lines))
-            finance.create_purchase_order(Caller.local(ORG), COMPANY, order)
+            purchase_orders.create_purchase_order(Caller.local(ORG), COMPANY, order)
         targets = {
             "chain": (f"/api/dependencies/chain?sowId={sow_id}", {"Authorization": f"Bearer {token}"}),
             "po": (

@@ -11,6 +11,7 @@ from sowctl import operations
 from sowctl.foundation import clock
 from sowctl.foundation.errors import InvalidInput, NotFound
 from sowctl.gate import risks
+from sowctl.operations.chain import chain_body, read_report
 from sowctl.schemas.dependencies import ChainFlat, ChainTree
 from sowctl.schemas.items import ItemCreate
 from sowctl.schemas.sows import SowCreate
@@ -343,7 +344,7 @@ def test_parse_fail_on() -> None:
 def test_check_chain_counts_every_kind_and_fails_only_on_the_named_ones(site) -> None:
     status(site["d2"], "blocked")
     report = get_chain(site["sow"], include="external,risks")
-    summary = risks.check_chain(report, ("circular",))
+    summary = risks.check_chain(read_report(report), ("circular",))
     assert summary["counts"] == {
         "circular": 0, "critical": 1, "overdue": 2, "blocked": 1,
         "escalation": 0, "conflict": 0, "external": 0,
@@ -352,8 +353,26 @@ def test_check_chain_counts_every_kind_and_fails_only_on_the_named_ones(site) ->
     assert summary["issues"]["overdue"] == report["issues"]["overdue"]
     assert summary["issues"]["blocked"] == [e for e in report["dependencies"] if e["id"] == site["d2"]]
     assert (summary["failOn"], summary["passed"]) == (["circular"], True)
-    assert risks.check_chain(report, ("blocked",))["passed"] is False
-    assert risks.check_chain(report)["passed"] is False
+    assert risks.check_chain(read_report(report), ("blocked",))["passed"] is False
+    assert risks.check_chain(read_report(report))["passed"] is False
+
+
+def test_a_body_read_back_is_the_report_it_was_made_of(site) -> None:
+    """Remote mode's gate reads the server's body back into a report: made into a body
+    again, it gives the same body, and the gate the same verdict as on the report made
+    in process."""
+    status(site["d2"], "blocked")
+    query = {"sowId": site["sow"], "include": "external,risks"}
+    body = get_chain(site["sow"], include="external,risks")
+    read = read_report(body)
+    assert chain_body(read, ("external", "risks")) == body
+    made = operations.call_local_typed("chain.get", MEMBER, query=query)
+    assert (read.sow_id, read.as_of, read.overdue, read.critical) == (
+        made.sow_id, made.as_of, made.overdue, made.critical,
+    )  # fmt: skip
+    assert risks.check_chain(read, risks.RISK_KINDS) == risks.check_chain(made, risks.RISK_KINDS)
+    with pytest.raises(InvalidInput, match="format=flat"):
+        read_report(get_chain(site["sow"], "tree"))
 
 
 # --- with the dataset importer ------------------------------------------------------------------

@@ -199,7 +199,7 @@ def test_purchase_order_defaults(db, demo: dict[str, Any]) -> None:
 
 def test_purchase_order_numbers_continue_above_imported_ones(db, demo: dict[str, Any]) -> None:
     from sowctl.schemas.finance import PurchaseOrderIn
-    from sowctl.services import finance
+    from sowctl.services import purchase_orders
     from sowctl.services.access import Caller
 
     import_dataset(demo)
@@ -221,10 +221,10 @@ def test_purchase_order_numbers_continue_above_imported_ones(db, demo: dict[str,
             ],
         }
     )
-    first = finance.create_purchase_order(caller, None, body).number
+    first = purchase_orders.create_purchase_order(caller, None, body).number
     later = {**order, "id": 99_999, "number": f"PO-{project}-0950", "line_items": []}
     import_dataset({"purchaseOrders": [later]})
-    assert finance.create_purchase_order(caller, None, body).number == f"PO-{project}-0951"
+    assert purchase_orders.create_purchase_order(caller, None, body).number == f"PO-{project}-0951"
     assert first != f"PO-{project}-0951"
 
 

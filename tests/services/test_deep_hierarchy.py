@@ -19,6 +19,7 @@ import pytest
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
 from sowctl.foundation.errors import InvalidInput
+from sowctl.operations import call_local
 from sowctl.operations import get as get_op
 from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
@@ -218,11 +219,10 @@ def test_the_rich_chain_tree_of_a_2000_deep_hierarchy_shows_every_item(
 ) -> None:
     from sowctl.commands import chain as chain_command
     from sowctl.services.access import Caller
-    from sowctl.services.chain import chain_report
 
     import_dataset(demo_data.demo_dataset(datetime.date.today()))
     ids = insert_chain(SOW, DEEP)
-    report = chain_report(Caller.local(), SOW, "tree")
+    report = call_local("chain.get", Caller.local(), query={"sowId": SOW, "format": "tree"})
     monkeypatch.setattr(chain_command, "is_tty", lambda: True)
     chain_command._show_tree(report)
     shown = capsys.readouterr().out

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from sowctl import operations
 from sowctl.foundation import clock
+from sowctl.operations.items import ITEM_JSON
 from sowctl.schemas.common import CamelOut, Timestamp, dump
 from sowctl.schemas.items import ItemOut
 from sowctl.schemas.rows import row_dumper
@@ -180,12 +181,13 @@ def test_row_dumper_gives_what_the_model_dumps(
     assert row_dumper(ItemOut)(values) == expected
     # what either driver returns: datetimes, or the text SQLite keeps
     as_stored = [str(v) if isinstance(v, datetime) else v for v in values]
-    assert item_pages.DUMP_ROW(as_stored) == item_pages.DUMP_ROW(values) == expected
+    assert row_dumper(ItemOut)(as_stored) == row_dumper(ItemOut)(values) == expected
     # given fields are arguments, the row's own values at their places and after the
     # model's fields left out
     given = row_dumper(ItemOut, given=("status", "sow_id"))
     row = [*values[:4], "stored-key", *values[5:7], "stored", *values[8:], 1, 2]
     assert given(row, status, "sow-1") == expected
+    assert ITEM_JSON(row, "sow-1", status) == expected  # the items operations' dumper
 
 
 def test_row_dumper_refuses_a_given_field_the_model_lacks():

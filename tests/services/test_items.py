@@ -701,11 +701,11 @@ def test_list_pages_keep_order_total_and_calculated_statuses(sow):
         set_status(item["id"], "completed")
     page, total = service.list_items(LOCAL, sow, offset=0, limit=1)
     assert total == 5
-    assert [(i["id"], i["status"]) for i in page] == [(r["id"], "completed")]  # its tasks are on other pages
+    assert [(i.id, i.status) for i in page] == [(r["id"], "completed")]  # its tasks are on other pages
     page, total = service.list_items(LOCAL, sow, offset=2, limit=2)
     assert total == 5
-    assert [i["id"] for i in page] == [made[1]["id"], made[2]["id"]]
+    assert [i.id for i in page] == [made[1]["id"], made[2]["id"]]
     page, total = service.list_items(LOCAL, sow, offset=4)
-    assert ([i["id"] for i in page], total) == ([made[3]["id"]], 5)
+    assert ([i.id for i in page], total) == ([made[3]["id"]], 5)
     page, total = service.list_items(LOCAL, sow, item_type="requirement", offset=0, limit=10)
-    assert ([i["id"] for i in page], total) == ([r["id"]], 1)
+    assert ([i.id for i in page], total) == ([r["id"]], 1)

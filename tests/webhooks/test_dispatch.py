@@ -11,6 +11,7 @@ import pytest
 
 from sowctl.foundation import clock, trace_context
 from sowctl.schemas.items import ItemCreate
+from sowctl.schemas.webhooks import WebhookCreated
 from sowctl.server.webhook_dispatcher import Dispatcher
 from sowctl.services import demo_data, items, webhook_dispatch, webhook_faults, webhooks
 from sowctl.services.access import Caller
@@ -40,7 +41,7 @@ def create_item(title: str) -> str:
     return items.create_item(Caller.local(), SOW, ItemCreate(title=title, type="requirement")).id
 
 
-def subscribe(url: str, **fields: Any) -> dict[str, Any]:
+def subscribe(url: str, **fields: Any) -> WebhookCreated:
     return webhooks.create(webhooks.NewWebhook(url=url, organization_id=ORG, **fields))
 
 
@@ -57,19 +58,17 @@ def test_an_item_create_is_delivered_signed(demo: Any, receiver: Receiver) -> No
     item_id = create_item("Walls")
     run(demo)
     (got,) = receiver.wait_for(1)
-    assert verify_standard_webhooks(hook["secret"], got)
+    assert verify_standard_webhooks(hook.secret, got)
     assert got.headers["content-type"] == "application/json"
     assert got.headers["user-agent"].startswith("sowctl/")
     event = got.event
     assert event["type"] == "item.created" and event["resourceId"] == item_id
     assert event["id"] == got.headers["webhook-id"] and event["id"].startswith("evt_")
     assert event["data"]["title"] == "Walls" and event["organizationId"] == ORG
-    log = webhooks.deliveries(hook["id"])
-    assert [(d["eventId"], d["attempt"], d["status"], d["outcome"]) for d in log] == [
-        (event["id"], 1, 200, "delivered")
-    ]
-    assert log[0]["responseExcerpt"] == "answered 200"
-    assert webhooks.get(hook["id"])["lastEventId"] == event["id"]
+    log = webhooks.deliveries(hook.id)
+    assert [(d.eventId, d.attempt, d.status, d.outcome) for d in log] == [(event["id"], 1, 200, "delivered")]
+    assert log[0].responseExcerpt == "answered 200"
+    assert webhooks.get(hook.id).lastEventId == event["id"]
     run(demo)  # nothing new: nothing sent again
     assert len(receiver.received) == 1
 
@@ -100,7 +99,7 @@ def test_a_wrong_secret_does_not_verify(demo: Any, receiver: Receiver) -> None:
 
 def test_authorization_signing_sends_the_fixed_header(demo: Any, receiver: Receiver) -> None:
     hook = subscribe(receiver.url, signing="authorization", authorization="Bearer procore-like")
-    assert hook["secret"] is None
+    assert hook.secret is None
     create_item("Walls")
     run(demo)
     (got,) = receiver.wait_for(1)
@@ -122,7 +121,7 @@ def test_unsubscribed_types_are_skipped(demo: Any, receiver: Receiver) -> None:
     create_item("Walls")
     run(demo)
     assert receiver.received == []
-    assert webhooks.get(hook["id"])["lastEventId"] is not None  # the cursor moved past it
+    assert webhooks.get(hook.id).lastEventId is not None  # the cursor moved past it
 
 
 def test_a_failing_receiver_is_retried_when_the_service_clock_moves(demo: Any, receiver: Receiver) -> None:
@@ -131,35 +130,35 @@ def test_a_failing_receiver_is_retried_when_the_service_clock_moves(demo: Any, r
     create_item("Walls")
     run(demo)
     receiver.wait_for(1)
-    shown = webhooks.get(hook["id"])
-    assert shown["consecutiveFailures"] == 1 and shown["nextAttemptAt"] == "2026-01-01T12:00:05Z"
+    shown = webhooks.get(hook.id)
+    assert shown.consecutiveFailures == 1 and shown.nextAttemptAt == "2026-01-01T12:00:05Z"
     run(demo, rounds=3)  # the clock is frozen: the retry is not due
     assert len(receiver.received) == 1
     clock.set_fixed_now(START + datetime.timedelta(seconds=5))
     run(demo)
     receiver.wait_for(2)
-    assert webhooks.get(hook["id"])["nextAttemptAt"] == "2026-01-01T12:00:35Z"  # 30 s after
+    assert webhooks.get(hook.id).nextAttemptAt == "2026-01-01T12:00:35Z"  # 30 s after
     clock.set_fixed_now(START + datetime.timedelta(hours=1))
     run(demo)
     receiver.wait_for(3)
-    paused = webhooks.get(hook["id"])
-    assert paused["status"] == "paused" and paused["consecutiveFailures"] == 3
+    paused = webhooks.get(hook.id)
+    assert paused.status == "paused" and paused.consecutiveFailures == 3
     clock.set_fixed_now(START + datetime.timedelta(days=1))
     run(demo, rounds=2)
     assert len(receiver.received) == 3  # paused: no more attempts
-    log = webhooks.deliveries(hook["id"])
-    assert [(d["attempt"], d["status"], d["outcome"]) for d in log] == [
+    log = webhooks.deliveries(hook.id)
+    assert [(d.attempt, d.status, d.outcome) for d in log] == [
         (1, 500, "failed"),
         (2, 500, "failed"),
         (3, 500, "failed"),
     ]
     receiver.default = 200
-    resumed = webhooks.resume(hook["id"])
-    assert resumed["status"] == "active" and resumed["consecutiveFailures"] == 0
+    resumed = webhooks.resume(hook.id)
+    assert resumed.status == "active" and resumed.consecutiveFailures == 0
     run(demo)
     got = receiver.wait_for(4)
     assert got[3].event["id"] == got[0].event["id"]  # the same event, delivered at last
-    assert webhooks.deliveries(hook["id"])[-1]["outcome"] == "delivered"
+    assert webhooks.deliveries(hook.id)[-1].outcome == "delivered"
 
 
 def test_a_backlog_goes_out_in_one_claim_recorded_in_one_transaction(
@@ -180,8 +179,8 @@ def test_a_backlog_goes_out_in_one_claim_recorded_in_one_transaction(
     got = receiver.wait_for(5)
     assert [r.event["data"]["title"] for r in got] == ["One", "Two", "Three", "Four", "Five"]
     assert recorded == [5]
-    assert [d["outcome"] for d in webhooks.deliveries(hook["id"])] == ["delivered"] * 5
-    assert webhooks.get(hook["id"])["lastEventId"] == got[-1].event["id"]
+    assert [d.outcome for d in webhooks.deliveries(hook.id)] == ["delivered"] * 5
+    assert webhooks.get(hook.id).lastEventId == got[-1].event["id"]
 
 
 def test_a_failure_in_a_batch_keeps_what_was_delivered_before_it(demo: Any, receiver: Receiver) -> None:
@@ -192,9 +191,9 @@ def test_a_failure_in_a_batch_keeps_what_was_delivered_before_it(demo: Any, rece
     run(demo)
     got = receiver.wait_for(2)
     assert [r.event["data"]["title"] for r in got] == ["First", "Second"]
-    shown = webhooks.get(hook["id"])
-    assert shown["lastEventId"] == got[0].event["id"] and shown["consecutiveFailures"] == 1
-    assert [d["outcome"] for d in webhooks.deliveries(hook["id"])] == ["delivered", "failed"]
+    shown = webhooks.get(hook.id)
+    assert shown.lastEventId == got[0].event["id"] and shown.consecutiveFailures == 1
+    assert [d.outcome for d in webhooks.deliveries(hook.id)] == ["delivered", "failed"]
 
 
 def test_the_next_event_waits_for_the_current_one(demo: Any, receiver: Receiver) -> None:
@@ -220,10 +219,10 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_failed_attempt(demo: Any, 
     )
     sender.poll_once()
     assert sender.settle(30)
-    (entry,) = webhooks.deliveries(hook["id"])
-    assert (entry["outcome"], entry["status"], entry["error"]) == ("failed", None, "timed out")
+    (entry,) = webhooks.deliveries(hook.id)
+    assert (entry.outcome, entry.status, entry.error) == ("failed", None, "timed out")
     assert counted == ["timeout"]
-    assert webhooks.get(hook["id"])["consecutiveFailures"] == 1
+    assert webhooks.get(hook.id).consecutiveFailures == 1
 
 
 def test_only_the_start_of_an_answer_is_kept(demo: Any, receiver: Receiver) -> None:
@@ -231,17 +230,17 @@ def test_only_the_start_of_an_answer_is_kept(demo: Any, receiver: Receiver) -> N
     hook = subscribe(receiver.url)
     create_item("Walls")
     run(demo)
-    (entry,) = webhooks.deliveries(hook["id"])
-    assert entry["responseExcerpt"] == "x" * 512 and entry["outcome"] == "delivered"
+    (entry,) = webhooks.deliveries(hook.id)
+    assert entry.responseExcerpt == "x" * 512 and entry.outcome == "delivered"
 
 
 def test_a_refused_connection_is_a_failed_attempt(demo: Any) -> None:
     hook = subscribe("http://127.0.0.1:9/nothing-listens")
     create_item("Walls")
     run(demo)
-    (entry,) = webhooks.deliveries(hook["id"])
-    assert entry["outcome"] == "failed" and entry["status"] is None
-    assert entry["error"].startswith("ConnectError")
+    (entry,) = webhooks.deliveries(hook.id)
+    assert entry.outcome == "failed" and entry.status is None
+    assert entry.error.startswith("ConnectError")
 
 
 def test_redelivery_sends_an_event_again(demo: Any, receiver: Receiver) -> None:
@@ -249,26 +248,26 @@ def test_redelivery_sends_an_event_again(demo: Any, receiver: Receiver) -> None:
     create_item("Walls")
     run(demo)
     (first,) = receiver.wait_for(1)
-    queued = webhooks.redeliver(hook["id"], first.event["id"])
-    assert queued == {"queued": first.event["id"], "subscriptionId": hook["id"]}
-    assert webhooks.get(hook["id"])["pendingRedeliveries"] == 1
+    queued = webhooks.redeliver(hook.id, first.event["id"])
+    assert queued.model_dump() == {"queued": first.event["id"], "subscriptionId": hook.id}
+    assert webhooks.get(hook.id).pendingRedeliveries == 1
     run(demo)
     got = receiver.wait_for(2)
     assert got[1].body == first.body
-    assert webhooks.get(hook["id"])["pendingRedeliveries"] == 0
+    assert webhooks.get(hook.id).pendingRedeliveries == 0
 
 
 def test_one_lease_one_attempt(demo: Any, receiver: Receiver) -> None:
     hook = subscribe(receiver.url)
     create_item("Walls")
     now = 1_000_000.0
-    assert webhook_dispatch.claim(hook["id"], "first", now)
-    assert not webhook_dispatch.claim(hook["id"], "second", now + 1)
+    assert webhook_dispatch.claim(hook.id, "first", now)
+    assert not webhook_dispatch.claim(hook.id, "second", now + 1)
     assert webhook_dispatch.due(clock.now(), now + 1, 10) == []  # leased: not due for anyone
-    webhook_dispatch.release(hook["id"], "first")
-    assert webhook_dispatch.claim(hook["id"], "second", now + 2)
+    webhook_dispatch.release(hook.id, "first")
+    assert webhook_dispatch.claim(hook.id, "second", now + 2)
     # A lease that lapsed (its dispatcher died) is taken over.
-    assert webhook_dispatch.claim(hook["id"], "third", now + 2 + webhook_dispatch.LEASE_SECONDS + 1)
+    assert webhook_dispatch.claim(hook.id, "third", now + 2 + webhook_dispatch.LEASE_SECONDS + 1)
 
 
 def test_many_dispatchers_deliver_each_event_once(demo: Any, receiver: Receiver) -> None:
@@ -293,8 +292,8 @@ def test_the_delivery_log_is_bounded(demo: Any, receiver: Receiver, monkeypatch:
         create_item(f"Item {n}")
     run(demo, rounds=4)
     receiver.wait_for(4)
-    log = webhooks.deliveries(hook["id"])
-    assert [entry["eventId"] for entry in log] == [r.event["id"] for r in receiver.received[2:]]
+    log = webhooks.deliveries(hook.id)
+    assert [entry.eventId for entry in log] == [r.event["id"] for r in receiver.received[2:]]
 
 
 # --- delivery faults -----------------------------------------------------------------------------
@@ -310,7 +309,7 @@ def test_a_duplicate_fault_sends_the_event_twice(demo: Any, receiver: Receiver) 
     assert [r.event["data"]["title"] for r in got] == ["Walls", "Walls", "Roof"]
     assert got[0].body == got[1].body
     assert webhook_faults.read()[0]["count"] == 0
-    assert [d["fault"] for d in webhooks.deliveries(hook["id"])] == [None, "duplicate", None]
+    assert [d.fault for d in webhooks.deliveries(hook.id)] == [None, "duplicate", None]
 
 
 def test_a_drop_fault_fails_the_attempt_without_sending(demo: Any, receiver: Receiver) -> None:
@@ -319,7 +318,7 @@ def test_a_drop_fault_fails_the_attempt_without_sending(demo: Any, receiver: Rec
     create_item("Walls")
     run(demo)
     assert receiver.received == []
-    assert webhooks.deliveries(hook["id"])[0]["outcome"] == "dropped"
+    assert webhooks.deliveries(hook.id)[0].outcome == "dropped"
     clock.set_fixed_now(START + datetime.timedelta(seconds=5))
     run(demo)
     (got,) = receiver.wait_for(1)
@@ -338,13 +337,13 @@ def test_a_reorder_fault_sends_the_next_event_first(demo: Any, receiver: Receive
 
 def test_a_delay_fault_holds_the_attempt(demo: Any, receiver: Receiver) -> None:
     hook = subscribe(receiver.url)
-    rule = {"kind": "delay", "delayMs": 300, "subscriptionId": hook["id"]}
+    rule = {"kind": "delay", "delayMs": 300, "subscriptionId": hook.id}
     webhook_faults.store(webhook_faults.check({"rules": [rule]}))
     create_item("Walls")
     run(demo)
     receiver.wait_for(1)
-    (entry,) = webhooks.deliveries(hook["id"])
-    assert entry["fault"] == "delay" and entry["outcome"] == "delivered"
+    (entry,) = webhooks.deliveries(hook.id)
+    assert entry.fault == "delay" and entry.outcome == "delivered"
 
 
 def test_a_fault_scoped_to_another_subscription_does_not_apply(demo: Any, receiver: Receiver) -> None:
@@ -357,10 +356,10 @@ def test_a_fault_scoped_to_another_subscription_does_not_apply(demo: Any, receiv
 
 def test_the_stored_subscription_keeps_the_secret_out_of_listings(demo: Any, receiver: Receiver) -> None:
     hook = subscribe(receiver.url)
-    listed = webhooks.list_all()
-    assert hook["secret"] not in json.dumps(listed) and "secret" not in listed[0]
-    stored = WebhookSubscription.get_by_id(hook["id"])
-    assert stored.credential == hook["secret"]  # kept as given: the server signs with it
+    listed = [subscription.model_dump() for subscription in webhooks.list_all()]
+    assert hook.secret not in json.dumps(listed) and "secret" not in listed[0]
+    stored = WebhookSubscription.get_by_id(hook.id)
+    assert stored.credential == hook.secret  # kept as given: the server signs with it
 
 
 def test_an_attempt_that_breaks_gives_its_lease_back(
@@ -379,7 +378,7 @@ def test_an_attempt_that_breaks_gives_its_lease_back(
     monkeypatch.setattr(webhook_dispatch, "next_work", next_work)
     run(demo)
     assert receiver.received == []
-    stored = WebhookSubscription.get_by_id(hook["id"])
+    stored = WebhookSubscription.get_by_id(hook.id)
     assert stored.lease_owner is None and stored.lease_until is None
     run(demo)
     assert len(receiver.wait_for(1)) == 1

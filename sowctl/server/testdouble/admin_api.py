@@ -409,21 +409,21 @@ def create_sandbox(admin: AdminApi, request: AdminRequest) -> dict[str, Any]:
     name = body.get("name")
     if name is not None and not isinstance(name, str):
         raise InvalidInput.for_field("name", "must be a string")
-    return sandboxes.create_sandbox(name, body.get("ttl"))
+    return sandboxes.create_sandbox(name, body.get("ttl")).model_dump()
 
 
 @handles("admin.sandboxes.list")
 def list_sandboxes(admin: AdminApi, request: AdminRequest) -> list[dict[str, Any]]:
-    if request.scope is not None:  # a sandbox's admin token sees its own (the pytest plugin asks)
-        return [entry for entry in sandboxes.list_sandboxes() if entry["organizationId"] == request.scope]
-    return sandboxes.list_sandboxes()
+    live = sandboxes.list_sandboxes()
+    # A sandbox's admin token sees its own (the pytest plugin asks).
+    return [entry.model_dump() for entry in live if request.scope in (None, entry.organizationId)]
 
 
 @handles("admin.sandboxes.delete")
 def delete_sandbox(admin: AdminApi, request: AdminRequest) -> dict[str, Any]:
     request.server_wide("removing sandboxes")
     with admin.layer.gate.exclusive():
-        return sandboxes.delete_sandbox(request.params["organizationId"])
+        return sandboxes.delete_sandbox(request.params["organizationId"]).model_dump()
 
 
 def _object(body: Any) -> dict[str, Any]:

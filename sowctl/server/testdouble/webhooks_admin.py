@@ -46,15 +46,15 @@ def create(admin: Any, request: Any) -> dict[str, Any]:
             max_failures=body.get("maxFailures"),
         ),
         admin.settings.webhook_allowed_networks,
-    )
+    ).model_dump()
 
 
 def list_all(admin: Any, request: Any) -> list[dict[str, Any]]:
-    return webhooks.list_all(request.scope)
+    return [subscription.model_dump() for subscription in webhooks.list_all(request.scope)]
 
 
 def get(admin: Any, request: Any) -> dict[str, Any]:
-    return webhooks.get(_own(request))
+    return webhooks.get(_own(request)).model_dump()
 
 
 def delete(admin: Any, request: Any) -> dict[str, Any]:
@@ -64,16 +64,16 @@ def delete(admin: Any, request: Any) -> dict[str, Any]:
 
 
 def resume(admin: Any, request: Any) -> dict[str, Any]:
-    return webhooks.resume(_own(request))
+    return webhooks.resume(_own(request)).model_dump()
 
 
 def deliveries(admin: Any, request: Any) -> list[dict[str, Any]]:
     query = request.query if isinstance(request.query, dict) else {}
-    return webhooks.deliveries(_own(request), query.get("limit"))
+    return [attempt.model_dump() for attempt in webhooks.deliveries(_own(request), query.get("limit"))]
 
 
 def redeliver(admin: Any, request: Any) -> dict[str, Any]:
-    return webhooks.redeliver(_own(request), _body(request).get("eventId"))
+    return webhooks.redeliver(_own(request), _body(request).get("eventId")).model_dump()
 
 
 def get_faults(admin: Any, request: Any) -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""Group B: purchase orders, budget views, snapshots and prime contracts.
+"""Group B purchase orders: the options an order may use, creating one, and the
+(sowctl extension) list of a project's orders, made as it is written.
 
-Every lookup is scoped: the caller's organization (None in local mode: any) and
-the company named in the request (None in local mode: the project's own). A
-record outside that scope is "not found", exactly as if it did not exist.
+Every lookup is scoped (``services.external_scope``): a record outside the caller's
+organization and company is "not found", exactly as if it did not exist.
 """
 
 from __future__ import annotations
@@ -16,124 +16,24 @@ from typing import Any
 from sowctl.foundation import clock, money
 from sowctl.foundation.errors import NotFound
 from sowctl.schemas.finance import (
-    MAX_ID,
-    BudgetViewList,
-    BudgetViewOut,
     CommitmentRef,
     CostCodeRef,
-    Customer,
-    PaymentTerms,
-    PrimeContractOut,
-    PrimeContractResponse,
     PurchaseOrderIn,
     PurchaseOrderLineOut,
     PurchaseOrderOptions,
     PurchaseOrderOut,
-    SnapshotDetail,
-    SnapshotLine,
-    SnapshotList,
-    SnapshotResponse,
-    SnapshotSummary,
-    SnapshotTotals,
-    UserRef,
     VendorRef,
 )
-from sowctl.schemas.rows import from_row, row_values
+from sowctl.schemas.rows import from_row
 from sowctl.services import events
-from sowctl.services.access import Caller, organization_exists, organization_not_found
-from sowctl.services.lookup import Lookup, hydrate
+from sowctl.services.access import Caller
+from sowctl.services.external_scope import project_for
 from sowctl.storage import models as m
 from sowctl.storage.database import with_retries, write_transaction
 from sowctl.storage.peewee_compat import tuples
 
-MONEY_COLUMNS = ("original_budget", "current_budget", "committed", "spent", "projected_total")
-_CHUNK = 500
 # Purchase orders read and answered at a time: up to 10 x 1,000 lines (bench/bench_po_list_memory.py).
 _ORDER_BATCH = 10
-
-
-# --- scope --------------------------------------------------------------------
-
-
-# Every Group B read starts with these lookups: their SQL is built once (services.lookup).
-_COMPANY_FIELDS = m.Company._meta.sorted_fields
-_COMPANY = Lookup(
-    lambda company_id: m.Company.select(*_COMPANY_FIELDS).where(m.Company.id == company_id).limit(1)
-)
-_PROJECT_FIELDS = m.FinancialProject._meta.sorted_fields
-_PROJECT = Lookup(
-    lambda project_id: (
-        m.FinancialProject.select(*_PROJECT_FIELDS, *_COMPANY_FIELDS)
-        .join(m.Company)
-        .where(m.FinancialProject.id == project_id)
-        .limit(1)
-    )
-)
-_SNAPSHOT_FIELDS = m.BudgetViewSnapshot._meta.sorted_fields
-_SNAPSHOT = Lookup(
-    lambda snapshot_id, project_id: (
-        m.BudgetViewSnapshot.select(*_SNAPSHOT_FIELDS)
-        .where(
-            (m.BudgetViewSnapshot.id == snapshot_id) & (m.BudgetViewSnapshot.financial_project == project_id)
-        )
-        .limit(1)
-    ),
-    arity=2,
-)
-_LINE_FIELDS = m.SnapshotLineItem._meta.sorted_fields
-_LINES = Lookup(
-    lambda snapshot_id: (
-        m.SnapshotLineItem.select(*_LINE_FIELDS)
-        .where(m.SnapshotLineItem.snapshot == snapshot_id)
-        .order_by(m.SnapshotLineItem.position, m.SnapshotLineItem.row_id)
-    )
-)
-
-
-def company_for(caller: Caller, company_id: str) -> m.Company:
-    row = _COMPANY.first(company_id)
-    company = None if row is None else hydrate(m.Company, _COMPANY_FIELDS, row)
-    if company is None or not caller.sees(company.organization_id):
-        # The organization is checked before its company (the server compares
-        # it with the key's): local mode's --org may name none, and that is what is missing.
-        organization_id = caller.organization_id
-        if organization_id is not None and not organization_exists(organization_id):
-            raise organization_not_found(organization_id)
-        raise NotFound(f"company {company_id} not found")
-    return company
-
-
-def project_number(text: str) -> int | None:
-    """The numeric project id a purchase order's ``project_id`` (a string) names, or None
-    when it names none: not ASCII digits, or past the largest id. Such a string is well
-    typed, so it is an unknown project (404), not a bad request. (The request model bounds
-    it to 64 characters; the bound here keeps int() cheap whoever calls.)"""
-    if not text.isascii() or not text.isdigit() or len(text) > 64:
-        return None
-    number = int(text)
-    return number if number <= MAX_ID else None
-
-
-def project_for(caller: Caller, company_id: str | None, project_id: int | str) -> m.FinancialProject:
-    """The financial project if it is in the caller's organization and the named company.
-    ``project_id`` as a string is a purchase order's (``"101"``); one that is no project
-    number (``"abc"``) is not found like an unknown number, after the company is checked."""
-    if company_id is not None:
-        company_for(caller, company_id)
-    number = project_id if isinstance(project_id, int) else project_number(project_id)
-    row = _PROJECT.first(number) if number is not None else None
-    project = None
-    if row is not None:
-        width = len(_PROJECT_FIELDS)
-        project = hydrate(m.FinancialProject, _PROJECT_FIELDS, row[:width])
-        project.__rel__["company"] = hydrate(m.Company, _COMPANY_FIELDS, row[width:])
-    if (
-        project is None
-        or not caller.sees(project.company.organization_id)
-        or (company_id is not None and project.company_id != company_id)
-    ):
-        raise NotFound(f"project {project_id} not found")
-    return project
 
 
 def purchase_order_options(caller: Caller, company_id: str | None, project_id: int) -> PurchaseOrderOptions:
@@ -149,97 +49,6 @@ def purchase_order_options(caller: Caller, company_id: str | None, project_id: i
         cost_codes=[from_row(CostCodeRef, code) for code in codes],
         commitments=[from_row(CommitmentRef, commitment) for commitment in commitments],
     )
-
-
-# --- budget views and snapshots -------------------------------------------------
-
-
-def list_budget_views(caller: Caller, company_id: str | None, project_id: int) -> BudgetViewList:
-    project = project_for(caller, company_id, project_id)
-    views = (
-        m.BudgetView.select().where(m.BudgetView.financial_project == project.id).order_by(m.BudgetView.id)
-    )
-    return BudgetViewList(
-        data=[from_row(BudgetViewOut, view, project_id=view.financial_project_id) for view in views]
-    )
-
-
-def _summary_fields(snapshot: m.BudgetViewSnapshot) -> dict:
-    created_by = snapshot.created_by
-    return row_values(
-        SnapshotSummary,
-        snapshot,
-        project_id=snapshot.financial_project_id,
-        created_by=UserRef.model_validate(created_by) if isinstance(created_by, dict) else None,
-    )
-
-
-def list_snapshots(caller: Caller, company_id: str | None, project_id: int) -> SnapshotList:
-    project = project_for(caller, company_id, project_id)
-    snapshots = (
-        m.BudgetViewSnapshot.select()
-        .where(m.BudgetViewSnapshot.financial_project == project.id)
-        .order_by(m.BudgetViewSnapshot.id)
-    )
-    return SnapshotList(data=[SnapshotSummary(**_summary_fields(s)) for s in snapshots])
-
-
-def snapshot_line(row: m.SnapshotLineItem) -> SnapshotLine:
-    variance = row.variance
-    if variance is None:  # computed when not stored
-        variance = money.subtract(row.current_budget, row.projected_total)
-    return from_row(SnapshotLine, row, variance=variance)
-
-
-def snapshot_totals(lines: Sequence[SnapshotLine]) -> SnapshotTotals:
-    """Exact column sums of the line items (Decimal, never float)."""
-    columns = (*MONEY_COLUMNS, "variance")
-    return SnapshotTotals(**{name: money.total(getattr(line, name) for line in lines) for name in columns})
-
-
-def get_snapshot(
-    caller: Caller, company_id: str | None, project_id: int, snapshot_id: int
-) -> SnapshotResponse:
-    project = project_for(caller, company_id, project_id)
-    row = _SNAPSHOT.first(snapshot_id, project.id)
-    if row is None:
-        raise NotFound(f"snapshot {snapshot_id} not found in project {project_id}")
-    snapshot = hydrate(m.BudgetViewSnapshot, _SNAPSHOT_FIELDS, row)
-    lines = [
-        snapshot_line(hydrate(m.SnapshotLineItem, _LINE_FIELDS, line)) for line in _LINES.all(snapshot.id)
-    ]
-    return SnapshotResponse(
-        data=SnapshotDetail(**_summary_fields(snapshot), line_items=lines, totals=snapshot_totals(lines))
-    )
-
-
-# --- prime contracts -------------------------------------------------------------
-
-
-def get_prime_contract(
-    caller: Caller, company_id: str | None, project_id: int, prime_contract_id: int
-) -> PrimeContractResponse:
-    project = project_for(caller, company_id, project_id)
-    contract = m.PrimeContract.get_or_none(
-        (m.PrimeContract.id == prime_contract_id) & (m.PrimeContract.financial_project == project.id)
-    )
-    if contract is None:
-        raise NotFound(f"prime contract {prime_contract_id} not found in project {project_id}")
-    customer, terms = contract.customer, contract.payment_terms
-    return PrimeContractResponse(
-        data=[
-            from_row(
-                PrimeContractOut,
-                contract,
-                project_id=contract.financial_project_id,
-                customer=Customer.model_validate(customer) if isinstance(customer, dict) else None,
-                payment_terms=PaymentTerms.model_validate(terms) if isinstance(terms, dict) else None,
-            )
-        ]
-    )
-
-
-# --- purchase orders ------------------------------------------------------------
 
 
 def po_number(project_id: int, sequence: int) -> str:
@@ -449,6 +258,6 @@ def _order_out(order: Sequence[Any], lines: Iterable[Sequence[Any]]) -> Purchase
     )
 
 
-def _chunks(values: Sequence, size: int = _CHUNK) -> Iterable[Sequence]:
+def _chunks(values: Sequence, size: int) -> Iterable[Sequence]:
     for start in range(0, len(values), size):
         yield values[start : start + size]

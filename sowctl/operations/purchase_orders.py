@@ -1,10 +1,11 @@
-"""External financial routes of Group B, plus our purchase-order listing.
+"""Group B purchase orders: create one, and our listing of a project's orders and of the
+options an order may use (sowctl extensions).
 
-The server authenticates these with an API key, the organization and company
+The server authenticates Group B routes with an API key, the organization and company
 headers and the rate limit (``services.external_scope``, ``services.ratelimit``),
 then hands the handler ``request.caller`` (the key's organization) and
 ``request.company_id``. In local mode both may be None: any organization, and the
-project's own company.
+project's own company. Every Group B operation's name keeps the ``finance.`` prefix.
 """
 
 from __future__ import annotations
@@ -13,21 +14,15 @@ from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
 from sowctl.schemas.finance import (
-    BudgetViewList,
-    PrimeContractQuery,
-    PrimeContractResponse,
     ProjectQuery,
     PurchaseOrderIn,
     PurchaseOrderList,
     PurchaseOrderOptions,
     PurchaseOrderOut,
-    SnapshotList,
-    SnapshotQuery,
-    SnapshotResponse,
 )
 from sowctl.schemas.lazy import LazyArray
 
-service = LazyModule("sowctl.services.finance")
+service = LazyModule("sowctl.services.purchase_orders")
 
 
 @operation(
@@ -47,66 +42,6 @@ def create_purchase_order(request: Request) -> Result:
 
 
 @operation(
-    name="finance.budget_views",
-    method="GET",
-    path="/api/external/budget-views",
-    group=Group.B,
-    summary="List the budget views of a project",
-    query=ProjectQuery,
-    response=BudgetViewList,
-)
-def budget_views(request: Request) -> Result:
-    views = service.list_budget_views(request.caller, request.company_id, request.query.project_id)
-    return Result(dump(views))
-
-
-@operation(
-    name="finance.snapshots",
-    method="GET",
-    path="/api/external/budget-view-snapshots",
-    group=Group.B,
-    summary="List the budget view snapshots of a project (summary form)",
-    query=ProjectQuery,
-    response=SnapshotList,
-)
-def snapshots(request: Request) -> Result:
-    found = service.list_snapshots(request.caller, request.company_id, request.query.project_id)
-    return Result(dump(found))
-
-
-@operation(
-    name="finance.snapshot",
-    method="GET",
-    path="/api/external/budget-view-snapshot",
-    group=Group.B,
-    summary="Retrieve one budget view snapshot with its line items and exact column totals",
-    query=SnapshotQuery,
-    response=SnapshotResponse,
-)
-def snapshot(request: Request) -> Result:
-    query = request.query
-    found = service.get_snapshot(request.caller, request.company_id, query.project_id, query.snapshot_id)
-    return Result(dump(found))
-
-
-@operation(
-    name="finance.prime_contract",
-    method="GET",
-    path="/api/external/prime-contract-details",
-    group=Group.B,
-    summary="Retrieve the details of a prime contract (data: an array of one object)",
-    query=PrimeContractQuery,
-    response=PrimeContractResponse,
-)
-def prime_contract(request: Request) -> Result:
-    query = request.query
-    found = service.get_prime_contract(
-        request.caller, request.company_id, query.project_id, query.prime_contract_id
-    )
-    return Result(dump(found))
-
-
-@operation(
     name="finance.list_pos",
     method="GET",
     path="/api/external/purchase-orders",
@@ -116,7 +51,7 @@ def prime_contract(request: Request) -> Result:
     response=PurchaseOrderList,
     extension=True,
     paginated=True,
-    report=True,  # 100 orders of up to 1,000 lines each: streamed, as made (services.finance)
+    report=True,  # 100 orders of up to 1,000 lines each: streamed, as made (services.purchase_orders)
 )
 def list_purchase_orders(request: Request) -> Result:
     orders, total = service.list_purchase_orders(
