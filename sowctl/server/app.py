@@ -61,10 +61,7 @@ from sowctl.server.slots import Slots
 from sowctl.server.streaming import StreamedJson
 from sowctl.services import events as outbox
 from sowctl.storage import failures, guards, lock_share, models
-from sowctl.storage.database import (
-    open_database,
-    with_retries,
-)
+from sowctl.storage.database import open_database, with_reconnect, with_retries
 from sowctl.storage.failures import Kind
 from sowctl.storage.guards import GuardedSqliteDatabase, check_writable
 
@@ -142,12 +139,15 @@ class Dispatcher:
 
     # --- database -----------------------------------------------------------
 
-    def ensure_connection(self) -> None:
+    def ensure_connection(self, *, probe_idle: bool = True) -> None:
+        """Connect this thread; ``probe_idle``: first drop a connection the server ended
+        while it sat idle (PostgreSQL restarted since the last request; one system call)."""
         if models.database_proxy.obj is not self.database:  # several apps in one process (tests)
             models.database_proxy.initialize(self.database)
         if isinstance(self.database, GuardedSqliteDatabase):
             self.database.reopen_if_writable()
-        guards.drop_dead_connection(self.database)  # PostgreSQL restarted since the last request
+        if probe_idle:
+            guards.drop_dead_connection(self.database)
         if self.database.is_closed():
             self.database.connect(reuse_if_open=True)
 
@@ -257,14 +257,21 @@ class Dispatcher:
                 return None
         try:
             check_declared_length(environ, self.settings.max_body_bytes)
-            self.ensure_connection()
-            _, result = with_retries(
-                lambda: auth.token_read(op, secret, params), attempts=self.settings.read_attempts
+            # Not probed first: the read itself finds a connection the server ended (one
+            # system call less on the hot path) and runs again on a new one.
+            self.ensure_connection(probe_idle=False)
+            read = partial(auth.token_read, op, secret, params)
+            _, result = with_reconnect(
+                partial(with_retries, read, attempts=self.settings.read_attempts), self._reconnect
             )
             payload = json_bytes(result.body)
         except Exception as exc:
             return self.failure_response(environ, op.group, exc, {})
         return json_response(op.status, payload, {})
+
+    def _reconnect(self) -> None:
+        self.recover_connection()
+        self.ensure_connection()
 
     def failure_response(
         self, environ: dict, group: Group | str, exc: Exception, headers: dict[str, str]

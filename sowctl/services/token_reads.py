@@ -24,15 +24,19 @@ from sowctl.services.lookup import Lookup
 from sowctl.storage import models as m
 
 _TOKEN_WIDTH = len(credentials.TOKEN_COLUMNS)
+# The item's columns as a list page reads them, its SOW's shown id in place of the stored
+# key (the answer shows the one, never the other): a column fewer to send, decode and replace.
+_ITEM_COLUMNS = tuple(m.Sow.id if column is m.Item.sow else column for column in item_pages.COLUMNS)
 
-# The token's columns, the item's as a list page reads them, its SOW's shown id and organization.
+# The token's columns, the item's, its SOW's organization. At most one row without a LIMIT
+# (the token's hash is unique, the item and its SOW are read by their keys): one parameter
+# fewer for the database to read and the driver to quote on every request.
 _ITEM_WITH_TOKEN = Lookup(
     lambda digest, item_id: (
-        m.ApiToken.select(*credentials.TOKEN_COLUMNS, *item_pages.COLUMNS, m.Sow.id, m.Sow.organization)
+        m.ApiToken.select(*credentials.TOKEN_COLUMNS, *_ITEM_COLUMNS, m.Sow.organization)
         .join(m.Item, pw.JOIN.LEFT_OUTER, on=(m.Item.id == item_id))
         .join(m.Sow, pw.JOIN.LEFT_OUTER, on=(m.Item.sow == m.Sow.key))
         .where(m.ApiToken.token_hash == digest)
-        .limit(1)
     ),
     arity=2,
 )
@@ -47,7 +51,7 @@ def item_for_token(secret: str, item_id: str) -> tuple[Caller, item_pages.ItemRo
     row = _ITEM_WITH_TOKEN.first(digest, item_id)
     caller = credentials.token_caller(digest, None if row is None else row[:_TOKEN_WIDTH])
     assert row is not None  # token_caller refused a missing row
-    *values, sow_shown_id, organization_id = row[_TOKEN_WIDTH:]
-    if values[0] is None or not caller.sees(organization_id):  # no item of that id, or not theirs
+    item = item_pages.PageRow._make(row[_TOKEN_WIDTH:-1])
+    if item.id is None or not caller.sees(row[-1]):  # no item of that id, or not theirs
         raise item_not_found(item_id)
-    return caller, item_pages.ItemRows([values], sow_shown_id)
+    return caller, item_pages.ItemRows([item], item.sow_id)

@@ -24,6 +24,7 @@ from sowctl.storage.transactions import (
     is_serialization_failure,
     retry_serialization_failures,
     try_lock,
+    with_reconnect,
     with_retries,
     write_transaction,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "schema_version",
     "sqlite_file",
     "try_lock",
+    "with_reconnect",
     "with_retries",
     "write_transaction",
 ]

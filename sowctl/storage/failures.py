@@ -240,6 +240,25 @@ def is_rerunnable(exc: BaseException) -> bool:
     return failure is not None and failure.rerun
 
 
+# What a statement meets on a connection its server ended while it sat idle (a restart, a
+# crash, a terminated or timed-out session), by its code or, when it has none, its words.
+_HUNG_UP = frozenset({"57P01", "57P02", "57P05", "08003", "08006"})
+_HUNG_UP_TLS = ("eof detected", "ssl connection has been closed unexpectedly")  # libpq over TLS
+
+
+def is_hung_up(exc: BaseException) -> bool:
+    """Whether ``exc`` says that the server had ended the connection: a code of
+    ``_HUNG_UP``, or libpq's words for one (never the words of sowctl's own deadline, which
+    name none of them: a database that does not answer is not asked again)."""
+    driver = _driver_error(exc)
+    if driver is None:
+        return False
+    words = _one_line(driver).lower()
+    if any(ending in words for ending in _HUNG_UP_TLS):
+        return True
+    return (_sqlstate_of(driver) or _code_in_words(words)) in _HUNG_UP
+
+
 def is_read_only(exc: BaseException) -> bool:
     """SQLITE_READONLY (any extended code): the connection cannot write."""
     failure = classify(exc)

@@ -141,6 +141,20 @@ def with_retries(operation: Callable[[], T], attempts: int = 5) -> T:
     raise AssertionError("unreachable")
 
 
+def with_reconnect(operation: Callable[[], T], reconnect: Callable[[], None]) -> T:
+    """Run ``operation`` (a read, outside any transaction), and once more after
+    ``reconnect()`` when it found that the server had ended this thread's connection while
+    it sat idle (``failures.is_hung_up``: a restart since the last request). A caller that
+    lets the read find that out saves asking the kernel before every request."""
+    try:
+        return operation()
+    except (pw.OperationalError, pw.InterfaceError) as exc:
+        if not failures.is_hung_up(exc) or models.database_proxy.obj.in_transaction():
+            raise
+    reconnect()
+    return operation()
+
+
 WRITE_ATTEMPTS = 5
 
 

@@ -225,6 +225,33 @@ def test_a_closed_psycopg2_connection_is_unavailable_and_other_code_less_errors_
     assert classify(psycopg2.ProgrammingError("can't execute an empty query")) is None
 
 
+def _code_less(message: str) -> pw.PeeweeException:
+    return pw.OperationalError(psycopg2.OperationalError(message))
+
+
+@pytest.mark.parametrize(
+    ("raised", "hung_up"),
+    [
+        (_pg_error("57P01", "terminating connection due to administrator command"), True),
+        (_pg_error("57P02"), True),
+        (_pg_error("57P05"), True),
+        (_code_less("server closed the connection unexpectedly\n"), True),
+        (pw.InterfaceError(psycopg2.InterfaceError("connection already closed")), True),
+        (_code_less("SSL SYSCALL error: EOF detected"), True),
+        # A database that does not answer is not asked again: the deadline's words name no hang-up.
+        (_code_less("timeout: the database did not answer within 30 s"), False),
+        (_pg_error("57P03"), False),
+        (_pg_error("53300"), False),
+        (_pg_error("40001"), False),
+        (pw.OperationalError("database is locked"), False),
+        (ValueError("server closed the connection"), False),
+    ],
+)
+def test_a_connection_the_server_ended_is_told_from_other_failures(raised: Exception, hung_up: bool) -> None:
+    """What a read may run again on a new connection for (storage.transactions.with_reconnect)."""
+    assert failures.is_hung_up(raised) is hung_up
+
+
 def test_words_are_read_only_without_a_driver_exception() -> None:
     # Raised by peewee or sowctl: the words are all there is.
     failure = classify(pw.OperationalError("database is locked"))

@@ -4,6 +4,10 @@ authenticating first and reading after, and a revoked token refused by the next 
 
 from __future__ import annotations
 
+import time
+
+import peewee as pw
+import psycopg2
 import pytest
 
 from sowctl import operations
@@ -97,3 +101,33 @@ def test_what_is_refused_after_authentication_still_is(api: Api, token_kind: str
         assert_group_a_error(nul, 404, "not found")
     ignored = api.get(f"/api/items/{item['id']}?unused=1", token)
     assert ignored.status_code == (200 if token_kind == "member" else 401)
+
+
+def test_a_connection_the_server_ended_while_idle_is_replaced_by_the_read(
+    api: Api, migrated_db_url: str
+) -> None:
+    """Get item does not ask the kernel before each request whether its connection is still
+    open: when the server ended it while it sat idle (a restart, a terminated session), the
+    read finds that out and runs once more on a new connection. The client sees the item."""
+    database = m.database_proxy.obj
+    if not isinstance(database, pw.PostgresqlDatabase):
+        pytest.skip("a server that ends its clients' connections: PostgreSQL")
+    item = create_item(api)
+    assert api.get(f"/api/items/{item['id']}", api.member).status_code == 200
+    backend = database.connection().get_backend_pid()
+    other = psycopg2.connect(migrated_db_url)
+    try:
+        other.autocommit = True
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", (backend,))
+            gone = False
+            while not gone:  # the backend ends, and says so to the idle connection, soon after
+                cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (backend,))
+                gone = cursor.fetchone()[0] == 0
+                time.sleep(0.01)
+    finally:
+        other.close()
+    response = api.get(f"/api/items/{item['id']}", api.member)
+    assert response.status_code == 200, response.text
+    assert response.json() == item
+    assert database.connection().get_backend_pid() != backend
