@@ -1,7 +1,7 @@
 """What Group B's records share (the ``/api/external`` API: purchase orders, budgets,
 prime contracts): their ids, their money, the wording of a refused request, the project query.
 
-Field names are the API's own (snake_case), so these models use ``ApiModel``.
+Group B's field names are the API's own (snake_case), so its models derive from ``ApiModel``.
 Money is ``Decimal`` end to end: decimal strings in purchase-order requests and
 responses, JSON numbers with the decimal's exact digits in snapshots and prime
 contracts (see ``sowctl.foundation.money`` for the rules and the one documented limit).
