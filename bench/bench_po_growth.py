@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from sowctl.foundation import clock
-from sowctl.schemas.finance import PurchaseOrderIn
+from sowctl.schemas.purchase_orders import PurchaseOrderIn
 from sowctl.services import purchase_orders
 from sowctl.services.access import Caller
 from sowctl.services.dataset import import_dataset

@@ -43,7 +43,7 @@ def flatten(contract: dict, *, grouping: bool) -> dict:
     """One level of key/value pairs: money with 2+ decimals, customer and terms spelled out."""
     # Imported when used (decimal, the models): keeps start-up light.
     from sowctl.foundation import money
-    from sowctl.schemas.finance import PrimeContractOut, money_fields, plain_fields
+    from sowctl.schemas.contracts import PrimeContractOut, money_fields, plain_fields
 
     shown = {key: contract.get(key) for key in plain_fields(PrimeContractOut)}
     for key in money_fields(PrimeContractOut):

@@ -7,14 +7,9 @@ from __future__ import annotations
 
 from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
+from sowctl.schemas.budgets import BudgetViewList, SnapshotList, SnapshotQuery, SnapshotResponse
 from sowctl.schemas.common import dump
-from sowctl.schemas.finance import (
-    BudgetViewList,
-    ProjectQuery,
-    SnapshotList,
-    SnapshotQuery,
-    SnapshotResponse,
-)
+from sowctl.schemas.external import ProjectQuery
 
 service = LazyModule("sowctl.services.budgets")
 

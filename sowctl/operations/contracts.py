@@ -8,10 +8,7 @@ from __future__ import annotations
 from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
-from sowctl.schemas.finance import (
-    PrimeContractQuery,
-    PrimeContractResponse,
-)
+from sowctl.schemas.contracts import PrimeContractQuery, PrimeContractResponse
 
 service = LazyModule("sowctl.services.contracts")
 

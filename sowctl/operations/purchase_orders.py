@@ -13,14 +13,14 @@ from __future__ import annotations
 from sowctl.operations import LazyModule, Request, Result, operation
 from sowctl.operations.groups import Group
 from sowctl.schemas.common import dump
-from sowctl.schemas.finance import (
-    ProjectQuery,
+from sowctl.schemas.external import ProjectQuery
+from sowctl.schemas.lazy import LazyArray
+from sowctl.schemas.purchase_orders import (
     PurchaseOrderIn,
     PurchaseOrderList,
     PurchaseOrderOptions,
     PurchaseOrderOut,
 )
-from sowctl.schemas.lazy import LazyArray
 
 service = LazyModule("sowctl.services.purchase_orders")
 

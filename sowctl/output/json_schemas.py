@@ -46,7 +46,7 @@ SOURCES: dict[str, str] = {
     "chain ready": "model:cli_output.ChainReady",
     "chain blocked": "model:cli_output.ChainWaiting",
     "po create": "op:finance.create_po",
-    "po list": "model:finance.PurchaseOrderOut[]",  # the orders of every page, one array
+    "po list": "model:purchase_orders.PurchaseOrderOut[]",  # the orders of every page, one array
     "po options": "op:finance.po_options",
     "budgets views": "op:finance.budget_views",
     "budgets snapshots": "op:finance.snapshots",

@@ -27,7 +27,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from sowctl.foundation.budgets import MAX_CONTACTS, MAX_LINE_ITEMS, MAX_SNAPSHOT_LINES
-from sowctl.schemas import finance
+from sowctl.schemas import budgets, contracts, purchase_orders
 from sowctl.schemas.cli_output import OrganizationOut
 from sowctl.schemas.clients import ClientOut, ContactOut
 from sowctl.schemas.common import (
@@ -54,7 +54,7 @@ from sowctl.schemas.dataset_values import (
     dataset_type,
 )
 from sowctl.schemas.dependencies import DependencyOut, Email
-from sowctl.schemas.finance import MoneyIn
+from sowctl.schemas.external import MoneyIn
 from sowctl.schemas.items import ItemOut
 from sowctl.schemas.projects import ProjectOut
 from sowctl.schemas.sows import SowOut
@@ -244,11 +244,13 @@ class FinancialProjectRecord(_ApiRecord):
 
 _COMPANY = {"company_id": (RecordId, Field(alias="companyId"))}
 
-VendorRecord = derived_record("VendorRecord", finance.VendorRef, first=("id", "company_id"), adds=_COMPANY)
+VendorRecord = derived_record(
+    "VendorRecord", purchase_orders.VendorRef, first=("id", "company_id"), adds=_COMPANY
+)
 
 CostCodeRecord = derived_record(
     "CostCodeRecord",
-    finance.CostCodeRef,
+    purchase_orders.CostCodeRef,
     first=("id", "company_id"),
     adds=_COMPANY,
     read={"name": (StrictStr, "")},
@@ -256,21 +258,21 @@ CostCodeRecord = derived_record(
 
 CommitmentRecord = derived_record(
     "CommitmentRecord",
-    finance.CommitmentRef,
+    purchase_orders.CommitmentRef,
     first=("id", "project_id"),
     adds={"project_id": IntId},
     read={"title": (StrictStr, "")},
 )
 
-BudgetViewRecord = derived_record("BudgetViewRecord", finance.BudgetViewOut, first=("id", "project_id"))
+BudgetViewRecord = derived_record("BudgetViewRecord", budgets.BudgetViewOut, first=("id", "project_id"))
 
 SnapshotAuthor = derived_record(
-    "SnapshotAuthor", finance.UserRef, read={"id": StrictInt, "name": (StrictStr, "")}, nested=True
+    "SnapshotAuthor", budgets.UserRef, read={"id": StrictInt, "name": (StrictStr, "")}, nested=True
 )
 
 SnapshotLineRecord = derived_record(
     "SnapshotLineRecord",
-    finance.SnapshotLine,
+    budgets.SnapshotLine,
     read={
         "code": (StrictStr, ""),
         # Absent or null: the API computes current_budget - projected_total.
@@ -283,7 +285,7 @@ SnapshotLines = bounded_list(SnapshotLineRecord, MAX_SNAPSHOT_LINES, "line item"
 
 BudgetViewSnapshotRecord = derived_record(
     "BudgetViewSnapshotRecord",
-    finance.SnapshotDetail,
+    budgets.SnapshotDetail,
     first=("id", "budget_view_id", "project_id"),
     computed=("totals",),
     read={"line_items": (SnapshotLines, Field(default_factory=list))},
@@ -291,7 +293,7 @@ BudgetViewSnapshotRecord = derived_record(
 
 CustomerRecord = derived_record(
     "CustomerRecord",
-    finance.Customer,
+    contracts.Customer,
     read={"id": StrictInt, "name": StrictStr},
     doc="The API's customer of a prime contract, as a dataset holds it: its id and name required,"
     " its nulls kept (stored as written).",
@@ -300,7 +302,7 @@ CustomerRecord = derived_record(
 
 PaymentTermsRecord = derived_record(
     "PaymentTermsRecord",
-    finance.PaymentTerms,
+    contracts.PaymentTerms,
     read={"retention_percentage": (JsonNumber | None, None)},  # kept as written, not a Decimal
     doc="The API's payment terms, as a dataset holds them: nulls kept, the retention percentage"
     " the JSON number written (stored as such).",
@@ -310,14 +312,14 @@ PaymentTermsRecord = derived_record(
 
 # What every prime contract has is required: an import invents no title, status or amount.
 PrimeContractRecord = derived_record(
-    "PrimeContractRecord", finance.PrimeContractOut, first=("id", "project_id")
+    "PrimeContractRecord", contracts.PrimeContractOut, first=("id", "project_id")
 )
 
 _ABSENT = (StrictStr | None, None)  # the referenced record's (ignored here)
 
 VendorRef = derived_record(
     "VendorRef",
-    finance.VendorRef,
+    purchase_orders.VendorRef,
     read={"name": _ABSENT},
     doc="``vendor`` of a purchase order; its name is the vendor record's (ignored here).",
     nested=True,
@@ -325,7 +327,7 @@ VendorRef = derived_record(
 
 CostCodeRef = derived_record(
     "CostCodeRef",
-    finance.CostCodeRef,
+    purchase_orders.CostCodeRef,
     read={"full_code": _ABSENT, "name": _ABSENT},
     doc="``cost_code`` of a line; full_code and name come from the cost code record.",
     nested=True,
@@ -334,7 +336,7 @@ CostCodeRef = derived_record(
 
 PurchaseOrderLineRecord = derived_record(
     "PurchaseOrderLineRecord",
-    finance.PurchaseOrderLineOut,
+    purchase_orders.PurchaseOrderLineOut,
     read={
         "id": (IntId | None, None),  # absent: numbered after the largest line id in file and database
         "amount": MoneyIn,  # as the API takes it: not negative, at most 4 fraction digits
@@ -348,7 +350,7 @@ _AMOUNT = (DecimalString | None, None)  # absent: the sum of the line amounts, a
 
 PurchaseOrderRecord = derived_record(
     "PurchaseOrderRecord",
-    finance.PurchaseOrderOut,
+    purchase_orders.PurchaseOrderOut,
     first=("id", "project_id", "commitment_id"),
     adds={
         "project_id": IntId,

@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, PlainValidator
 
 from sowctl.foundation.clock import parse_timestamp
 from sowctl.schemas.common import DateStr, Field, StrictBool, StrictInt, StrictStr, Timestamp
-from sowctl.schemas.finance import MoneyNumber
+from sowctl.schemas.external import MoneyNumber
 from sowctl.schemas.paging import UuidOut
 from sowctl.schemas.vocabulary import MAX_BIGINT
 

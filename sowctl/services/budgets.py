@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from sowctl.foundation import money
 from sowctl.foundation.errors import NotFound
-from sowctl.schemas.finance import (
+from sowctl.schemas.budgets import (
     BudgetViewList,
     BudgetViewOut,
     SnapshotDetail,

@@ -7,7 +7,7 @@ organization and company is "not found", exactly as if it did not exist.
 from __future__ import annotations
 
 from sowctl.foundation.errors import NotFound
-from sowctl.schemas.finance import Customer, PaymentTerms, PrimeContractOut, PrimeContractResponse
+from sowctl.schemas.contracts import Customer, PaymentTerms, PrimeContractOut, PrimeContractResponse
 from sowctl.schemas.rows import from_row
 from sowctl.services.access import Caller
 from sowctl.services.external_scope import project_for

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sowctl.foundation.errors import InvalidInput, Issue, NotFound
 from sowctl.schemas.common import has_unstorable
-from sowctl.schemas.finance import MAX_ID
+from sowctl.schemas.external import MAX_ID
 from sowctl.services.access import Caller, organization_exists, organization_not_found
 from sowctl.services.lookup import Lookup, hydrate
 from sowctl.storage import models as m

@@ -15,7 +15,7 @@ from typing import Any
 
 from sowctl.foundation import clock, money
 from sowctl.foundation.errors import NotFound
-from sowctl.schemas.finance import (
+from sowctl.schemas.purchase_orders import (
     CommitmentRef,
     CostCodeRef,
     PurchaseOrderIn,

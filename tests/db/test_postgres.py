@@ -35,7 +35,7 @@ on_postgres = pytest.mark.skipif(
 
 @on_postgres
 def test_imported_purchase_orders_move_the_sequences_past_their_ids(db) -> None:
-    from sowctl.schemas.finance import PurchaseOrderIn
+    from sowctl.schemas.purchase_orders import PurchaseOrderIn
     from sowctl.services import demo_data, purchase_orders
     from sowctl.services.dataset import import_dataset
 

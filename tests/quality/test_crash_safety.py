@@ -24,7 +24,7 @@ import httpx
 import peewee as pw
 import pytest
 
-from sowctl.schemas.finance import PurchaseOrderIn
+from sowctl.schemas.purchase_orders import PurchaseOrderIn
 from sowctl.services import demo_data, purchase_orders
 from sowctl.services.access import Caller
 from sowctl.services.dataset import export_dataset, import_dataset

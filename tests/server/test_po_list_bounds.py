@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from sowctl import operations
 from sowctl.engine import memory
 from sowctl.foundation import money
-from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.schemas.lazy import LazyArray
+from sowctl.schemas.purchase_orders import PurchaseOrderIn
 from sowctl.server import streaming
 from sowctl.server.app import create_app
 from sowctl.server.configuration import ServerSettings

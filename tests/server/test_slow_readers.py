@@ -30,8 +30,8 @@ import httpx
 import pytest
 
 from sowctl import operations
-from sowctl.schemas.finance import PurchaseOrderIn
 from sowctl.schemas.items import ItemCreate
+from sowctl.schemas.purchase_orders import PurchaseOrderIn
 from sowctl.schemas.sows import SowCreate
 from sowctl.server.app import create_app
 from sowctl.server.configuration import ServerSettings

@@ -198,7 +198,7 @@ def test_purchase_order_defaults(db, demo: dict[str, Any]) -> None:
 
 
 def test_purchase_order_numbers_continue_above_imported_ones(db, demo: dict[str, Any]) -> None:
-    from sowctl.schemas.finance import PurchaseOrderIn
+    from sowctl.schemas.purchase_orders import PurchaseOrderIn
     from sowctl.services import purchase_orders
     from sowctl.services.access import Caller
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from sowctl.schemas import budgets, contracts, purchase_orders
 from sowctl.schemas import dataset as s
-from sowctl.schemas import finance
 from sowctl.schemas.cli_output import OrganizationOut
 from sowctl.schemas.clients import ClientOut, ContactOut
 from sowctl.schemas.common import Timestamp
@@ -34,23 +34,23 @@ ANSWERED: dict[str, tuple[type[BaseModel], frozenset[str]]] = {
     "sows": (SowOut, frozenset({"itemCount"})),
     "items": (ItemOut, frozenset()),
     "dependencies": (DependencyOut, frozenset()),
-    "vendors": (finance.VendorRef, frozenset()),
-    "costCodes": (finance.CostCodeRef, frozenset()),
-    "commitments": (finance.CommitmentRef, frozenset()),
-    "budgetViews": (finance.BudgetViewOut, frozenset()),
-    "budgetViewSnapshots": (finance.SnapshotDetail, frozenset({"totals"})),
-    "snapshotLines": (finance.SnapshotLine, frozenset()),
-    "primeContracts": (finance.PrimeContractOut, frozenset()),
-    "purchaseOrders": (finance.PurchaseOrderOut, frozenset()),
-    "purchaseOrderLines": (finance.PurchaseOrderLineOut, frozenset()),
+    "vendors": (purchase_orders.VendorRef, frozenset()),
+    "costCodes": (purchase_orders.CostCodeRef, frozenset()),
+    "commitments": (purchase_orders.CommitmentRef, frozenset()),
+    "budgetViews": (budgets.BudgetViewOut, frozenset()),
+    "budgetViewSnapshots": (budgets.SnapshotDetail, frozenset({"totals"})),
+    "snapshotLines": (budgets.SnapshotLine, frozenset()),
+    "primeContracts": (contracts.PrimeContractOut, frozenset()),
+    "purchaseOrders": (purchase_orders.PurchaseOrderOut, frozenset()),
+    "purchaseOrderLines": (purchase_orders.PurchaseOrderLineOut, frozenset()),
 }
 # Objects the API answers inside a record, and the dataset record that holds them there.
 NESTED: dict[type[BaseModel], Any] = {
-    finance.Customer: s.PrimeContractRecord.model_fields["customer"],
-    finance.PaymentTerms: s.PrimeContractRecord.model_fields["payment_terms"],
-    finance.UserRef: s.BudgetViewSnapshotRecord.model_fields["created_by"],
-    finance.VendorRef: s.PurchaseOrderRecord.model_fields["vendor"],
-    finance.CostCodeRef: s.PurchaseOrderLineRecord.model_fields["cost_code"],
+    contracts.Customer: s.PrimeContractRecord.model_fields["customer"],
+    contracts.PaymentTerms: s.PrimeContractRecord.model_fields["payment_terms"],
+    budgets.UserRef: s.BudgetViewSnapshotRecord.model_fields["created_by"],
+    purchase_orders.VendorRef: s.PurchaseOrderRecord.model_fields["vendor"],
+    purchase_orders.CostCodeRef: s.PurchaseOrderLineRecord.model_fields["cost_code"],
 }
 
 
