@@ -9,7 +9,7 @@ from sowctl.foundation import clock
 from sowctl.schemas import dataset as s
 from sowctl.services.collector import collector_paused
 from sowctl.services.dataset.columns import Progress, _getter, _stamp
-from sowctl.services.dataset.finance_checks import FinanceChecks
+from sowctl.services.dataset.external_checks import ExternalChecks
 from sowctl.services.dataset.item_checks import ItemChecks
 from sowctl.services.dataset.source import DatasetSource, DictSource
 from sowctl.services.dataset.writer import _advance_sequences, small_page_cache
@@ -54,7 +54,7 @@ def import_dataset(
         return importer.counts()
 
 
-class _Importer(FinanceChecks, ItemChecks):
+class _Importer(ExternalChecks, ItemChecks):
     """Checks references (file first, then database) and builds the rows to insert."""
 
     def counts(self) -> dict[str, int]:

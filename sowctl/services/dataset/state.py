@@ -39,7 +39,7 @@ _Table = tuple[type[m.BaseModel], list[pw.Field], list[tuple]]
 
 
 class ImportState:
-    """The state and helpers of an import; the checks (``ItemChecks``, ``FinanceChecks``) build on it."""
+    """The state and helpers of an import; the checks (``ItemChecks``, ``ExternalChecks``) build on it."""
 
     def __init__(
         self, source: DatasetSource, moment: datetime, progress: Progress | None, scope: str | None = None

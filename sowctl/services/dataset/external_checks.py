@@ -1,4 +1,4 @@
-"""Import checks of the Group B records (financial projects, master data, snapshots, orders)."""
+"""Import checks of the Group B (external API) records (financial projects, master data, snapshots, orders)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sowctl.services.dataset.state import ImportState
 from sowctl.storage import models as m
 
 
-class FinanceChecks(ImportState):
+class ExternalChecks(ImportState):
     """The Group B part of the importer's checks (mixed into ``importer._Importer``)."""
 
     def _financial_projects(self, company_org: dict[str, str], project_org: dict[str, str]) -> dict[int, str]:
