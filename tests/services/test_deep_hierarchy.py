@@ -23,7 +23,7 @@ from sowctl.operations import call_local
 from sowctl.operations import get as get_op
 from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
-from sowctl.services.item_rules import nest, walk
+from sowctl.services.hierarchy import nest, walk
 from sowctl.storage import models as m
 from tests.support.raw_wsgi import Env, dump, make_env
 from tests.support.server import Server
