@@ -46,7 +46,7 @@ def _flags(report: dict) -> dict[str, str]:
     return {dep_id: ",".join(kinds) for dep_id, kinds in flags.items()}
 
 
-# The describing rules live with the risk rules (services.chain_risks); imported when used, since
+# The describing rules live with the risk rules (gate.risks); imported when used, since
 # every command module is imported at start-up and remote mode loads no service module.
 def _item(ref: dict) -> str:
     from sowctl.gate.risks import item_label
@@ -296,9 +296,13 @@ def check(
 
 
 def _readiness(ctx: typer.Context, sow_id: str) -> dict:
+    """The ready and waiting task items, judged on the chain's tree report (``chain check``'s
+    rules on its record: made in process locally, read back from the server's body remotely)."""
     from sowctl.gate.risks import INCLUDE, readiness
 
-    return readiness(_chain(ctx, sow_id, "tree", INCLUDE))
+    query = {"sowId": sow_id, "format": "tree", "include": INCLUDE}
+    report = app_context(ctx).call("chain.get", query=query, positional=frozenset({"sowId"}), typed=True)
+    return readiness(report)
 
 
 @app.command("ready")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sowctl.foundation.errors import InvalidInput, UsageError, quoted
-from sowctl.services.webhook_destinations import Network, parse_networks
+from sowctl.foundation.networks import Network, parse_networks
 
 
 def test_double_options(

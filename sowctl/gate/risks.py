@@ -1,11 +1,11 @@
 """The risks a CI gate checks on a SOW's chain, and which task items are ready: the rules, once.
 
 Pure functions on the chain (``GET /api/dependencies/chain`` with
-``include=external,risks``): ``chain check``'s on its report (``schemas.chain.ChainReport``:
-made in process in local mode, read back from the server's body in remote mode), ``chain
-ready`` and ``chain blocked``'s on the tree body, so local and remote mode give the same
-answers. Dates are judged by the report's ``asOf``, the server's day, like the server's own
-``overdue``.
+``include=external,risks``): ``chain check``'s on its flat report, ``chain ready`` and
+``chain blocked``'s on its tree report (``schemas.chain.ChainReport``: made in process in
+local mode, read back from the server's body in remote mode), so local and remote mode
+give the same answers. Dates are judged by the report's ``asOf``, the server's day, like
+the server's own ``overdue``.
 
 Kinds of risk, one finding each:
 
@@ -41,6 +41,7 @@ from sowctl.foundation.errors import InvalidInput, quoted, suggestion
 from sowctl.operations.chain import chain_body
 from sowctl.schemas.chain import ChainReport, DependencyRow
 from sowctl.services import dependency_rules as rules
+from sowctl.services import hierarchy
 from sowctl.services.graph_algorithms import SOURCE_FIRST, TARGET_FIRST
 
 RISK_KINDS = ("circular", "critical", "overdue", "blocked", "escalation", "conflict", "external")
@@ -110,7 +111,7 @@ def fingerprint(kind: str, sow_id: str, *ids: str) -> str:
 
 
 # --- describing a dependency ---------------------------------------------------------
-# On a body's entry (``chain show``, ``chain ready`` and ``chain blocked`` show bodies).
+# On a body's entry (``chain show`` shows bodies).
 
 
 def is_external(entry: dict[str, Any]) -> bool:
@@ -136,24 +137,9 @@ def describe(kind: str, issue: Any, *, with_id: bool = True) -> str:
 # --- waits-for --------------------------------------------------------------------------
 
 
-def waits_for(entry: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(waiting item id, what it waits for: an item reference or the external target)
-    for an open dependency that orders two things; None otherwise."""
-    if not rules.is_open(entry["status"]):
-        return None
-    kind = entry["dependencyType"]
-    if is_external(entry):
-        return (entry["sourceItem"]["id"], entry["targetItem"]) if kind in TARGET_FIRST else None
-    if kind in TARGET_FIRST:
-        return entry["sourceItem"]["id"], entry["targetItem"]
-    if kind in SOURCE_FIRST:
-        return entry["targetItem"]["id"], entry["sourceItem"]
-    return None
-
-
 def _row_waits_for(row: DependencyRow) -> tuple[str, str | None] | None:
     """(waiting item id, the item it waits for; None for the external party) for an open
-    dependency row that orders two things; None otherwise (``waits_for`` on a row)."""
+    dependency row that orders two things (see *Waits for* above); None otherwise."""
     _id, source_id, target_id, kind, _risk, status, external = row[:7]
     if not rules.is_open(status):
         return None
@@ -324,50 +310,57 @@ def titles(report: ChainReport) -> dict[str, str | None]:
 # --- ready and waiting task items -------------------------------------------------------
 
 
-def readiness(tree: dict[str, Any]) -> dict[str, Any]:
-    """Task items of a tree chain body (``format=tree``, ``include=external,risks``) that are
+def readiness(report: ChainReport) -> dict[str, Any]:
+    """Task items of a tree chain report (``format=tree``, ``include=external,risks``) that are
     not completed or cancelled, split into those whose every prerequisite is completed
     (``ready``) and those still waiting (``waiting``, each with what it waits for).
 
     ``{"sowId", "ready": [ITEM], "waiting": [ITEM + "waitsFor": [{"dependencyId",
     "itemId" (absent for an external party), "title", "status" (the item's, or the
-    external dependency's)}]]}``, items in the tree's order (hierarchy, then orderIndex).
+    external dependency's)}]]}``, items in the tree body's order (hierarchy, then orderIndex),
+    an item's prerequisites in the order of its items' dependencies there.
     """
-    if "asOf" not in tree:
-        raise InvalidInput.for_field("include", f"the chain body must be asked for with include={INCLUDE}")
-    nodes: list[dict[str, Any]] = []
-    stack = list(reversed(tree["items"]))
-    while stack:  # depth-first, in the tree's order, without recursion
-        node = stack.pop()
-        nodes.append(node)
-        stack.extend(reversed(node["children"]))
+    _require_risk_fields(report)
+    if report.tree is None:
+        raise InvalidInput.for_field("format", "the chain must be asked for with format=tree")
+    order = hierarchy.depth_first([(row.id, row.parent_id) for row in report.tree])
+    by_source: dict[str, list[DependencyRow]] = {}
+    for row in report.dependencies:
+        by_source.setdefault(row[1], []).append(row)
     waiting_for: dict[str, list[dict[str, Any]]] = {}
-    for node in nodes:
-        for entry in node["dependencies"]:
-            found = waits_for(entry)
-            if found is None:
-                continue
-            waiter_id, before = found
-            if is_external(entry):
-                blocker = {"dependencyId": entry["id"], "title": before["title"], "status": entry["status"]}
-            elif before.get("status") != DONE:
-                blocker = {
-                    "dependencyId": entry["id"],
-                    "itemId": before["id"],
-                    "title": before["title"],
-                    "status": before.get("status"),
-                }
-            else:
-                continue
-            waiting_for.setdefault(waiter_id, []).append(blocker)
+    for source_id in order:
+        for row in by_source.get(source_id, ()):
+            blocker = _blocker(report, row)
+            if blocker is not None:
+                waiting_for.setdefault(blocker[0], []).append(blocker[1])
+    tree = {row.id: row for row in report.tree}
     ready, waiting = [], []
-    for node in nodes:
-        if node["type"] != "task_item" or node["status"] in (DONE, "cancelled"):
+    for item_id in order:
+        item = tree[item_id]
+        if item.type != "task_item" or item.status in (DONE, "cancelled"):
             continue
-        row = {"id": node["id"], "title": node["title"], "status": node["status"]}
-        blockers = waiting_for.get(node["id"])
+        shown = {"id": item.id, "title": item.title, "status": item.status}
+        blockers = waiting_for.get(item_id)
         if blockers:
-            waiting.append(row | {"waitsFor": blockers})
+            waiting.append(shown | {"waitsFor": blockers})
         else:
-            ready.append(row)
-    return {"sowId": tree["sowId"], "ready": ready, "waiting": waiting}
+            ready.append(shown)
+    return {"sowId": report.sow_id, "ready": ready, "waiting": waiting}
+
+
+def _blocker(report: ChainReport, row: DependencyRow) -> tuple[str, dict[str, Any]] | None:
+    """(waiting item id, what it waits for, as ``readiness`` shows it) for a dependency that
+    still makes an item wait: open, ordering, and not on a completed item."""
+    found = _row_waits_for(row)
+    if found is None:
+        return None
+    waiter_id, before_id = found
+    dep_id, status, external, external_target = row[0], row[5], row[6], row[7]
+    if external:
+        return waiter_id, {"dependencyId": dep_id, "title": external_target, "status": status}
+    before = report.items.get(str(before_id))
+    before_status = None if before is None else before.status
+    if before_status == DONE:
+        return None
+    title = None if before is None else before.title
+    return waiter_id, {"dependencyId": dep_id, "itemId": before_id, "title": title, "status": before_status}

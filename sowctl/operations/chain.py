@@ -68,7 +68,7 @@ from sowctl.schemas.dependencies import ChainFlat, ChainQuery, ChainTree
 
 service = LazyModule("sowctl.services.chain")
 collector = LazyModule("sowctl.services.collector")
-item_rules = LazyModule("sowctl.services.item_rules")
+hierarchy = LazyModule("sowctl.services.hierarchy")
 
 
 def parse_include(text: str | None) -> tuple[str, ...]:
@@ -141,7 +141,7 @@ def chain_body(report: ChainReport, include: tuple[str, ...] = ()) -> dict[str, 
 def _item_tree(
     tree: list[ChainTreeRow], report: ChainReport, entries: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The SOW's items nested by parent (``item_rules.nest``: no recursion, bounded
+    """The SOW's items nested by parent (``hierarchy.nest``: no recursion, bounded
     nesting), each with the entries of the dependencies it is the source of."""
     by_source: dict[str, list[dict[str, Any]]] = {}
     for row, entry in zip(report.dependencies, entries, strict=True):
@@ -157,18 +157,23 @@ def _item_tree(
         }
         for row in tree
     }
-    return item_rules.nest([(row.id, row.parent_id) for row in tree], nodes)
+    return hierarchy.nest([(row.id, row.parent_id) for row in tree], nodes)
 
 
 def read_report(body: dict[str, Any]) -> ChainReport:
-    """A flat chain body read back into the report it was made of (remote mode): the rows of
-    its entries, an item for each item reference, the issues' positions. An entry without
-    ``isExternal`` (asked for without include=external) is external when its target has no id."""
-    if "dependencies" not in body:
-        raise InvalidInput.for_field("format", "the chain body must be asked for with format=flat")
+    """A chain body read back into the report it was made of (remote mode): the rows of its
+    entries, an item for each item reference, the issues' positions; for a tree body, its
+    items too. An entry without ``isExternal`` (asked for without include=external) is
+    external when its target has no id."""
+    if "dependencies" in body:
+        entries, tree = body["dependencies"], None
+    elif "items" in body:
+        entries, tree = _read_tree(body["items"])
+    else:
+        raise InvalidInput.for_field("format", "the chain body must be asked for with format=flat or tree")
     rows: list[tuple[Any, ...]] = []
     items: dict[str, ChainItem] = {}
-    for entry in body["dependencies"]:
+    for entry in entries:
         source, target = entry["sourceItem"], entry["targetItem"]
         for ref in (source, target):
             if ref.get("id") is not None and ref["id"] not in items:
@@ -188,6 +193,8 @@ def read_report(body: dict[str, Any]) -> ChainReport:
                 entry.get("escalationDate"),
             )
         )
+    for row in tree or ():
+        items.setdefault(row.id, ChainItem(row.id, row.title, row.type, row.status))
     position = {row[0]: at for at, row in enumerate(rows)}
     issues = body["issues"]
     as_of = body.get("asOf")
@@ -200,8 +207,23 @@ def read_report(body: dict[str, Any]) -> ChainReport:
         overdue=[position[entry["id"]] for entry in issues["overdue"]],
         critical=[position[entry["id"]] for entry in issues["critical"]],
         critical_path=body.get("criticalPath", []),
-        tree=None,
+        tree=tree,
     )
+
+
+def _read_tree(nodes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[ChainTreeRow]]:
+    """A tree body's entries and its items, depth-first: each item with the parent it is
+    shown under (the one ``nest`` puts it under again), each entry after the one before it
+    under its source item, so the report made a body again is the same body."""
+    entries: list[dict[str, Any]] = []
+    tree: list[ChainTreeRow] = []
+    pending: list[tuple[dict[str, Any], str | None]] = [(node, None) for node in reversed(nodes)]
+    while pending:  # no recursion: a body nests as deep as the server's bound
+        node, parent_id = pending.pop()
+        tree.append(ChainTreeRow(node["id"], parent_id, node["type"], node["status"], node["title"]))
+        entries.extend(node["dependencies"])
+        pending.extend((child, node["id"]) for child in reversed(node["children"]))
+    return entries, tree
 
 
 @operation(

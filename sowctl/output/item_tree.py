@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from sowctl.output.terminal import current
-from sowctl.services.item_rules import nest, walk
+from sowctl.services.hierarchy import nest, walk
 
 STATUS_STYLE = {
     "pending": "yellow",

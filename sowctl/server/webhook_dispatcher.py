@@ -221,7 +221,7 @@ class Dispatcher:
         """Send ``work`` as its faults say; (the attempts, the event delivered up to or None)."""
         faults = webhook_faults.draw(work.subscription_id, self._rng)
         if "delay" in faults:
-            time.sleep(faults["delay"]["delayMs"] / 1000)
+            time.sleep((faults["delay"].delayMs or 0) / 1000)
         if "drop" in faults:
             return [
                 Attempt(work.sequence, "dropped", error="dropped by a delivery fault", fault="drop")

@@ -21,9 +21,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import peewee as pw
+from pydantic import ValidationError
 
 from sowctl.foundation.budgets import MAX_SANDBOX_CHECKPOINTS
 from sowctl.foundation.errors import Forbidden, InvalidInput, Issue, NotFound
+from sowctl.schemas.admin import CheckpointOut, FaultConfigOut
 from sowctl.services.dataset import import_dataset
 from sowctl.services.dataset.columns import COLUMNS
 from sowctl.services.graph import mark_ranks_stale
@@ -89,13 +91,21 @@ def empty_organization(organization_id: str, keep_credentials: bool) -> None:
 # --- faults ------------------------------------------------------------------------------------
 
 
-def all_faults() -> dict[str, Any]:
+def all_faults() -> dict[str, FaultConfigOut]:
+    """Each sandbox's fault config, by organization; an entry that is not one is left out
+    (it costs only its own sandbox its faults, as the test double reads them)."""
     row = m.Meta.get_or_none(m.Meta.key == FAULTS_KEY)
     value = json.loads(row.value) if row is not None else {}
-    return value if isinstance(value, dict) else {}
+    found: dict[str, FaultConfigOut] = {}
+    for organization_id, config in value.items() if isinstance(value, dict) else ():
+        try:
+            found[organization_id] = FaultConfigOut.model_validate(config)
+        except ValidationError:
+            continue
+    return found
 
 
-def set_faults(organization_id: str, config: dict[str, Any] | None) -> None:
+def set_faults(organization_id: str, config: FaultConfigOut | None) -> None:
     """The sandbox's fault config (None: none)."""
     with write_transaction("sandbox-faults"):
         faults = all_faults()
@@ -103,7 +113,8 @@ def set_faults(organization_id: str, config: dict[str, Any] | None) -> None:
             faults.pop(organization_id, None)
         else:
             faults[organization_id] = config
-        text = json.dumps(faults, separators=(",", ":"))
+        stored = {organization: entry.model_dump() for organization, entry in faults.items()}
+        text = json.dumps(stored, separators=(",", ":"))
         m.Meta.insert(key=FAULTS_KEY, value=text).on_conflict(
             conflict_target=[m.Meta.key], update={m.Meta.value: text}
         ).execute()
@@ -118,12 +129,11 @@ def take_fault(organization_id: str) -> bool:
     """Use up one failure of the sandbox's ``count``-limited config; False when none is left."""
     with write_transaction("sandbox-faults"):
         config = all_faults().get(organization_id)
-        if not isinstance(config, dict) or config.get("count") is None:
+        if config is None or config.count is None:
             return True
-        if config["count"] <= 0:
+        if config.count <= 0:
             return False
-        config["count"] -= 1
-        set_faults(organization_id, config)
+        set_faults(organization_id, config.model_copy(update={"count": config.count - 1}))
     return True
 
 
@@ -155,14 +165,14 @@ def _columns(model: type[m.BaseModel]) -> str:
     return ", ".join(f'"{field.column_name}"' for field in model._meta.sorted_fields)
 
 
-def list_checkpoints(organization_id: str) -> list[dict[str, Any]]:
+def list_checkpoints(organization_id: str) -> list[CheckpointOut]:
     return [
-        {"name": name, "createdAt": entry["createdAt"], "records": entry["records"]}
+        CheckpointOut(name=name, createdAt=entry["createdAt"], records=entry["records"])
         for name, entry in sorted(_entries(organization_id).items())
     ]
 
 
-def save_checkpoint(organization_id: str, name: str) -> dict[str, Any]:
+def save_checkpoint(organization_id: str, name: str) -> CheckpointOut:
     """Copy the organization's records and credentials under ``name`` (replacing one of that name)."""
     with write_transaction(f"org:{organization_id}"):
         entries = _entries(organization_id)
@@ -187,14 +197,15 @@ def save_checkpoint(organization_id: str, name: str) -> dict[str, Any]:
         created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         faults = all_faults().get(organization_id)
         entries[name] = {"slot": slot, "schema": SCHEMA_VERSION, "createdAt": created, "records": records}
-        entries[name]["faults"] = faults
+        entries[name]["faults"] = None if faults is None else faults.model_dump()
         _store(organization_id, entries)
-    return {"name": name, "createdAt": created, "records": records}
+    return CheckpointOut(name=name, createdAt=created, records=records)
 
 
-def restore_checkpoint(organization_id: str, name: str) -> dict[str, Any]:
+def restore_checkpoint(organization_id: str, name: str) -> CheckpointOut:
     """The organization's records and credentials as saved under ``name``, all or nothing; its
-    request log and events are emptied (they told of the state this replaces)."""
+    request log and events are emptied (they told of the state this replaces). The answer
+    leaves ``createdAt`` unset: it says what was restored, not when it was saved."""
     entry = _entry(organization_id, name)
     if entry.get("schema") != SCHEMA_VERSION:
         raise InvalidInput.for_field(
@@ -207,11 +218,14 @@ def restore_checkpoint(organization_id: str, name: str) -> dict[str, Any]:
             columns = _columns(model)
             copy = _copy_name(organization_id, entry["slot"], model)
             _sql(f'INSERT INTO "{model._meta.table_name}" ({columns}) SELECT {columns} FROM "{copy}"')
-        set_faults(organization_id, entry.get("faults"))
+        saved_faults = entry.get("faults")
+        set_faults(
+            organization_id, None if saved_faults is None else FaultConfigOut.model_validate(saved_faults)
+        )
         # The ranks came back with the edges, but the mark that says whether they are to be
         # trusted is the server's, not the checkpoint's: the next edge computes them again.
         mark_ranks_stale([organization_id])
-    return {"name": name, "records": entry["records"]}
+    return CheckpointOut(name=name, records=entry["records"])
 
 
 def _taken_ids_check(organization_id: str, slot: int, name: str) -> None:

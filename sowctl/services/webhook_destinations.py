@@ -18,32 +18,19 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sowctl.foundation.errors import InvalidInput, quoted
-from sowctl.storage import sandbox_models
+from sowctl.foundation.networks import Network
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ALLOW_OPTION = "sowctl serve --webhook-allow-network"
 # IPv6 addresses that carry an IPv4 one the packets end up at: NAT64's well-known prefix
 # (the IPv4-mapped ::ffff:0:0/96 and 6to4's 2002::/16 are read by ``ipaddress`` itself).
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
-
-
-def parse_networks(values: Iterable[str]) -> tuple[Network, ...]:
-    """The networks of ``--webhook-allow-network`` (``10.0.0.0/8``, ``127.0.0.1``, ``::1/128``);
-    ValueError naming the value that is none."""
-    networks = []
-    for value in values:
-        try:
-            networks.append(ipaddress.ip_network(value.strip(), strict=False))
-        except ValueError:
-            raise ValueError(f"{quoted(value)} is not an IP network such as 10.0.0.0/8 or ::1/128") from None
-    return tuple(networks)
 
 
 def embedded_ipv4(address: Address) -> ipaddress.IPv4Address | None:
@@ -112,12 +99,6 @@ def host_and_port(url: str) -> tuple[str, int]:
     """The host and port an http(s) URL checked by ``webhooks.check_url`` connects to."""
     parts = urlsplit(url)
     return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-
-
-def guarded(organization_id: str) -> bool:
-    """Whether ``organization_id``'s webhooks are held to public addresses: a sandbox's are."""
-    found = sandbox_models.Sandbox.select().where(sandbox_models.Sandbox.organization == organization_id)
-    return bool(found.exists())
 
 
 def first_refusal(host: str, addresses: Sequence[Address], allowed: Sequence[Network]) -> str | None:

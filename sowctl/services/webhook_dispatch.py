@@ -19,8 +19,8 @@ import peewee as pw
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_WEBHOOK_DELIVERIES_KEPT, MAX_WEBHOOK_EXCERPT_CHARS
 from sowctl.schemas.events import EVENT_TYPES, LATEST_SEQUENCE, EventOut, event_id
-from sowctl.services import events, webhook_destinations
-from sowctl.services.webhooks import RETRY_SECONDS, matches
+from sowctl.services import events
+from sowctl.services.webhooks import RETRY_SECONDS, held_to_public_addresses, matches
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
 from sowctl.storage.webhook_models import WebhookDelivery, WebhookRedelivery, WebhookSubscription
@@ -245,7 +245,7 @@ def _work(row: WebhookSubscription, event: EventOut, sequence: int, redelivery_i
         attempt=row.consecutive_failures + 1,
         redelivery_id=redelivery_id,
         traceparent=events.traceparent_of(sequence),
-        guarded=webhook_destinations.guarded(row.organization_id),
+        guarded=held_to_public_addresses(row.organization_id),
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from sowctl.foundation.budgets import MAX_DELIVERY_FAULT_RULES
 from sowctl.foundation.errors import InvalidInput
-from sowctl.schemas.webhooks import DELIVERY_FAULT_KINDS
+from sowctl.schemas.webhooks import DELIVERY_FAULT_KINDS, DeliveryFaultRule, DeliveryFaults
 from sowctl.storage import models as m
 from sowctl.storage.database import write_transaction
 
@@ -32,7 +32,7 @@ MAX_FAULT_DELAY_MS = 10_000
 _FIELDS = {"kind", "rate", "count", "delayMs", "subscriptionId"}
 
 
-def check(body: Any) -> list[dict[str, Any]]:
+def check(body: Any) -> list[DeliveryFaultRule]:
     """The rules of a ``{"rules": [...]}`` body, each complete; InvalidInput naming the field."""
     if not isinstance(body, dict) or not isinstance(body.get("rules"), list):
         raise InvalidInput.for_field("rules", "is required: an array of delivery fault rules")
@@ -42,7 +42,7 @@ def check(body: Any) -> list[dict[str, Any]]:
     return [_rule(rule, f"rules[{index}]") for index, rule in enumerate(rules)]
 
 
-def _rule(rule: Any, at: str) -> dict[str, Any]:
+def _rule(rule: Any, at: str) -> DeliveryFaultRule:
     if not isinstance(rule, dict):
         raise InvalidInput.for_field(at, 'must be an object such as {"kind": "duplicate"}')
     unknown = sorted(set(rule) - _FIELDS)
@@ -80,16 +80,12 @@ def _rule(rule: Any, at: str) -> dict[str, Any]:
         raise InvalidInput.for_field(
             f"{at}.subscriptionId", "must be a webhook subscription id, or null for every one"
         )
-    return {
-        "kind": kind,
-        "rate": float(rate),
-        "count": count,
-        "delayMs": delay,
-        "subscriptionId": subscription,
-    }
+    return DeliveryFaultRule(
+        kind=kind, rate=float(rate), count=count, delayMs=delay, subscriptionId=subscription
+    )
 
 
-def read() -> list[dict[str, Any]]:
+def read() -> list[DeliveryFaultRule]:
     row = m.Meta.get_or_none(m.Meta.key == META_KEY)
     if row is None:
         return []
@@ -99,33 +95,35 @@ def read() -> list[dict[str, Any]]:
         return []
 
 
-def store(rules: list[dict[str, Any]]) -> dict[str, Any]:
-    text = json.dumps({"rules": rules}, separators=(",", ":"))
+def store(rules: list[DeliveryFaultRule]) -> DeliveryFaults:
+    faults = DeliveryFaults(rules=rules)
+    text = json.dumps(faults.model_dump(), separators=(",", ":"))
     m.Meta.insert(key=META_KEY, value=text).on_conflict(
         conflict_target=[m.Meta.key], update={m.Meta.value: text}
     ).execute()
-    return {"rules": rules}
+    return faults
 
 
-def draw(subscription_id: str, rng: random.Random) -> dict[str, dict[str, Any]]:
+def draw(subscription_id: str, rng: random.Random) -> dict[str, DeliveryFaultRule]:
     """The faults that apply to one attempt, by kind (the first applying rule of each kind)."""
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, DeliveryFaultRule] = {}
     for index, rule in enumerate(read()):
-        if rule["kind"] in chosen or rule["subscriptionId"] not in (None, subscription_id):
+        if rule.kind in chosen or rule.subscriptionId not in (None, subscription_id):
             continue
-        if rule["count"] == 0 or rng.random() >= rule["rate"]:
+        if rule.count == 0 or rng.random() >= rule.rate:
             continue
-        if rule["count"] is None or _take(index, rule):
-            chosen[rule["kind"]] = rule
+        if rule.count is None or _take(index, rule):
+            chosen[rule.kind] = rule
     return chosen
 
 
-def _take(index: int, rule: dict[str, Any]) -> bool:
+def _take(index: int, rule: DeliveryFaultRule) -> bool:
     """Use up one application of a counted rule, atomically across workers."""
     with write_transaction(META_KEY):
         rules = read()
-        if index >= len(rules) or rules[index]["kind"] != rule["kind"] or not rules[index]["count"]:
+        count = rules[index].count if index < len(rules) and rules[index].kind == rule.kind else None
+        if not count:
             return False
-        rules[index]["count"] -= 1
+        rules[index] = rules[index].model_copy(update={"count": count - 1})
         store(rules)
     return True

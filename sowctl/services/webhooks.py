@@ -39,6 +39,7 @@ from sowctl.schemas.events import EVENT_TYPES, RESOURCES, event_id, event_sequen
 from sowctl.schemas.webhooks import SIGNING_SCHEMES
 from sowctl.services import webhook_destinations
 from sowctl.storage import models as m
+from sowctl.storage import sandbox_models
 from sowctl.storage.database import write_transaction
 from sowctl.storage.webhook_models import WebhookDelivery, WebhookRedelivery, WebhookSubscription
 
@@ -183,6 +184,13 @@ class NewWebhook:
     max_failures: Any = None
 
 
+def held_to_public_addresses(organization_id: str) -> bool:
+    """Whether ``organization_id``'s webhooks are held to public addresses
+    (``services.webhook_destinations``): a sandbox's are."""
+    found = sandbox_models.Sandbox.select().where(sandbox_models.Sandbox.organization == organization_id)
+    return bool(found.exists())
+
+
 def create(
     new: NewWebhook, allowed_networks: Sequence[webhook_destinations.Network] = ()
 ) -> records.WebhookCreated:
@@ -192,7 +200,7 @@ def create(
     (``services.webhook_destinations``)."""
     url = check_url(new.url)
     organization_id = _check_organization(new.organization_id)
-    if webhook_destinations.guarded(organization_id):
+    if held_to_public_addresses(organization_id):
         webhook_destinations.check_destination(url, allowed_networks)
     types = check_event_types(new.event_types)
     signing, credential = _credential(new.signing, new.secret, new.authorization)

@@ -711,6 +711,27 @@ def test_remote_mode_imports_neither_peewee_nor_the_services(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "command", [("items", "tree", "x"), ("chain", "ready", "x"), ("chain", "blocked", "x")]
+)
+def test_remote_trees_and_readiness_load_no_storage(tmp_path, command):
+    """The item tree's nesting and the readiness rules are pure (``services.hierarchy``,
+    ``gate.risks``): remote mode loads no model and no database driver for them."""
+    code = (
+        "import sys\n"
+        "from sowctl.cli import main\n"
+        f"code = main(['--server', 'http://127.0.0.1:9', '--token', 't', *{list(command)!r}])\n"
+        "assert code == 5, code\n"
+        "loaded = [m for m in sys.modules if m in ('peewee', 'psycopg2', 'sowctl.storage.models')]\n"
+        "assert not loaded, loaded\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOWCTL_")}
+    env["SOWCTL_CONFIG"] = str(tmp_path / "config.toml")
+    env["SOWCTL_RETRIES"] = "0"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
     ("org", "company"),
     [("org-nope", COMPANY), ("org-nope", "comp-nope"), (ORG, "comp-nope")],
 )

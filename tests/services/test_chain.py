@@ -371,8 +371,59 @@ def test_a_body_read_back_is_the_report_it_was_made_of(site) -> None:
         made.sow_id, made.as_of, made.overdue, made.critical,
     )  # fmt: skip
     assert risks.check_chain(read, risks.RISK_KINDS) == risks.check_chain(made, risks.RISK_KINDS)
-    with pytest.raises(InvalidInput, match="format=flat"):
-        read_report(get_chain(site["sow"], "tree"))
+    with pytest.raises(InvalidInput, match="format=flat or tree"):
+        read_report({"sowId": site["sow"], "issues": {"circular": [], "overdue": [], "critical": []}})
+
+
+def test_a_tree_body_read_back_is_the_report_it_was_made_of(site) -> None:
+    """chain ready and chain blocked judge the tree report: read back from the server's body
+    (remote mode) it gives the same body again, and the same ready and waiting items as the
+    report made in process."""
+    status(site["d3"], "resolved")  # the steel no longer waits for the mill
+    include = "external,risks,criticalPath"
+    query = {"sowId": site["sow"], "format": "tree", "include": include}
+    body = get_chain(site["sow"], "tree", include=include)
+    read = read_report(body)
+    assert chain_body(read, tuple(include.split(","))) == body
+    made = operations.call_local_typed("chain.get", MEMBER, query=query)
+    found = risks.readiness(made)
+    assert risks.readiness(read) == found
+    assert [row["id"] for row in found["ready"]] == [site["steel"]]
+    assert found["waiting"] == [
+        {
+            "id": site["deck"],
+            "title": "Pour decks",
+            "status": "pending",
+            "waitsFor": [
+                {
+                    "dependencyId": site["d1"],
+                    "itemId": site["steel"],
+                    "title": "Erect steel",
+                    "status": "pending",
+                }
+            ],
+        },
+        {
+            "id": site["roof"],
+            "title": "Roof",
+            "status": "pending",
+            "waitsFor": [
+                {
+                    "dependencyId": site["d2"],
+                    "itemId": site["deck"],
+                    "title": "Pour decks",
+                    "status": "pending",
+                }
+            ],
+        },
+    ]
+    flat = operations.call_local_typed("chain.get", MEMBER, query=query | {"format": "flat"})
+    with pytest.raises(InvalidInput, match="format=tree"):
+        risks.readiness(flat)
+    with pytest.raises(InvalidInput, match="include=external,risks"):
+        risks.readiness(
+            operations.call_local_typed("chain.get", MEMBER, query=query | {"include": "external"})
+        )
 
 
 # --- with the dataset importer ------------------------------------------------------------------

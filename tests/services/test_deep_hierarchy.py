@@ -19,11 +19,13 @@ import pytest
 from sowctl.foundation import clock
 from sowctl.foundation.budgets import MAX_HIERARCHY_DEPTH
 from sowctl.foundation.errors import InvalidInput
+from sowctl.gate import risks
 from sowctl.operations import call_local
 from sowctl.operations import get as get_op
+from sowctl.operations.chain import read_report
 from sowctl.services import credentials, demo_data
 from sowctl.services.dataset import import_dataset
-from sowctl.services.item_rules import nest, walk
+from sowctl.services.hierarchy import depth_first, nest, walk
 from sowctl.storage import models as m
 from tests.support.raw_wsgi import Env, dump, make_env
 from tests.support.server import Server
@@ -135,6 +137,7 @@ def test_nest_bounds_nesting_and_keeps_every_item_once() -> None:
     assert max_nesting(roots) == MAX_HIERARCHY_DEPTH
     assert seen[:DEEP] == [f"i{n}" for n in range(DEEP)]  # depth-first order kept
     json.dumps(roots)  # the encoder meets bounded nesting
+    assert depth_first(rows) == seen  # chain ready's order: the tree body's
 
 
 @pytest.mark.slow  # a stress test: the quick loop keeps the limit tests above
@@ -147,6 +150,11 @@ def test_a_stored_hierarchy_2000_deep_answers_over_http(env: Env) -> None:
     shown = {node["id"] for _, node in walk(roots)}
     assert set(ids) <= shown
     assert max_nesting(roots) <= MAX_HIERARCHY_DEPTH
+    # chain ready in remote mode: the tree body read back, walked without recursion.
+    query = {"sowId": SOW, "format": "tree", "include": "external,risks"}
+    found = risks.readiness(read_report(env.send(get_op("chain.get"), query=query).json()))
+    ready = [row["id"] for row in found["ready"]]
+    assert ready.count(ids[-1]) == 1 and ready[0] == ids[-1]  # the deep task, in tree order
     flat = env.send(get_op("chain.get"), query={"sowId": SOW})
     assert flat.status == 200
     listed = env.send(get_op("items.list"), params={"sowId": SOW}, query={"limit": "100"})

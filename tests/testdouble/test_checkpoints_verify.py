@@ -48,6 +48,9 @@ def test_a_checkpoint_brings_back_records_credentials_and_settings(client: httpx
 
     restored = client.post("/_admin/checkpoints/loaded/restore", headers=ADMIN)
     assert restored.status_code == 200, restored.text
+    # What came back, not when it was saved: no createdAt in a restore's answer.
+    assert restored.text == f'{{"name":"loaded","records":{saved.json()["records"]}}}'
+    assert list(saved.json()) == ["name", "createdAt", "records"]
     assert _items(client, access["token"]) == before  # the token issued before the checkpoint works
     assert client.get("/_admin/faults", headers=ADMIN).json()["latencyMs"] == [1, 1]
     # Restoring twice gives the same state again (the copy is not consumed).
@@ -67,6 +70,7 @@ def test_checkpoints_are_listed_replaced_and_dropped(client: httpx.Client) -> No
         client.post("/_admin/checkpoints", json={"name": name}, headers=ADMIN).raise_for_status()
     listed = client.get("/_admin/checkpoints", headers=ADMIN).json()
     assert [entry["name"] for entry in listed] == ["a", "b"]
+    assert [list(entry) for entry in listed] == [["name", "createdAt", "records"]] * 2
     assert client.delete("/_admin/checkpoints/a", headers=ADMIN).json() == {"deleted": "a"}
     assert [entry["name"] for entry in client.get("/_admin/checkpoints", headers=ADMIN).json()] == ["b"]
     missing = client.post("/_admin/checkpoints/a/restore", headers=ADMIN)

@@ -74,9 +74,14 @@ def test_one_sandbox_reset_and_restored_while_the_other_keeps_its_data_and_log(c
     _sow(client, first, "sow-2", "Floors")
     restored = client.post("/_admin/checkpoints/base/restore", headers=_admin(first))
     assert restored.status_code == 200, restored.text
+    assert restored.text == '{"name":"base","records":3}'  # no createdAt, as the server's restore
     assert _titles(client, first, "sow-1") == ["Walls"] and _titles(client, first, "sow-2") == 404
     listed = client.get("/_admin/checkpoints", headers=_admin(first)).json()
     assert [entry["name"] for entry in listed] == ["base"]
+    assert list(listed[0]) == ["name", "createdAt", "records"]
+    dropped = client.delete("/_admin/checkpoints/base", headers=_admin(second))
+    assert dropped.text == '{"deleted":"base"}'
+    client.post("/_admin/checkpoints", json={"name": "base"}, headers=_admin(second)).raise_for_status()
 
     reset = client.post("/_admin/reset", headers=_admin(first))
     assert reset.status_code == 200, reset.text
@@ -124,13 +129,17 @@ def test_a_sandbox_token_cannot_touch_another_organization_or_the_server(client:
 
 def test_faults_of_a_sandbox_fail_only_its_callers(client: httpx.Client) -> None:
     first, second = _sandbox(client), _sandbox(client)
-    set_ = client.put("/_admin/faults", json={"rate": 1, "status": 503, "count": 1}, headers=_admin(first))
+    config = {"rate": 1, "status": 503, "count": 1, "latencyMs": [2, 4]}
+    set_ = client.put("/_admin/faults", json=config, headers=_admin(first))
     assert set_.status_code == 200 and set_.json()["count"] == 1, set_.text
     assert client.get("/_admin/faults", headers=ADMIN).json()["rate"] == 0  # the server's: untouched
     assert client.get("/api/sows", headers=bearer(second["token"])).status_code == 200
     assert client.get("/api/sows", headers=bearer(first["token"])).status_code == 503
     assert client.get("/api/sows", headers=bearer(first["token"])).status_code == 200  # count used up
-    assert client.get("/_admin/faults", headers=_admin(first)).json()["count"] == 0
+    # Stored, counted down and read back, whole milliseconds stay whole numbers.
+    assert client.get("/_admin/faults", headers=_admin(first)).text == (
+        '{"latencyMs":[2,4],"rate":1.0,"status":503,"mode":"error","routes":[],"count":0}'
+    )
     assert [entry.split()[0] for entry in _logged(client, second)] == ["GET"]
     verified = client.post(
         "/_admin/requests/verify",

@@ -308,7 +308,7 @@ def test_a_duplicate_fault_sends_the_event_twice(demo: Any, receiver: Receiver) 
     got = receiver.wait_for(3)
     assert [r.event["data"]["title"] for r in got] == ["Walls", "Walls", "Roof"]
     assert got[0].body == got[1].body
-    assert webhook_faults.read()[0]["count"] == 0
+    assert webhook_faults.read()[0].count == 0
     assert [d.fault for d in webhooks.deliveries(hook.id)] == [None, "duplicate", None]
 
 

@@ -29,6 +29,7 @@ from sowctl.foundation import clock
 from sowctl.foundation.errors import Forbidden, InvalidInput, Issue, Unauthorized
 from sowctl.operations import Operation
 from sowctl.operations.admin import ADMIN
+from sowctl.schemas.admin import CheckpointDeleted, FaultConfigOut
 from sowctl.schemas.common import dump, parse
 from sowctl.server import auth
 from sowctl.server.http import json_bytes, parse_query, read_json_body, route_path
@@ -257,7 +258,8 @@ class AdminApi:
         from sowctl.server.testdouble import state
 
         if scope is not None:  # applied to the requests of this organization's callers only
-            sandbox_state.set_faults(scope, config.to_json() if config.active else None)
+            stored = FaultConfigOut.model_validate(config.to_json()) if config.active else None
+            sandbox_state.set_faults(scope, stored)
             self.layer.sync()
             return self.layer.faults_of(scope).to_json()
         state.write_runtime("faults", config.to_json())
@@ -359,8 +361,10 @@ class AdminApi:
         from sowctl.server.testdouble import checkpoints
 
         if request.scope is not None:
-            return sandbox_state.list_checkpoints(request.scope)
-        return checkpoints.list_checkpoints()
+            saved = sandbox_state.list_checkpoints(request.scope)
+        else:
+            saved = checkpoints.list_checkpoints()
+        return [checkpoint.model_dump() for checkpoint in saved]
 
     @handles("admin.checkpoints.save")
     def save_checkpoint(self, request: AdminRequest) -> dict[str, Any]:
@@ -368,8 +372,8 @@ class AdminApi:
 
         with self.layer.gate.exclusive():  # one consistent state, even on PostgreSQL
             if request.scope is not None:
-                return sandbox_state.save_checkpoint(request.scope, request.body.name)
-            return checkpoints.save(request.body.name)
+                return sandbox_state.save_checkpoint(request.scope, request.body.name).model_dump()
+            return checkpoints.save(request.body.name).model_dump()
 
     @handles("admin.checkpoints.restore")
     def restore_checkpoint(self, request: AdminRequest) -> dict[str, Any]:
@@ -380,12 +384,12 @@ class AdminApi:
             with self.layer.gate.exclusive():
                 restored = sandbox_state.restore_checkpoint(request.scope, name)
             self.layer.sync()
-            return restored
-        with self.layer.gate.exclusive():
-            restored = checkpoints.restore(request.params["name"])
-            self.layer.restart()
-            self.layer.sync()
-        return restored
+        else:
+            with self.layer.gate.exclusive():
+                restored = checkpoints.restore(request.params["name"])
+                self.layer.restart()
+                self.layer.sync()
+        return restored.model_dump(exclude_unset=True)  # no createdAt: what came back, not when saved
 
     @handles("admin.checkpoints.delete")
     def delete_checkpoint(self, request: AdminRequest) -> dict[str, Any]:
@@ -394,9 +398,9 @@ class AdminApi:
         name = request.params["name"]
         if request.scope is not None:
             sandbox_state.delete_checkpoint(request.scope, checkpoints.check_name(name))
-            return {"deleted": name}
-        checkpoints.delete(name)
-        return {"deleted": name}
+        else:
+            checkpoints.delete(name)
+        return CheckpointDeleted(deleted=name).model_dump()
 
 
 # --- sandboxes -------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from typing import Any
 import peewee as pw
 
 from sowctl.foundation.errors import InvalidInput, NotFound
-from sowctl.schemas.admin import CHECKPOINT_NAME, CHECKPOINT_NAME_RULE
+from sowctl.schemas.admin import CHECKPOINT_NAME, CHECKPOINT_NAME_RULE, CheckpointOut
 from sowctl.server.testdouble import state
 from sowctl.services import webhook_dispatch
 from sowctl.storage import models as m
@@ -64,14 +64,14 @@ def _entries() -> dict[str, dict[str, Any]]:
     return {row.key[len(PREFIX) :]: json.loads(row.value) for row in rows}
 
 
-def list_checkpoints() -> list[dict[str, Any]]:
+def list_checkpoints() -> list[CheckpointOut]:
     return [
-        {"name": name, "createdAt": entry["createdAt"], "records": entry["records"]}
+        CheckpointOut(name=name, createdAt=entry["createdAt"], records=entry["records"])
         for name, entry in sorted(_entries().items())
     ]
 
 
-def save(name: str) -> dict[str, Any]:
+def save(name: str) -> CheckpointOut:
     """Copy the whole state under ``name`` (replacing a checkpoint of that name)."""
     check_name(name)
     with write_transaction("global"):
@@ -88,19 +88,21 @@ def save(name: str) -> dict[str, Any]:
             _sql(f'CREATE TABLE "{copy}" AS SELECT {_columns(model)} FROM "{model._meta.table_name}"')
             if model is not m.RequestLog and model not in m.V11_MODELS:  # records, not logs or events
                 records += model.select().count()
+        created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         entry = {
             "slot": slot,
             "schema": SCHEMA_VERSION,
-            "createdAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "createdAt": created,
             "records": records,
             "runtime": state.read_runtime(),
         }
         m.Meta.insert(key=PREFIX + name, value=json.dumps(entry)).execute()
-    return {"name": name, "createdAt": entry["createdAt"], "records": records}
+    return CheckpointOut(name=name, createdAt=created, records=records)
 
 
-def restore(name: str) -> dict[str, Any]:
-    """Bring back the state saved as ``name``: every table as it was, all or nothing."""
+def restore(name: str) -> CheckpointOut:
+    """Bring back the state saved as ``name``: every table as it was, all or nothing. The
+    answer leaves ``createdAt`` unset: it says what was restored, not when it was saved."""
     entry = _entry(name)
     slot = entry["slot"]
     if entry.get("schema") != SCHEMA_VERSION:  # its copies lack columns added since
@@ -121,7 +123,7 @@ def restore(name: str) -> dict[str, Any]:
             m.Meta.insert(key=key, value=value).execute()
         webhook_dispatch.forget_leases()  # the attempts they stood for are not this state's
         _continue_sequences()
-    return {"name": name, "records": entry["records"]}
+    return CheckpointOut(name=name, records=entry["records"])
 
 
 def _skip_reference_triggers() -> None:

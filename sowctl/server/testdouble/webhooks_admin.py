@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sowctl.schemas.webhooks import DeliveryFaults
 from sowctl.services import webhook_faults, webhooks
 
 Handler = Callable[[Any, Any], Any]
@@ -78,17 +79,17 @@ def redeliver(admin: Any, request: Any) -> dict[str, Any]:
 
 def get_faults(admin: Any, request: Any) -> dict[str, Any]:
     request.server_wide("webhook delivery faults")
-    return {"rules": webhook_faults.read()}
+    return DeliveryFaults(rules=webhook_faults.read()).model_dump()
 
 
 def set_faults(admin: Any, request: Any) -> dict[str, Any]:
     request.server_wide("webhook delivery faults")
-    return webhook_faults.store(webhook_faults.check(request.body))
+    return webhook_faults.store(webhook_faults.check(request.body)).model_dump()
 
 
 def clear_faults(admin: Any, request: Any) -> dict[str, Any]:
     request.server_wide("webhook delivery faults")
-    return webhook_faults.store([])
+    return webhook_faults.store([]).model_dump()
 
 
 HANDLERS: dict[str, Handler] = {
