@@ -1,4 +1,4 @@
-"""Import checks of the Group B (external API) records (financial projects, master data, snapshots, orders)."""
+"""Import checks of the Group B (external API) records: projects, master data, snapshots, orders."""
 
 from __future__ import annotations
 
