@@ -6,7 +6,7 @@ from typing import Any
 
 from sowctl.foundation import money
 from sowctl.services.dataset.columns import _getter, _stamp
-from sowctl.services.dataset.state import ImportState
+from sowctl.services.dataset.import_state import ImportState
 from sowctl.storage import models as m
 
 

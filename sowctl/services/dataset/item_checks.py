@@ -14,8 +14,8 @@ from sowctl.schemas import dataset as s
 from sowctl.schemas.vocabulary import MAX_ORDER_INDEX
 from sowctl.services import dependency_rules as rules
 from sowctl.services.dataset.columns import _getter, _stamp
+from sowctl.services.dataset.import_state import ImportState
 from sowctl.services.dataset.problems import _Problems
-from sowctl.services.dataset.state import ImportState
 from sowctl.services.dataset.validation import validated_batches
 from sowctl.services.dataset.writer import BATCH_ROWS
 from sowctl.services.graph import ordering_edge  # the one rule for before/after
