@@ -99,16 +99,18 @@ def start_zygote(load_app: AppLoader, nice: int = 0, threads: int = 4) -> Zygote
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     sys.stdout.flush()
     sys.stderr.flush()
+    worker = os.getpid()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         ours.close()
-        _run_zygote(theirs, load_app, nice, threads)
+        _run_zygote(theirs, load_app, nice, threads, worker)
     theirs.close()
     return Zygote(pid, ours)
 
 
-def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int, threads: int) -> None:
+def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int, threads: int, worker: int) -> None:
     code = 0
+    zygote = os.getpid()
     try:
         _keep_only(control.fileno())
         if nice:
@@ -116,7 +118,11 @@ def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int, threads:
                 os.nice(nice)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C: the worker ends us
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # helpers are reaped as they end
-        end_with_parent()
+        # The HTTP server's handlers came with the fork: under them the SIGTERM of a dead
+        # parent only set the server's stop flag, and the zygote and its helpers lived on.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        end_with_parent(worker)
         while True:
             message, fds, _, _ = socket.recv_fds(control, 16, 1)
             if not message:
@@ -126,7 +132,7 @@ def _run_zygote(control: socket.socket, load_app: AppLoader, nice: int, threads:
             if os.fork() == 0:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                end_with_parent()
+                end_with_parent(zygote)
                 _run_helper(fds[0], load_app, threads)
             os.close(fds[0])
     except BaseException:
@@ -141,15 +147,18 @@ def _keep_only(control: int) -> None:
     os.closerange(control + 1, max(control + 2, int(top)))
 
 
-def end_with_parent() -> bool:
+def end_with_parent(parent: int | None = None) -> bool:
     """Have this process sent SIGTERM when its parent dies, however it dies (Linux only:
-    ``PR_SET_PDEATHSIG``); whether that was set."""
+    ``PR_SET_PDEATHSIG``); whether that was set. ``parent``: the pid that forked this
+    process; if it died before the request took effect, the SIGTERM is sent now."""
     if not sys.platform.startswith("linux"):
         return False
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         return False
+    if parent is not None and os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
     return True
 
 

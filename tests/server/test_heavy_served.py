@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +70,44 @@ def test_a_heavy_request_refused_is_refused_in_the_same_words(served: tuple[Serv
     heavy = server.client.put(REORDER, content=json.dumps(bad) + PADDING, headers=headers)
     assert light.status_code >= 400
     assert _without_request_id(heavy) == _without_request_id(light)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has ended; only its parent's wait is left
+
+
+def test_no_process_outlives_a_killed_server(served: tuple[Server, dict[str, str]]) -> None:
+    server, _ = served
+    (worker,) = _children(server.process.pid)
+    (zygote,) = _children(worker)
+    (helper,) = _children(zygote)
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait()
+    # Each learns of its parent's death from the kernel (PR_SET_PDEATHSIG), in turn.
+    deadline = time.monotonic() + 30
+    while any(map(_alive, (worker, zygote, helper))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in (worker, zygote, helper) if _alive(pid)] == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_worker_s_helper_processes_end_on_the_signal_their_parent_s_death_sends(
+    served: tuple[Server, dict[str, str]], sig: signal.Signals
+) -> None:
+    # A terminal that closes sends SIGHUP; a parent's death, SIGTERM (PR_SET_PDEATHSIG). The
+    # HTTP server's own handlers, inherited through the fork, once kept them alive (and a
+    # second signal inside the first's handler hung them for good).
+    server, _ = served
+    (worker,) = _children(server.process.pid)
+    (zygote,) = _children(worker)
+    (helper,) = _children(zygote)
+    os.kill(helper, sig)
+    os.kill(zygote, sig)
+    deadline = time.monotonic() + 30
+    while (_alive(helper) or _alive(zygote)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in (helper, zygote) if _alive(pid)] == []
