@@ -319,7 +319,7 @@ def recompute_ranks(organization_id: str) -> bool:
         _write_mark(organization_id, _CYCLIC + json.dumps(ring))
         return False
     base = ranks.top()
-    ranks.store_order([(node, base + ranks.GAP * position) for position, node in enumerate(order)])
+    ranks.store([(node, base + ranks.GAP * position) for position, node in enumerate(order)])
     m.Meta.delete().where(m.Meta.key == stale_key(organization_id)).execute()
     return True
 

@@ -57,6 +57,27 @@ def _neighbour(rank: int, *, above: bool) -> int | None:
     return None if value is None else int(value)
 
 
+def walk_sql(forward: bool) -> str:
+    """The recursive query of ``walk``: parameters start, its rank, the bound of ranks."""
+    dep, item = m.Dependency._meta.table_name, m.Item._meta.table_name
+    param = m.database_proxy.param
+    near, far, compare = (
+        ("before_item_id", "after_item_id", "<=") if forward else ("after_item_id", "before_item_id", ">=")
+    )
+    # ``topo_rank + 0``: the rank filters the items the edges lead to and must never drive
+    # the walk. With the index on it in reach, PostgreSQL's planner, whose statistics lag
+    # behind ranks just moved (a reorder puts thousands past the histogram's end), took a
+    # range of ranks for a few rows and read every item in it at each step of the walk: a
+    # 5,000-item walk ran past the 30 s deadline. The expression keeps the index out of the
+    # plan on both databases.
+    return (
+        f"WITH RECURSIVE walk(id, r) AS (SELECT CAST({param} AS TEXT), CAST({param} AS BIGINT) "
+        f"UNION SELECT CAST(d.{far} AS TEXT), i.topo_rank FROM {dep} d JOIN walk ON d.{near} = walk.id "
+        f"JOIN {item} i ON i.id = d.{far} WHERE i.topo_rank + 0 {compare} {param}) "
+        f"SELECT id, r FROM walk"
+    )
+
+
 def walk(start: str, start_rank: int, *, forward: bool, within: int, limit: int | None = None) -> Ranked:
     """``{item: rank}`` of ``start`` and every item it reaches (forward) or that reaches it
     (backward) through items ranked at most (forward) or at least (backward) ``within``;
@@ -65,20 +86,10 @@ def walk(start: str, start_rank: int, *, forward: bool, within: int, limit: int 
     One recursive query; the index on the edge columns drives it and each item's rank
     is read by primary key as it is met, so the database stops once ``limit`` are found.
     """
-    dep, item = m.Dependency._meta.table_name, m.Item._meta.table_name
-    param = m.database_proxy.param
-    near, far, compare = (
-        ("before_item_id", "after_item_id", "<=") if forward else ("after_item_id", "before_item_id", ">=")
-    )
-    sql = (
-        f"WITH RECURSIVE walk(id, r) AS (SELECT CAST({param} AS TEXT), CAST({param} AS BIGINT) "
-        f"UNION SELECT CAST(d.{far} AS TEXT), i.topo_rank FROM {dep} d JOIN walk ON d.{near} = walk.id "
-        f"JOIN {item} i ON i.id = d.{far} WHERE i.topo_rank {compare} {param}) "
-        f"SELECT id, r FROM walk"
-    )
+    sql = walk_sql(forward)
     values: tuple = (start, start_rank, within)
     if limit is not None:
-        sql, values = f"{sql} LIMIT {param}", (*values, limit)
+        sql, values = f"{sql} LIMIT {m.database_proxy.param}", (*values, limit)
     rows = m.database_proxy.execute_sql(sql, values).fetchall()
     return {node: int(rank) for node, rank in rows}
 
@@ -120,22 +131,6 @@ def deal_out(forward: Ranked, backward: Ranked) -> list[tuple[str, int]]:
 def store(ranks: Sequence[tuple[str, int]]) -> None:
     """Store ``(item id, rank)`` pairs: one statement per thousand."""
     bulk.update_rows(m.Item, [m.Item.topo_rank], ranks)
-
-
-# An organization's order ranked anew (after an import) leaves PostgreSQL's statistics of
-# the rank column as they were, all NULL: the planner then expects one item in any range of
-# ranks and drives a walk from the rank index through every item in the range (60 to 150 ms
-# a walk on 50,000 items, instead of under one) until autovacuum samples the table again,
-# a minute or so later. At this many new ranks they are sampled at once.
-RESAMPLE_AFTER = 1000
-
-
-def store_order(ranks: Sequence[tuple[str, int]]) -> None:
-    """Store a whole order's ranks (``store``), and have PostgreSQL sample the rank column
-    again when they are many."""
-    store(ranks)
-    if len(ranks) >= RESAMPLE_AFTER and isinstance(m.database_proxy.obj, pw.PostgresqlDatabase):
-        m.database_proxy.execute_sql(f"ANALYZE {m.Item._meta.table_name} (topo_rank)")
 
 
 def data_version() -> int | None:
