@@ -22,7 +22,7 @@ from sowctl.storage.guards import check_writable
 
 
 class PagesDispatcher(Protocol):
-    """What the pages need of the API's dispatcher (``sowctl.server.app.Dispatcher``)."""
+    """What the pages need of the API's dispatcher (``sowctl.server.dispatcher.Dispatcher``)."""
 
     database: pw.Database
     settings: ServerSettings

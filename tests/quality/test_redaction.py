@@ -122,7 +122,7 @@ def test_the_diagnostic_log_line_hides_a_token_in_the_path() -> None:
 
 def test_a_traceback_in_the_server_log_hides_a_token_it_quotes(tmp_path: Path, monkeypatch) -> None:
     """Before: a 500's traceback went to the log as it was, a token in its message included."""
-    from sowctl.server.app import Dispatcher
+    from sowctl.server.dispatcher import Dispatcher
     from tests.support.doubles import SOW, bearer, in_process, load
 
     client = in_process(str(tmp_path / "t.db"))

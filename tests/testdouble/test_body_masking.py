@@ -107,7 +107,7 @@ def test_a_body_cut_at_the_size_limit_shows_no_part_of_the_secret(migrated_db_ur
 
 def test_the_servers_log_masks_a_body_an_error_quotes(migrated_db_url: str, monkeypatch) -> None:
     """A traceback quoting what was sent is masked like a body (before: only sowctl tokens)."""
-    from sowctl.server.app import Dispatcher
+    from sowctl.server.dispatcher import Dispatcher
 
     client = in_process(migrated_db_url)
     auth = bearer(load(client)["token"])
